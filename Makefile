@@ -1,0 +1,31 @@
+# One command sets up the environment and checks the project: `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: test lint bench clean
+
+test: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: $(VENV)/.installed
+	$(BIN)/python benchmarks/scoring_throughput.py
+	$(BIN)/python benchmarks/targets_speed.py
+	$(BIN)/python benchmarks/fidelity.py
+
+# The stamp is rebuilt whenever pyproject.toml changes, so a new dependency is installed
+# by the next `make test` without deleting the environment by hand.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

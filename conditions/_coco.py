@@ -1,0 +1,114 @@
+"""COCO ``instances.json`` files, and the referents in them that PROTOCOL §8 admits."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
+
+from conditions._errors import DataFileError
+from scoring import AnnotationError, DegeneratePartError, Referent
+
+
+class _CocoRecord(BaseModel):
+    # COCO files carry fields this project does not use (license, coco_url, …): ignore them.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class CocoImage(_CocoRecord):
+    id: int
+    width: PositiveInt
+    height: PositiveInt
+    file_name: str = ""
+
+
+class CocoAnnotation(_CocoRecord):
+    id: int
+    image_id: int
+    category_id: int
+    segmentation: list[list[float]] | dict[str, Any]
+    iscrowd: int = 0
+    bbox: tuple[float, float, float, float]
+    area: float = 0.0
+
+
+class CocoCategory(_CocoRecord):
+    id: int
+    name: str
+    supercategory: str = ""
+
+
+class CocoInstances(_CocoRecord):
+    images: list[CocoImage]
+    annotations: list[CocoAnnotation]
+    categories: list[CocoCategory] = []
+
+
+def load_instances(path: Path | str) -> CocoInstances:
+    """Read and check a COCO ``instances.json``.
+
+    Raises
+    ------
+    DataFileError
+        The file is missing, not JSON, not in COCO form, or an annotation names an image the
+        file does not have; the message names the file and the first offending place.
+    """
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise DataFileError(path, f"cannot read: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataFileError(path, f"not JSON: {exc}") from None
+    try:
+        instances = CocoInstances.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise DataFileError(path, f"{where}: {first['msg']}") from None
+    images = {i.id for i in instances.images}
+    for a in instances.annotations:
+        if a.image_id not in images:
+            raise DataFileError(path, f"annotation {a.id} points to unknown image {a.image_id}")
+    return instances
+
+
+def eligible_referents(instances: CocoInstances, source: Path | str = "") -> list[Referent]:
+    """The referents PROTOCOL §8 admits, in annotation order, each with its distractors.
+
+    Eligible: non-crowd, polygon segmentation, a selected part with at least 3 distinct
+    vertices and positive area, and at least one other non-crowd instance of its category in
+    the image. The distractors are those other instances.
+
+    Raises
+    ------
+    DataFileError
+        A non-crowd annotation's segmentation is malformed (names ``source`` and the id).
+    """
+    images = {i.id: i for i in instances.images}
+    same_category: dict[tuple[int, int], list[CocoAnnotation]] = defaultdict(list)
+    for a in instances.annotations:
+        if not a.iscrowd:
+            same_category[(a.image_id, a.category_id)].append(a)
+    out: list[Referent] = []
+    for a in instances.annotations:
+        group = same_category.get((a.image_id, a.category_id), [])
+        if a.iscrowd or len(group) < 2:
+            continue
+        image = images[a.image_id]
+        try:
+            out.append(
+                Referent.from_coco(
+                    a.model_dump(),
+                    image.model_dump(),
+                    [d.model_dump() for d in group if d.id != a.id],
+                )
+            )
+        except DegeneratePartError:
+            continue
+        except AnnotationError as exc:
+            raise DataFileError(source or "instances", str(exc)) from None
+    return out
