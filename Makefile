@@ -15,9 +15,9 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff format --check .
 
 bench: $(VENV)/.installed
-	$(BIN)/python benchmarks/scoring_throughput.py
-	$(BIN)/python benchmarks/targets_speed.py
-	$(BIN)/python benchmarks/fidelity.py
+	$(BIN)/python -m benchmarks.scoring_throughput
+	$(BIN)/python -m benchmarks.targets_speed
+	$(BIN)/python -m benchmarks.fidelity
 
 # The stamp is rebuilt whenever pyproject.toml changes, so a new dependency is installed
 # by the next `make test` without deleting the environment by hand.

@@ -24,7 +24,6 @@ app = typer.Typer(
     help="Run the GroundBench polygon-grounding grid and the box benchmarks around it.",
 )
 console = Console()
-errors = Console(stderr=True)
 
 
 def _show_version(value: bool) -> None:
@@ -52,7 +51,8 @@ def fidelity(
 ) -> None:
     """Construction fidelity C_N per budget over a file's eligible referents (PROTOCOL §2, §8)."""
     referents = eligible_referents(load_instances(instances), instances)
-    table = Table(title=f"C_N over {len(referents)} eligible referents of {instances.name}")
+    console.print(f"{len(referents)} eligible referents in {instances}", soft_wrap=True)
+    table = Table(title="Construction fidelity C_N")
     table.add_column("N", justify="right")
     table.add_column("C_N (phase 0)", justify="right")
     if phases:
@@ -76,5 +76,6 @@ def main() -> None:
     try:
         app()
     except (ScoringError, ConditionsError) as exc:
-        errors.print(f"groundbench: {exc}", markup=False, highlight=False)
+        # Plain echo, not rich: one line however long, never wrapped to the terminal's width.
+        typer.echo(f"groundbench: {exc}", err=True)
         raise SystemExit(2) from None

@@ -1,6 +1,6 @@
 """How answers are judged: the GroundBench scoring protocol (PROTOCOL.md §1–7).
 
-Plain Python over numpy, shapely and pycocotools; it never imports ``runner`` or Ray.
+Plain Python over numpy, pycocotools, shapely and pyclipper; it never imports ``runner`` or Ray.
 
 - targets: :func:`canonical_target` builds ``G_N`` from a polygon part;
 - parsing: :func:`parse_answer` and :func:`parse_box` read the last list of an answer;

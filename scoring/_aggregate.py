@@ -171,7 +171,9 @@ def paired_contrast(
     )
 
 
-def group_by(scores: Mapping[K, PolygonScore | None], labels: Mapping[K, str]) -> dict[str, list[PolygonScore | None]]:
+def group_by(
+    scores: Mapping[K, PolygonScore | None], labels: Mapping[K, str]
+) -> dict[str, list[PolygonScore | None]]:
     """Split a cell's scores into slices (difficulty, ``D``, ``Q``, ``RS`` bin, group) by label."""
     out: dict[str, list[PolygonScore | None]] = {}
     for k, s in scores.items():

@@ -3,7 +3,7 @@
 ::
 
     ScoringError                    anything scoring refuses to judge
-    ├── RingError                   a flat coordinate list that is not a ring (odd length, not finite)
+    ├── RingError                   a flat coordinate list that is no ring (odd length, not finite)
     └── AnnotationError             an annotation that cannot serve as a referent or distractor
         ├── CrowdAnnotationError    an RLE (crowd) segmentation, which has no polygon to select
         └── DegeneratePartError     the selected part has < 3 distinct vertices or zero area

@@ -32,7 +32,7 @@ _SEPARATOR = r"[\s,;()]"
 _EXPLICIT_RUN = re.compile(rf"{_NUMBER_PATTERN}(?:{_SEPARATOR}+{_NUMBER_PATTERN})+")
 _BRACKET = re.compile(r"[\[\]]")
 _BRACKET_RESIDUE = re.compile(r"[\s,;()\[\]]*")
-_INTEGER_LITERAL = re.compile(r"[+-]?[0-9]+")
+_NOT_INTEGER = re.compile(r"[.eE]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,16 +62,21 @@ def parse_list(text: str, count: int) -> ParsedList | None:
     >>> parse_list("3 4 5 6 then [1, 2]", 4) is None
     True
     """
-    tokens = _last_list_tokens(text)
-    if tokens is None or len(tokens) != count:
+    found = _last_list(text)
+    if found is None:
         return None
-    values = tuple(float(t) for t in tokens)
-    if not all(math.isfinite(v) for v in values):
+    span, tokens = found
+    if len(tokens) != count:
+        return None
+    values = tuple(map(float, tokens))
+    if not all(map(math.isfinite, values)):
         return None
     return ParsedList(
         values=values,
-        integers=all(_INTEGER_LITERAL.fullmatch(t) for t in tokens),
-        in_range=all(0.0 <= v <= 999.0 for v in values),
+        # The span holds only tokens, separators and brackets, so a decimal point or an
+        # exponent anywhere in it belongs to a token that is no integer literal.
+        integers=_NOT_INTEGER.search(span) is None,
+        in_range=min(values) >= 0.0 and max(values) <= 999.0,
     )
 
 
@@ -107,8 +112,8 @@ def parse_box(text: str) -> tuple[float, float, float, float] | None:
     return (x1, y1, x2, y2)
 
 
-def _last_list_tokens(text: str) -> list[str] | None:
-    """The number tokens of the list that ends last in ``text``, or ``None`` if there is none."""
+def _last_list(text: str) -> tuple[str, list[str]] | None:
+    """The text and number tokens of the list that ends last in ``text``, if there is one."""
     groups = _outermost_groups(text)
     # Walk backwards over the alternation segment, group, segment, …, group, segment: the last
     # explicit run of a segment ends after every group before it and before every group after.
@@ -117,14 +122,14 @@ def _last_list_tokens(text: str) -> list[str] | None:
     for k in range(len(groups), -1, -1):
         runs = _EXPLICIT_RUN.findall(text, starts[k], ends[k]) if starts[k] < ends[k] else []
         if runs:
-            return _NUMBER.findall(runs[-1])
+            return runs[-1], _NUMBER.findall(runs[-1])
         if k > 0:
             open_at, close_end = groups[k - 1]
             content = text[open_at + 1 : close_end - 1]
             tokens = _NUMBER.findall(content)
             # A group with no number (a Markdown "[ ]", a "[sic]") is no list (decided).
             if tokens and _BRACKET_RESIDUE.fullmatch(_NUMBER.sub(" ", content)):
-                return tokens
+                return content, tokens
     return None
 
 

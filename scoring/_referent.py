@@ -8,11 +8,19 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from scoring._errors import AnnotationError, CrowdAnnotationError, DegeneratePartError, RingError
-from scoring._raster import Rle, rasterize
-from scoring._region import Faces, clip_faces, even_odd_faces, faces_area
-from scoring._targets import BUDGETS, Point, canonical_targets, check_part, ring_from_flat, select_part
+from scoring._raster import Rle, mask_boxes, rasterize
+from scoring._region import Region, even_odd_region
+from scoring._targets import (
+    BUDGETS,
+    Point,
+    canonical_targets,
+    check_part,
+    ring_from_flat,
+    select_part,
+)
 
 Parts = tuple[tuple[float, ...], ...]
 
@@ -93,9 +101,7 @@ class Referent:
             height=int(image["height"]),
             parts=_polygon_parts(annotation),
             bbox=_bbox(ann_id, annotation["bbox"]),
-            distractors=tuple(
-                Distractor(int(d["id"]), _polygon_parts(d)) for d in distractors
-            ),
+            distractors=tuple(Distractor(int(d["id"]), _polygon_parts(d)) for d in distractors),
         )
 
     @cached_property
@@ -143,7 +149,9 @@ class Reference:
     """The masks and regions an ``n``-vertex answer is scored against, built once per budget.
 
     ``masks`` stacks, for one pass of pycocotools' IoU: ``G_N``, the selected part ``A_i``,
-    the union of all parts (only when there are several), then each distractor.
+    the union of all parts (only when there are several), then each distractor;
+    ``distractor_boxes`` holds the distractors' pixel boxes, so that an answer is compared only
+    with the distractors it can touch.
     """
 
     referent: Referent
@@ -151,16 +159,15 @@ class Reference:
     phase: int
     target: tuple[Point, ...]
     target_mask: Rle
-    target_faces: Faces
-    target_area: float
+    target_region: Region
     masks: tuple[Rle, ...]
+    distractor_boxes: npt.NDArray[np.float64]
 
     @classmethod
     def build(cls, referent: Referent, n: int, phase: int, target: tuple[Point, ...]) -> Reference:
         r = referent
         flat = [c for p in target for c in p]
         target_mask = rasterize([flat], r.height, r.width)
-        faces = clip_faces(even_odd_faces(np.asarray(target, dtype=float)), r.width, r.height)
         union = (r.union_mask,) if len(r.parts) > 1 else ()
         return cls(
             referent=r,
@@ -168,15 +175,10 @@ class Reference:
             phase=phase,
             target=target,
             target_mask=target_mask,
-            target_faces=faces,
-            target_area=faces_area(faces),
-            masks=(target_mask, r.part_mask, *union, *r.distractor_masks),
+            target_region=even_odd_region(flat, r.width, r.height),
+            masks=(target_mask, r.part_mask, *union),
+            distractor_boxes=mask_boxes(r.distractor_masks),
         )
-
-    @property
-    def distractor_offset(self) -> int:
-        """Index in ``masks`` of the first distractor."""
-        return 3 if len(self.referent.parts) > 1 else 2
 
 
 def _check_parts(ann_id: int, parts: Parts) -> None:

@@ -12,16 +12,21 @@ import numpy.typing as npt
 import shapely
 
 from scoring._parse import ParsedList, parse_list
-from scoring._raster import mask_ious, rasterize
+from scoring._raster import Rle, mask_boxes, mask_ious, rasterize
 from scoring._referent import Reference, Referent
-from scoring._region import clip_faces, even_odd_faces, faces_area, region_iou
-from scoring._targets import BUDGETS
+from scoring._region import even_odd_region, region_iou
+from scoring._targets import BUDGETS, shoelace_area
 
 SCALE = 999.0
 """Normalised answers run from 0 to 999 across the image; ``x`` maps to ``x·W/999`` pixels."""
 
 Defect = Literal[
-    "unparseable", "non-integer", "out-of-range", "duplicate-vertex", "self-intersecting", "zero-area"
+    "unparseable",
+    "non-integer",
+    "out-of-range",
+    "duplicate-vertex",
+    "self-intersecting",
+    "zero-area",
 ]
 """Why an answer is not a legal polygon: the first rule it breaks, in this order."""
 
@@ -41,7 +46,7 @@ class PolygonScore:
     iou_union
         ... with the union of all the referent's parts (the referent's mask).
     iou_cont
-        Continuous-area IoU (shapely) of the answer's even-odd region, clipped to the frame,
+        Continuous-area IoU (Clipper) of the answer's even-odd region, clipped to the frame,
         with ``G_N``'s.
     iou_distractor
         The largest raster IoU with a same-category distractor's mask (0 with none).
@@ -104,18 +109,19 @@ def score_polygon(text: str, reference: Reference) -> PolygonScore:
 
 def score_parsed(parsed: ParsedList, reference: Reference) -> PolygonScore:
     """Score an already parsed list of ``2N`` values (the answer's own 0–999 units)."""
+    if len(parsed.values) != 2 * reference.n:
+        raise ValueError(f"{len(parsed.values)} values for a {reference.n}-vertex reference")
     r = reference.referent
     units = np.asarray(parsed.values, dtype=float).reshape(-1, 2)
-    pixels = units * (r.width / SCALE, r.height / SCALE)
-    answer_mask = rasterize([pixels.ravel().tolist()], r.height, r.width)
+    flat = (units * (r.width / SCALE, r.height / SCALE)).ravel().tolist()
+    answer_mask = rasterize([flat], r.height, r.width)
     ious = mask_ious(answer_mask, reference.masks)
     iou, iou_part = ious[0], ious[1]
-    k = reference.distractor_offset
-    iou_union = ious[2] if k == 3 else iou_part
-    iou_distractor = max(ious[k:], default=0.0)
+    iou_union = ious[2] if len(ious) == 3 else iou_part
+    iou_distractor = _largest_distractor_iou(answer_mask, reference)
     defect = legality_defect(parsed, units)
-    faces = clip_faces(even_odd_faces(pixels, simple=defect is None), r.width, r.height)
-    iou_cont = region_iou(faces, reference.target_faces, area_b=reference.target_area)
+    region = even_odd_region(flat, r.width, r.height)
+    iou_cont = region_iou(region, reference.target_region)
     return PolygonScore(
         parseable=True,
         iou=iou,
@@ -130,6 +136,21 @@ def score_parsed(parsed: ParsedList, reference: Reference) -> PolygonScore:
     )
 
 
+def _largest_distractor_iou(answer_mask: Rle, reference: Reference) -> float:
+    """The largest IoU with a distractor, computed only for distractors whose box meets the
+    answer's: disjoint boxes share no pixel, so their IoU is exactly 0. In crowd scenes this
+    skips most of the referent's same-category instances."""
+    boxes = reference.distractor_boxes
+    if not len(boxes):
+        return 0.0
+    (x0, y0, x1, y1) = mask_boxes([answer_mask])[0]
+    near = np.flatnonzero(
+        (boxes[:, 0] < x1) & (boxes[:, 2] > x0) & (boxes[:, 1] < y1) & (boxes[:, 3] > y0)
+    )
+    masks = reference.referent.distractor_masks
+    return max(mask_ious(answer_mask, [masks[i] for i in near]), default=0.0)
+
+
 def legality_defect(parsed: ParsedList, units: npt.NDArray[np.float64]) -> Defect | None:
     """The first legality rule (PROTOCOL §5) the answer breaks, or ``None`` if it is legal.
 
@@ -140,11 +161,12 @@ def legality_defect(parsed: ParsedList, units: npt.NDArray[np.float64]) -> Defec
         return "non-integer"
     if not parsed.in_range:
         return "out-of-range"
-    if len(set(zip(parsed.values[0::2], parsed.values[1::2], strict=True))) < len(units):
+    pairs = list(zip(parsed.values[0::2], parsed.values[1::2], strict=True))
+    if len(set(pairs)) < len(pairs):
         return "duplicate-vertex"
     if not shapely.LinearRing(units).is_simple:
         return "self-intersecting"
-    if shapely.Polygon(units).area == 0.0:
+    if shoelace_area(pairs) == 0.0:  # unreachable for a simple ring; kept as the rule
         return "zero-area"
     return None
 
@@ -175,7 +197,9 @@ def score_box(text: str, referent: Referent, budgets: Iterable[int] = BUDGETS) -
     )
 
 
-def box_iou(box: tuple[float, float, float, float], coco_bbox: tuple[float, float, float, float]) -> float:
+def box_iou(
+    box: tuple[float, float, float, float], coco_bbox: tuple[float, float, float, float]
+) -> float:
     """IoU of a ``(left, top, right, bottom)`` rectangle with a COCO ``(x, y, w, h)`` box."""
     left, top, right, bottom = box
     bx, by, bw, bh = coco_bbox
