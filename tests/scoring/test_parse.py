@@ -1,0 +1,195 @@
+"""Reading answers (PROTOCOL §4): the last list, if it holds exactly 2N finite values."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scoring import parse_answer, parse_box, parse_list
+
+# --- the rule, case by case -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1 2 3 4 5 6", [1, 2, 3, 4, 5, 6]),
+        ("1, 2, 3, 4, 5, 6", [1, 2, 3, 4, 5, 6]),
+        ("1;2;3;4;5;6", [1, 2, 3, 4, 5, 6]),
+        ("1\n2\n3\n4\n5\n6", [1, 2, 3, 4, 5, 6]),
+        ("(1, 2), (3, 4), (5, 6)", [1, 2, 3, 4, 5, 6]),
+        ("(1,2)(3,4)(5,6)", [1, 2, 3, 4, 5, 6]),
+        ("[1, 2, 3, 4, 5, 6]", [1, 2, 3, 4, 5, 6]),
+        ("[[1, 2], [3, 4], [5, 6]]", [1, 2, 3, 4, 5, 6]),
+        ("[(1, 2), (3, 4), (5, 6)]", [1, 2, 3, 4, 5, 6]),
+        ("```json\n[[1,2],[3,4],[5,6]]\n```", [1, 2, 3, 4, 5, 6]),
+        ("Polygon: 1 2 3 4 5 6.", [1, 2, 3, 4, 5, 6]),
+        ("x: -1.5 2e1 +3 4. .5 6", [-1.5, 20, 3, 4, 0.5, 6]),
+        ("I traced 3 points: 1 2 3 4 5 6", [1, 2, 3, 4, 5, 6]),
+        ("draft [9, 9] final: 1 2 3 4 5 6", [1, 2, 3, 4, 5, 6]),
+        ("draft 9 9 final: [1 2 3 4 5 6]", [1, 2, 3, 4, 5, 6]),
+        ("[1 2 3 4 5 6] then [a note] and [ ]", [1, 2, 3, 4, 5, 6]),
+    ],
+)
+def test_accepted_lists(text: str, expected: list[float]) -> None:
+    parsed = parse_list(text, 6)
+    assert parsed is not None
+    assert list(parsed.values) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1 2 3 4 5",  # too few
+        "1 2 3 4 5 6 7",  # too many
+        "1 2 3 4 5 6 and then 7 8",  # the last list has the wrong length and is not rescued
+        "[1, 2, 3, 4, 5, 6] [7, 8]",
+        "1 2 3 4 5 6 [7]",  # a bracketed list of one value is still a list
+        "I used 6 numbers",  # a lone number is no list
+        "x1 y1 x2 y2 x3 y3",  # numbers glued to letters are not numbers
+        "v1.2 v3.4 v5.6",
+        "1 2 3 nan 5 6",
+        "1 2 3 inf 5 6",
+        "1 2 3 -Infinity 5 6",
+        "1 2 3 1e400 5 6",  # overflows to inf
+        "[1, 2, 3, 4, 5, NaN]",
+        "[x=1, y=2, 3, 4, 5, 6]",  # text inside brackets: not a list, and its numbers are hidden
+        "",
+        "   ",
+    ],
+)
+def test_refused_answers(text: str) -> None:
+    assert parse_list(text, 6) is None
+
+
+def test_separators_outside_the_list_alphabet_break_a_run() -> None:
+    # "0-999" is not "0, -999": the dash is no separator, so both numbers stand alone.
+    assert parse_list("coordinates 0-999: 1 2 3 4 5 6", 6) is not None
+    assert parse_list("1 2 3 / 4 5 6", 6) is None
+    assert parse_list("1 2 3 / 4 5 6", 3) is not None
+
+
+def test_unbalanced_brackets_are_ordinary_characters() -> None:
+    assert parse_list("] 1 2 3 4 5 6", 6) is not None
+    assert parse_list("[1 2 3 4 5 6", 6) is not None  # truncated answer: the run still counts
+    assert parse_list("[[1 2] [3 4] [5 6]", 6) is None  # the three groups, last one has 2
+
+
+def test_integer_and_range_flags() -> None:
+    assert parse_list("1 2 3 4 5 6", 6) == parse_list("[1,2,3,4,5,6]", 6)
+    flags = {
+        "1 2 3 4 5 999": (True, True),
+        "1 2 3 4 5 6.0": (False, True),
+        "1 2 3 4 5 6e0": (False, True),
+        "1 2 3 4 5 1000": (True, False),
+        "1 2 3 4 5 -1": (True, False),
+        "+1 2 3 4 5 007": (True, True),
+    }
+    for text, (integers, in_range) in flags.items():
+        parsed = parse_list(text, 6)
+        assert parsed is not None
+        assert (parsed.integers, parsed.in_range) == (integers, in_range), text
+
+
+def test_parse_answer_pairs_and_parse_box() -> None:
+    assert parse_answer("[[10, 20], [30, 40], [50, 60]]", 3) == [(10, 20), (30, 40), (50, 60)]
+    assert parse_answer("10 20 30 40", 3) is None
+    assert parse_box("box: (12, 40), (300, 512)") == (12, 40, 300, 512)
+    assert parse_box("12 40 300") is None
+    assert parse_box("[12, 40, 300, 512, 7]") is None
+
+
+# --- bad input: never an exception -----------------------------------------------------------
+
+
+def test_a_megabyte_of_numbers_is_scanned_quickly_and_refused() -> None:
+    text = " ".join(str(i % 1000) for i in range(250_000))[: 1 << 20]
+    start = time.perf_counter()
+    assert parse_list(text, 16) is None
+    assert time.perf_counter() - start < 5.0  # a generous bound against pathological backtracking
+
+
+def test_a_megabyte_of_prose_with_a_list_at_the_end() -> None:
+    text = "word 12, " * 110_000 + "[1, 2, 3, 4, 5, 6]"
+    parsed = parse_list(text, 6)
+    assert parsed is not None
+    assert parsed.values == (1, 2, 3, 4, 5, 6)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\x00\x01\x02\xff\xfe" * 1000,
+        bytes(range(256)).decode("latin-1") * 100,
+        "9" * 100_000,
+        "1" * 5000 + " " + "2" * 5000,
+        "[" * 10_000 + "]" * 10_000,
+        "[" * 10_000,
+        "(((((" * 1000 + "1 2" + ")))))" * 1000,
+        "1e" * 10_000,
+        "-" * 10_000 + "1",
+        "٣ ٤ ٥ ٦ ٧ ٨",  # Arabic-Indic digits are not ASCII numbers
+    ],
+    ids=["nul-bytes", "all-bytes", "long-digit-run", "two-huge-numbers", "deep-brackets",
+         "unclosed-brackets", "deep-parentheses", "exponent-soup", "sign-soup", "other-digits"],
+)  # fmt: skip
+def test_garbage_is_unparseable_not_an_exception(text: str) -> None:
+    assert parse_list(text, 6) is None
+
+
+def test_huge_numbers_overflow_to_unparseable() -> None:
+    assert parse_list("9" * 400 + " 1 2 3 4 5", 6) is None
+
+
+# --- laws --------------------------------------------------------------------------------------
+
+
+@settings(max_examples=10_000)
+@given(st.text())
+def test_the_parser_never_raises_on_any_text(text: str) -> None:
+    for count in (4, 16):
+        parsed = parse_list(text, count)
+        assert parsed is None or len(parsed.values) == count
+
+
+@settings(max_examples=2_000)
+@given(st.binary(max_size=2000))
+def test_the_parser_never_raises_on_decoded_bytes(data: bytes) -> None:
+    for text in (data.decode("latin-1"), data.decode("utf-8", errors="replace")):
+        parsed = parse_list(text, 8)
+        assert parsed is None or len(parsed.values) == 8
+
+
+numbers = st.one_of(
+    st.integers(min_value=-10_000, max_value=10_000).map(float),
+    st.floats(min_value=-1e6, max_value=1e6, allow_nan=False).map(lambda v: round(v, 3)),
+)
+layouts = st.sampled_from(["space", "comma", "semicolon", "lines", "bracket", "pairs", "parens"])
+
+
+def render(values: list[float], layout: str) -> str:
+    items = [repr(v) if v != int(v) else str(int(v)) for v in values]
+    pairs = list(zip(items[0::2], items[1::2], strict=True))
+    return {
+        "space": " ".join(items),
+        "comma": ", ".join(items),
+        "semicolon": "; ".join(items),
+        "lines": "\n".join(f"{x} {y}" for x, y in pairs),
+        "bracket": "[" + ", ".join(items) + "]",
+        "pairs": "[" + ", ".join(f"[{x}, {y}]" for x, y in pairs) + "]",
+        "parens": ", ".join(f"({x}, {y})" for x, y in pairs),
+    }[layout]
+
+
+@given(st.integers(1, 64).flatmap(lambda n: st.lists(numbers, min_size=2 * n, max_size=2 * n)),
+       layouts, st.sampled_from(["", "Answer:\n", "Here is the polygon with 8 vertices: "]),
+       st.sampled_from(["", ".", "\nDone.", " (clockwise)"]))  # fmt: skip
+def test_any_formatted_list_round_trips(
+    values: list[float], layout: str, before: str, after: str
+) -> None:
+    parsed = parse_list(before + render(values, layout) + after, len(values))
+    assert parsed is not None
+    assert list(parsed.values) == values
