@@ -27,11 +27,16 @@ _NUMBER_PATTERN = (
     r"(?<![\w.])[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
     r"|(?:[nN][aA][nN]|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?))(?!\w|\.[0-9])"
 )
-_NUMBER = re.compile(_NUMBER_PATTERN)
 _SEPARATOR = r"[\s,;()]"
+_SEPARATOR_OR_BRACKET = r"[\s,;()\[\]]"
 _EXPLICIT_RUN = re.compile(rf"{_NUMBER_PATTERN}(?:{_SEPARATOR}+{_NUMBER_PATTERN})+")
+# The content of a bracketed list: at least one number, numbers apart, nothing else.
+_BRACKET_CONTENT = re.compile(
+    rf"{_SEPARATOR_OR_BRACKET}*{_NUMBER_PATTERN}"
+    rf"(?:{_SEPARATOR_OR_BRACKET}+{_NUMBER_PATTERN})*{_SEPARATOR_OR_BRACKET}*"
+)
+_SPLIT = re.compile(rf"{_SEPARATOR_OR_BRACKET}+")
 _BRACKET = re.compile(r"[\[\]]")
-_BRACKET_RESIDUE = re.compile(r"[\s,;()\[\]]*")
 _NOT_INTEGER = re.compile(r"[.eE]")
 
 
@@ -122,15 +127,20 @@ def _last_list(text: str) -> tuple[str, list[str]] | None:
     for k in range(len(groups), -1, -1):
         runs = _EXPLICIT_RUN.findall(text, starts[k], ends[k]) if starts[k] < ends[k] else []
         if runs:
-            return runs[-1], _NUMBER.findall(runs[-1])
+            return runs[-1], _tokens(runs[-1])
         if k > 0:
             open_at, close_end = groups[k - 1]
             content = text[open_at + 1 : close_end - 1]
-            tokens = _NUMBER.findall(content)
             # A group with no number (a Markdown "[ ]", a "[sic]") is no list (decided).
-            if tokens and _BRACKET_RESIDUE.fullmatch(_NUMBER.sub(" ", content)):
-                return content, tokens
+            if _BRACKET_CONTENT.fullmatch(content):
+                return content, _tokens(content)
     return None
+
+
+def _tokens(span: str) -> list[str]:
+    # A matched list holds only numbers and separators: splitting is tokenising, and much
+    # cheaper than matching numbers again with their look-arounds.
+    return [t for t in _SPLIT.split(span) if t]
 
 
 def _outermost_groups(text: str) -> list[tuple[int, int]]:

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from pycocotools import mask as coco_mask
 
 from scoring._window import window_clip
@@ -62,14 +61,6 @@ def mask_ious(mask: Rle, others: Sequence[Rle]) -> list[float]:
         return []
     row = coco_mask.iou([mask], list(others), [0] * len(others))[0]
     return [float(v) for v in row]
-
-
-def mask_boxes(masks: Sequence[Rle]) -> npt.NDArray[np.float64]:
-    """The pixel bounding box ``(x0, y0, x1, y1)`` of each mask (zeros for an empty one)."""
-    if not masks:
-        return np.zeros((0, 4))
-    xywh = np.asarray(coco_mask.toBbox(list(masks)), dtype=float).reshape(-1, 4)
-    return np.column_stack([xywh[:, :2], xywh[:, :2] + xywh[:, 2:]])
 
 
 def mask_iou(a: Rle, b: Rle) -> float:

@@ -12,7 +12,7 @@ import numpy.typing as npt
 import shapely
 
 from scoring._parse import ParsedList, parse_list
-from scoring._raster import Rle, mask_boxes, mask_ious, rasterize
+from scoring._raster import mask_ious, rasterize
 from scoring._referent import Reference, Referent
 from scoring._region import even_odd_region, region_iou
 from scoring._targets import BUDGETS, shoelace_area
@@ -117,8 +117,9 @@ def score_parsed(parsed: ParsedList, reference: Reference) -> PolygonScore:
     answer_mask = rasterize([flat], r.height, r.width)
     ious = mask_ious(answer_mask, reference.masks)
     iou, iou_part = ious[0], ious[1]
-    iou_union = ious[2] if len(ious) == 3 else iou_part
-    iou_distractor = _largest_distractor_iou(answer_mask, reference)
+    k = reference.distractor_offset
+    iou_union = ious[2] if k == 3 else iou_part
+    iou_distractor = max(ious[k:], default=0.0)
     defect = legality_defect(parsed, units)
     region = even_odd_region(flat, r.width, r.height)
     iou_cont = region_iou(region, reference.target_region)
@@ -134,21 +135,6 @@ def score_parsed(parsed: ParsedList, reference: Reference) -> PolygonScore:
         sel=iou_union > 0.0 and iou_union > iou_distractor,
         defect=defect,
     )
-
-
-def _largest_distractor_iou(answer_mask: Rle, reference: Reference) -> float:
-    """The largest IoU with a distractor, computed only for distractors whose box meets the
-    answer's: disjoint boxes share no pixel, so their IoU is exactly 0. In crowd scenes this
-    skips most of the referent's same-category instances."""
-    boxes = reference.distractor_boxes
-    if not len(boxes):
-        return 0.0
-    (x0, y0, x1, y1) = mask_boxes([answer_mask])[0]
-    near = np.flatnonzero(
-        (boxes[:, 0] < x1) & (boxes[:, 2] > x0) & (boxes[:, 1] < y1) & (boxes[:, 3] > y0)
-    )
-    masks = reference.referent.distractor_masks
-    return max(mask_ious(answer_mask, [masks[i] for i in near]), default=0.0)
 
 
 def legality_defect(parsed: ParsedList, units: npt.NDArray[np.float64]) -> Defect | None:

@@ -58,6 +58,8 @@ SHAPES: tuple[Shape, ...] = (
         0.5 * (200 + 150) * 200,
     ),
     Shape("collinear", ((100, 100), (200, 200), (300, 300), (400, 400)), "self-intersecting", 0.0),
+    # Distinct vertices but no area: the ring runs out along a line and folds back on itself.
+    Shape("zero-area", ((100, 100), (300, 100), (200, 100)), "self-intersecting", 0.0),
     Shape(
         "duplicate-point",
         ((100, 100), (300, 100), (300, 100), (300, 300), (100, 300)),

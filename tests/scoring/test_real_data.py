@@ -12,6 +12,7 @@ from conditions import eligible_referents, load_instances
 from scoring import (
     BUDGETS,
     SCALE,
+    AnnotationError,
     CrowdAnnotationError,
     DegeneratePartError,
     Referent,
@@ -107,6 +108,8 @@ def test_crowd_and_degenerate_annotations_name_their_id(shared_data: Path) -> No
     with pytest.raises(DegeneratePartError, match="annotation 77"):
         Referent.from_coco(flat, image)
     ok = {**flat, "segmentation": [[10, 10, 20, 10, 20, 20]]}
+    with pytest.raises(AnnotationError, match="annotation 77: missing or malformed field 'bbox'"):
+        Referent.from_coco({k: v for k, v in ok.items() if k != "bbox"}, image)
     with pytest.raises(CrowdAnnotationError, match=str(crowd["id"])):
         Referent.from_coco(ok, image, [crowd])
 

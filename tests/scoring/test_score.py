@@ -127,6 +127,17 @@ def test_selection_prefers_the_referent_over_a_distractor() -> None:
     assert not nowhere.sel and nowhere.iou_union == 0.0
 
 
+def test_a_referent_pickles_with_its_cached_references() -> None:
+    # Scoring actors receive referents by pickle, with targets and masks already built.
+    import pickle
+
+    referent = frame_referent([100, 100, 300, 100, 300, 300, 100, 300])
+    before = score_polygon("110 110 310 110 310 310 110 310", referent.reference(4))
+    copy = pickle.loads(pickle.dumps(referent))
+    assert (4, 0) in copy._references
+    assert score_polygon("110 110 310 110 310 310 110 310", copy.reference(4)) == before
+
+
 # --- laws ------------------------------------------------------------------------------------
 
 REFERENT = Referent(
