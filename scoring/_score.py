@@ -69,10 +69,10 @@ class PolygonScore:
     legal: bool = False
     legal_iou: float = 0.0
     sel: bool = False
-    defect: Defect | None = "unparseable"
+    defect: Defect | None = None
 
 
-UNPARSEABLE = PolygonScore(parseable=False)
+UNPARSEABLE = PolygonScore(parseable=False, defect="unparseable")
 """The score of every unparseable response: zero on every IoU, neither legal nor selected."""
 
 
@@ -173,7 +173,10 @@ def score_box(text: str, referent: Referent, budgets: Iterable[int] = BUDGETS) -
     left, right = sorted((_clamp(x1 * sx, referent.width), _clamp(x2 * sx, referent.width)))
     top, bottom = sorted((_clamp(y1 * sy, referent.height), _clamp(y2 * sy, referent.height)))
     control = {
-        n: score_parsed(box_polygon((left, top, right, bottom), n, referent), referent.reference(n))
+        n: score_parsed(
+            box_polygon((left, top, right, bottom), n, referent.width, referent.height),
+            referent.reference(n),
+        )
         for n in budgets
     }
     return BoxScore(
@@ -196,8 +199,11 @@ def box_iou(
     return inter / union if union > 0 else 0.0
 
 
-def box_polygon(box: tuple[float, float, float, float], n: int, referent: Referent) -> ParsedList:
-    """The ``n``-vertex polygon answer a pixel rectangle stands for, on the 0–999 lattice."""
+def box_polygon(
+    box: tuple[float, float, float, float], n: int, width: int, height: int
+) -> ParsedList:
+    """The ``n``-vertex polygon answer a pixel rectangle stands for, on the 0–999 lattice of a
+    ``width × height`` image."""
     left, top, right, bottom = box
     w, h = right - left, bottom - top
     perimeter = 2.0 * (w + h)
@@ -214,8 +220,8 @@ def box_polygon(box: tuple[float, float, float, float], n: int, referent: Refere
             s -= length
         else:  # rounding carried s past the last leg, which ends at the top-left corner
             px, py = left, top
-        values.append(_to_lattice(px, referent.width))
-        values.append(_to_lattice(py, referent.height))
+        values.append(_to_lattice(px, width))
+        values.append(_to_lattice(py, height))
     return ParsedList(values=tuple(values), integers=True, in_range=True)
 
 

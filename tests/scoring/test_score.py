@@ -223,7 +223,7 @@ def test_box_control_is_the_rectangle_as_an_n_polygon() -> None:
 def test_box_control_starts_top_left_and_runs_clockwise() -> None:
     from scoring import box_polygon
 
-    polygon = box_polygon((100.0, 100.0, 300.0, 300.0), 8, SQUARE)
+    polygon = box_polygon((100.0, 100.0, 300.0, 300.0), 8, FRAME, FRAME)
     assert polygon.values == (100, 100, 200, 100, 300, 100, 300, 200,
                               300, 300, 200, 300, 100, 300, 100, 200)  # fmt: skip
 

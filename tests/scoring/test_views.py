@@ -6,10 +6,10 @@ import pytest
 
 from scoring import UNPARSEABLE, VIEW_ATTEMPTS, PolygonScore, locked_attempt
 
-A = PolygonScore(parseable=True, iou=0.1, defect=None)
-B = PolygonScore(parseable=True, iou=0.2, defect=None)
-C = PolygonScore(parseable=True, iou=0.3, defect=None)
-D = PolygonScore(parseable=True, iou=0.4, defect=None)
+A = PolygonScore(parseable=True, iou=0.1)
+B = PolygonScore(parseable=True, iou=0.2)
+C = PolygonScore(parseable=True, iou=0.3)
+D = PolygonScore(parseable=True, iou=0.4)
 X = UNPARSEABLE
 
 
