@@ -6,11 +6,11 @@ fill rule: ``make_valid(method="linework")`` dissolves edges traversed twice, so
 answered twice over comes back as the square where its even-odd fill (and pycocotools'
 raster) is empty; the exact construction in shapely (node, polygonize, keep the faces a ray
 crosses an odd number of times, overlay each) measured 5× slower on self-intersecting answers.
-The tests hold this module to that exact shapely construction.
 
 Clipper computes on integers: pixel coordinates are scaled by 2¹⁶, a grid of 1.5·10⁻⁵ px,
-which is continuous for any IoU (the two constructions agree within 4·10⁻⁶ on the benchmark's
-answers). Window clipping (``_window``) keeps scaled coordinates below 2³⁰ for images up to
+which is continuous for any IoU. The tests hold this module to an exact rational oracle
+(``tests/scoring/exact_area.py``): areas within 10⁻² px², IoUs within 10⁻⁴. Window clipping
+(``_window``) keeps scaled coordinates below 2³⁰ for images up to
 4,000 px, in Clipper's fast 64-bit range.
 """
 
