@@ -18,6 +18,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks.scoring_throughput
 	$(BIN)/python -m benchmarks.targets_speed
 	$(BIN)/python -m benchmarks.fidelity
+	$(BIN)/python -m benchmarks.cohort_build
 
 # The stamp is rebuilt whenever pyproject.toml changes, so a new dependency is installed
 # by the next `make test` without deleting the environment by hand.

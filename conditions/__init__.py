@@ -1,7 +1,14 @@
 """What is asked: the cohort, budgets, conditions, prompts, image variants and cues.
 
-Plain Python; it uses ``scoring`` for targets and never imports ``runner`` or Ray. So far it
-reads COCO ``instances.json`` files and picks the referents that PROTOCOL §8 deems eligible.
+Plain Python; it uses ``scoring`` for targets and never imports ``runner`` or Ray.
+
+- data: :class:`DataRoot` and :data:`SOURCES` (the RefCOCO layout), :func:`load_refs` (a
+  pickle reader that runs no code), :func:`generate_synthetic` (the same layout, made up);
+- the cohort: :func:`build_cohort` draws and freezes it (PROTOCOL §8), :func:`write_cohort`
+  and :func:`load_cohort` keep it in the experiment's DuckDB file;
+- the grid: :data:`CONDITIONS`, :class:`Configuration`, :data:`PAPER_CONFIGURATIONS`
+  (PROTOCOL §9); :func:`plan` lists every request, :class:`RequestBuilder` makes each one
+  exactly, and :func:`protocol_hash` says which results may be pooled.
 """
 
 from conditions._coco import (
@@ -12,15 +19,121 @@ from conditions._coco import (
     eligible_referents,
     load_instances,
 )
+from conditions._cohort import (
+    Cohort,
+    CohortSpec,
+    Instance,
+    Question,
+    SourceReport,
+    build_cohort,
+)
+from conditions._cues import (
+    CELLS,
+    COLOURS,
+    PALETTE,
+    cell_of_box,
+    dominant_colour,
+    wrong_cell,
+    wrong_colour,
+)
 from conditions._errors import ConditionsError, DataFileError
+from conditions._grid import (
+    BOX_CONDITIONS,
+    CONDITION_NAMES,
+    CONDITIONS,
+    PAPER_CONFIGURATIONS,
+    Condition,
+    Configuration,
+    Decoding,
+    Thinking,
+    Transport,
+    condition_named,
+)
+from conditions._images import MAX_SIDE, VARIANTS, ImageBlob, Variant, VariantCache, render
+from conditions._layout import SOURCE_NAMES, SOURCES, DataRoot, Source, SourceIndex, source_named
+from conditions._metadata import GROUPS, Tertiles, Thresholds, semantic_group
+from conditions._prompts import box_prompt, polygon_prompt
+from conditions._refs import Ref, Sentence, load_plain_pickle, load_refs
+from conditions._requests import (
+    BOX,
+    ProtocolMismatchError,
+    Request,
+    RequestBuilder,
+    RequestKey,
+    ensure_same_protocol,
+    plan,
+    protocol_hash,
+)
+from conditions._store import CohortMismatchError, load_cohort, stored_cohort_hash, write_cohort
+from conditions._synthetic import SynthSpec
+from conditions._synthetic import generate as generate_synthetic
 
 __all__ = [
+    "BOX",
+    "BOX_CONDITIONS",
+    "CELLS",
+    "COLOURS",
+    "CONDITIONS",
+    "CONDITION_NAMES",
+    "GROUPS",
+    "MAX_SIDE",
+    "PALETTE",
+    "PAPER_CONFIGURATIONS",
+    "SOURCES",
+    "SOURCE_NAMES",
+    "VARIANTS",
     "CocoAnnotation",
     "CocoCategory",
     "CocoImage",
     "CocoInstances",
+    "Cohort",
+    "CohortMismatchError",
+    "CohortSpec",
+    "Condition",
     "ConditionsError",
+    "Configuration",
     "DataFileError",
+    "DataRoot",
+    "Decoding",
+    "ImageBlob",
+    "Instance",
+    "ProtocolMismatchError",
+    "Question",
+    "Ref",
+    "Request",
+    "RequestBuilder",
+    "RequestKey",
+    "Sentence",
+    "Source",
+    "SourceIndex",
+    "SourceReport",
+    "SynthSpec",
+    "Tertiles",
+    "Thinking",
+    "Thresholds",
+    "Transport",
+    "Variant",
+    "VariantCache",
+    "box_prompt",
+    "build_cohort",
+    "cell_of_box",
+    "condition_named",
+    "dominant_colour",
     "eligible_referents",
+    "ensure_same_protocol",
+    "generate_synthetic",
+    "load_cohort",
     "load_instances",
+    "load_plain_pickle",
+    "load_refs",
+    "plan",
+    "polygon_prompt",
+    "protocol_hash",
+    "render",
+    "semantic_group",
+    "source_named",
+    "stored_cohort_hash",
+    "write_cohort",
+    "wrong_cell",
+    "wrong_colour",
 ]

@@ -76,12 +76,46 @@ def load_instances(path: Path | str) -> CocoInstances:
     return instances
 
 
-def eligible_referents(instances: CocoInstances, source: Path | str = "") -> list[Referent]:
-    """The referents PROTOCOL §8 admits, in annotation order, each with its distractors.
+def same_category_groups(instances: CocoInstances) -> dict[tuple[int, int], list[CocoAnnotation]]:
+    """The non-crowd annotations of each (image, category) pair."""
+    groups: dict[tuple[int, int], list[CocoAnnotation]] = defaultdict(list)
+    for a in instances.annotations:
+        if not a.iscrowd:
+            groups[(a.image_id, a.category_id)].append(a)
+    return groups
+
+
+def referent_or_reason(
+    a: CocoAnnotation, image: CocoImage, group: list[CocoAnnotation], source: Path | str
+) -> Referent | str:
+    """The :class:`Referent` of ``a`` if PROTOCOL §8 admits it, else why not.
 
     Eligible: non-crowd, polygon segmentation, a selected part with at least 3 distinct
     vertices and positive area, and at least one other non-crowd instance of its category in
-    the image. The distractors are those other instances.
+    the image (``group``, which holds ``a`` itself). The distractors are those others.
+
+    Raises
+    ------
+    DataFileError
+        ``a`` or a same-category instance is not crowd but has an RLE segmentation, or is
+        otherwise malformed (names ``source`` and the id).
+    """
+    if a.iscrowd:
+        return "crowd"
+    if len(group) < 2:
+        return "no same-category distractor (D0)"
+    try:
+        return Referent.from_coco(
+            a.model_dump(), image.model_dump(), [d.model_dump() for d in group if d.id != a.id]
+        )
+    except DegeneratePartError:
+        return "degenerate selected part"
+    except AnnotationError as exc:
+        raise DataFileError(source or "instances", str(exc)) from None
+
+
+def eligible_referents(instances: CocoInstances, source: Path | str = "") -> list[Referent]:
+    """The referents PROTOCOL §8 admits (see :func:`referent_or_reason`), in annotation order.
 
     Raises
     ------
@@ -89,26 +123,13 @@ def eligible_referents(instances: CocoInstances, source: Path | str = "") -> lis
         A non-crowd annotation's segmentation is malformed (names ``source`` and the id).
     """
     images = {i.id: i for i in instances.images}
-    same_category: dict[tuple[int, int], list[CocoAnnotation]] = defaultdict(list)
-    for a in instances.annotations:
-        if not a.iscrowd:
-            same_category[(a.image_id, a.category_id)].append(a)
+    groups = same_category_groups(instances)
     out: list[Referent] = []
     for a in instances.annotations:
-        group = same_category.get((a.image_id, a.category_id), [])
+        group = groups.get((a.image_id, a.category_id), [])
         if a.iscrowd or len(group) < 2:
             continue
-        image = images[a.image_id]
-        try:
-            out.append(
-                Referent.from_coco(
-                    a.model_dump(),
-                    image.model_dump(),
-                    [d.model_dump() for d in group if d.id != a.id],
-                )
-            )
-        except DegeneratePartError:
-            continue
-        except AnnotationError as exc:
-            raise DataFileError(source or "instances", str(exc)) from None
+        referent = referent_or_reason(a, images[a.image_id], group, source)
+        if not isinstance(referent, str):
+            out.append(referent)
     return out

@@ -15,7 +15,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from conditions import ConditionsError, eligible_referents, load_instances
+from conditions import (
+    CohortSpec,
+    ConditionsError,
+    DataRoot,
+    SynthSpec,
+    build_cohort,
+    eligible_referents,
+    generate_synthetic,
+    load_cohort,
+    load_instances,
+    write_cohort,
+)
+from runner._tables import report_table, summary_tables
 from scoring import BUDGETS, PHASES, ScoringError, construction_fidelity
 
 app = typer.Typer(
@@ -23,6 +35,8 @@ app = typer.Typer(
     add_completion=False,
     help="Run the GroundBench polygon-grounding grid and the box benchmarks around it.",
 )
+cohort_app = typer.Typer(no_args_is_help=True, help="Build and inspect cohorts (PROTOCOL §8).")
+app.add_typer(cohort_app, name="cohort")
 console = Console()
 
 
@@ -65,6 +79,56 @@ def fidelity(
             row += [_points(min(spread)), _points(max(spread))]
         table.add_row(*row)
     console.print(table)
+
+
+@app.command()
+def synth(
+    out: Annotated[Path, typer.Argument(help="Folder to write the synthetic data root into.")],
+    seed: Annotated[int, typer.Option(help="Everything generated follows from it.")] = 0,
+    images: Annotated[int, typer.Option(min=10, help="Number of images.")] = SynthSpec.images,
+) -> None:
+    """Write synthetic data in the real RefCOCO layout (images, instances.json, refs pickles)."""
+    counts = generate_synthetic(out, SynthSpec(seed=seed, images=images))
+    refs = ", ".join(f"{k} {v}" for k, v in counts.items())
+    console.print(f"wrote {images} images and refs ({refs}) under {out}", soft_wrap=True)
+
+
+@cohort_app.command("build")
+def cohort_build(
+    root: Annotated[Path, typer.Argument(help="Data root holding refcoco/, refcoco+/, refcocog/.")],
+    experiment: Annotated[Path, typer.Argument(help="The experiment's DuckDB file.")],
+    images: Annotated[
+        Path | None,
+        typer.Option(help="COCO train2014 image folder [default: ROOT/images/train2014]."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Selection seed.")] = CohortSpec().seed,
+    per_source: Annotated[int, typer.Option(min=1, help="Questions per source.")] = 500,
+    matched: Annotated[
+        int, typer.Option(min=1, help="Size of the image-intervention subset.")
+    ] = 500,
+) -> None:
+    """Draw a cohort from a data root and store it in the experiment file."""
+    spec = CohortSpec(seed=seed, per_source=per_source, matched=matched)
+    cohort = build_cohort(DataRoot.at(root, images), spec)
+    console.print(report_table(cohort.reports))
+    for r in cohort.reports:
+        if r.short:
+            console.print(f"[bold red]{r.source}: only {r.selected} of {r.asked} questions[/]")
+    fresh = write_cohort(experiment, cohort)
+    state = "stored in" if fresh else "already in"
+    console.print(
+        f"cohort {cohort.hash} ({len(cohort.questions)} questions) {state} {experiment}",
+        soft_wrap=True,
+    )
+
+
+@cohort_app.command("summary")
+def cohort_summary(
+    experiment: Annotated[Path, typer.Argument(help="The experiment's DuckDB file.")],
+) -> None:
+    """Show a cohort: counts per source and bin, thresholds, C_N per budget."""
+    for table in summary_tables(load_cohort(experiment)):
+        console.print(table)
 
 
 def _points(value: float) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,3 +42,44 @@ def test_a_bad_file_is_one_readable_line_and_exit_2(tmp_path: Path) -> None:
 def test_version() -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.startswith("groundbench ")
+
+
+def test_synth_then_build_then_summary(tmp_path: Path) -> None:
+    data, experiment = tmp_path / "data", tmp_path / "experiment.duckdb"
+    made = runner.invoke(app, ["synth", str(data), "--images", "60", "--seed", "1"])
+    assert made.exit_code == 0, made.output
+    assert (data / "refcocog" / "refs(umd).p").is_file()
+    args = ["cohort", "build", str(data), str(experiment), "--per-source", "8", "--matched", "6"]
+    built = runner.invoke(app, args)
+    assert built.exit_code == 0, built.output
+    assert "(24 questions) stored in" in built.output
+    again = runner.invoke(app, args)
+    assert "already in" in again.output
+    summary = runner.invoke(app, ["cohort", "summary", str(experiment)])
+    assert summary.exit_code == 0, summary.output
+    assert "24 questions" in summary.output and "C_N" in summary.output
+    assert re.search(r"questions\s*│\s*│\s*8\s*│\s*8\s*│\s*8\s*│\s*24\s*│\s*6\s*│", summary.output)
+    assert re.search(r"phrase length\s*│\s*mean words\s*│\s*\d+\.\d", summary.output)
+
+
+def test_a_short_source_is_reported(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    runner.invoke(app, ["synth", str(data), "--images", "20"])
+    built = runner.invoke(app, ["cohort", "build", str(data), str(tmp_path / "e.duckdb")])
+    assert built.exit_code == 0, built.output
+    assert "refcoco: only" in built.output and "of 500 questions" in built.output
+
+
+def test_a_missing_data_root_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    experiment = tmp_path / "e.duckdb"
+    done = subprocess.run(
+        [sys.executable, "-c", "from runner.cli import main; main()",
+         "cohort", "build", str(tmp_path / "nowhere"), str(experiment)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"groundbench: {tmp_path / 'nowhere' / 'refcoco' / 'instances.json'}: "
+        "cannot read: No such file or directory"
+    )
+    assert not experiment.exists()  # nothing half-written

@@ -1,0 +1,166 @@
+"""Requests: the exact prompt, image and decoding of every call in the grid, and the protocol
+hash that says which results may be pooled.
+
+A request is identified by (configuration, condition, question, budget); ``budget`` is
+:data:`BOX` for the box question. The protocol hash covers the cohort, the prompt templates,
+the frozen grid, and the output-affecting settings of one configuration (never its transport):
+results made under another hash must not be mixed into a run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from conditions._cohort import Cohort, Question
+from conditions._errors import ConditionsError
+from conditions._grid import (
+    BOX_CONDITIONS,
+    CONDITIONS,
+    Condition,
+    Configuration,
+    Decoding,
+    condition_named,
+)
+from conditions._images import MAX_SIDE, ImageBlob, VariantCache
+from conditions._prompts import (
+    PROMPT_VERSION,
+    TEMPLATES,
+    box_prompt,
+    hint_sentences,
+    polygon_prompt,
+    with_hints,
+)
+from scoring import BUDGETS
+
+PROTOCOL_VERSION = 1
+BOX = 0  # the budget value of a box question
+
+
+class ProtocolMismatchError(ConditionsError):
+    """Results were made under a different protocol hash than the run's."""
+
+
+def protocol_hash(cohort_hash: str, configuration: Configuration) -> str:
+    """sha256 of everything that decides what ``configuration`` is asked and how it answers.
+
+    Covers the cohort hash, the prompt templates, the 13 frozen conditions, the image cap and
+    the configuration's provider, model and decoding. Transport settings, the configuration's
+    name and the subset of conditions it runs are left out: none changes an answer.
+    """
+    payload = {
+        "protocol_version": PROTOCOL_VERSION,
+        "cohort": cohort_hash,
+        "prompt_version": PROMPT_VERSION,
+        "templates": TEMPLATES,
+        "conditions": [c.model_dump(mode="json") for c in CONDITIONS],
+        "max_side": MAX_SIDE,
+        "configuration": configuration.output_settings(),
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def ensure_same_protocol(expected: str, found: str, where: str) -> None:
+    """Refuse results from ``where`` made under protocol ``found`` when the run is ``expected``.
+
+    Raises
+    ------
+    ProtocolMismatchError
+        The hashes differ.
+    """
+    if expected != found:
+        raise ProtocolMismatchError(
+            f"{where}: results were made under protocol {found[:12]}, this run is "
+            f"{expected[:12]}; they must not be mixed (start a new experiment file)"
+        )
+
+
+@dataclass(frozen=True, order=True)
+class RequestKey:
+    """Which call: configuration, condition, question and budget (:data:`BOX` for a box)."""
+
+    configuration: str
+    condition: str
+    qid: str
+    budget: int
+
+    @property
+    def is_box(self) -> bool:
+        return self.budget == BOX
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call exactly as sent: text, image (None when the condition sends none), decoding."""
+
+    key: RequestKey
+    protocol: str
+    prompt: str
+    image: ImageBlob | None
+    decoding: Decoding
+    replicate: int
+
+
+def plan(cohort: Cohort, configurations: Iterable[Configuration]) -> Iterator[RequestKey]:
+    """Every request of the grid, configuration by condition by budget by question.
+
+    A condition runs on all questions or on the matched subset; each runs the five budgets, and
+    the box question too where the condition is one of :data:`BOX_CONDITIONS`.
+    """
+    for configuration in configurations:
+        for name in configuration.conditions:
+            condition = condition_named(name)
+            questions = _subset(cohort.questions, condition)
+            budgets = (*BUDGETS, BOX) if name in BOX_CONDITIONS else BUDGETS
+            for budget in budgets:
+                for q in questions:
+                    yield RequestKey(configuration.name, name, q.qid, budget)
+
+
+def _subset(questions: Sequence[Question], condition: Condition) -> list[Question]:
+    return [q for q in questions if condition.subset == "all" or q.matched]
+
+
+class RequestBuilder:
+    """Builds :class:`Request` values for one cohort, making each image variant once."""
+
+    def __init__(self, cohort: Cohort, images: Path | str, cache: VariantCache) -> None:
+        self.cohort = cohort
+        self.images = Path(images)
+        self.cache = cache
+        self._protocols: dict[Configuration, str] = {}
+
+    def build(self, key: RequestKey, configuration: Configuration) -> Request:
+        """The request ``key`` of ``configuration`` with its prompt, image bytes and decoding.
+
+        Raises
+        ------
+        KeyError
+            ``key`` names another configuration, an unknown condition, or a question the
+            cohort does not have.
+        DataFileError
+            The question's image is missing or changed since the cohort was built.
+        """
+        if key.configuration != configuration.name:
+            raise KeyError(f"request for {key.configuration!r} built with {configuration.name!r}")
+        condition = condition_named(key.condition)
+        q = self.cohort.question(key.qid)
+        prompt = (
+            box_prompt(q.expression) if key.is_box else polygon_prompt(q.expression, key.budget)
+        )
+        hints = hint_sentences(condition.cues, q.cell, q.wrong_cell, q.colour, q.wrong_colour)
+        image = self.cache.get(self.images / q.image_file, q.image_sha256, condition.image)
+        if configuration not in self._protocols:
+            self._protocols[configuration] = protocol_hash(self.cohort.hash, configuration)
+        return Request(
+            key=key,
+            protocol=self._protocols[configuration],
+            prompt=with_hints(prompt, hints),
+            image=image,
+            decoding=condition.decoding(configuration.decoding),
+            replicate=condition.replicate,
+        )
