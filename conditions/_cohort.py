@@ -227,6 +227,9 @@ def build_cohort(root: DataRoot, spec: CohortSpec | None = None) -> Cohort:
         chosen, report = _draw(index, spec, used_images)
         picks += chosen
         reports.append(report)
+    if not picks:
+        found = "; ".join(f"{r.source}: {r.eligible} eligible" for r in reports)
+        raise DataFileError(root.root, f"no eligible question in any source ({found})")
     return _freeze(root, spec, picks, tuple(reports))
 
 
@@ -240,7 +243,7 @@ def _draw(
         referent = index.referent(ref.ann_id)
         if isinstance(referent, str):
             ineligible[referent] += 1
-        elif not ref.sentences:
+        elif not any(s.sent.strip() for s in ref.sentences):
             ineligible["no sentence"] += 1
         else:
             candidates.append((_order_key(spec.seed, name, ref.ref_id), ref, referent))
@@ -255,7 +258,8 @@ def _draw(
             continue
         used_images.add(ref.image_id)
         sentence = min(
-            ref.sentences, key=lambda s: _order_key(spec.seed, name, ref.ref_id, s.sent_id)
+            (s for s in ref.sentences if s.sent.strip()),
+            key=lambda s: _order_key(spec.seed, name, ref.ref_id, s.sent_id),
         )
         chosen.append(_Pick(index, ref, sentence, referent))
     report = SourceReport(
@@ -274,7 +278,7 @@ def _freeze(
 ) -> Cohort:
     raws = [raw_metadata(p.referent) for p in picks]
     thresholds = Thresholds(
-        q=Tertiles.of([r.q for r in raws] or [0.0]), rs=Tertiles.of([r.rs for r in raws] or [0.0])
+        q=Tertiles.of([r.q for r in raws]), rs=Tertiles.of([r.rs for r in raws])
     )
     matched = _matched_subset(spec, picks)
     questions = tuple(
@@ -325,7 +329,7 @@ def _question(
 ) -> Question:
     index, ref, referent = p.index, p.ref, p.referent
     image = index.images[ref.image_id]
-    category = index.categories[ref.category_id]
+    category = index.categories[index.annotations[ref.ann_id].category_id]
     group = semantic_group(category.supercategory)
     if group is None:
         raise DataFileError(
@@ -418,5 +422,5 @@ def _fidelity(picks: Sequence[_Pick], targets: Mapping[TargetKey, Flat]) -> dict
             )
             for p in picks
         ]
-        out[n] = 100.0 * float(np.mean(ious)) if ious else float("nan")
+        out[n] = 100.0 * float(np.mean(ious))
     return out

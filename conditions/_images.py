@@ -12,6 +12,7 @@ import hashlib
 import io
 import os
 import tempfile
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -114,12 +115,15 @@ class VariantCache:
     """Image variants on disk, made once per (source image content, variant).
 
     A variant is stored as ``<source sha256>.<variant>.<ext>``; writes go to a temporary file
-    renamed into place, so a crash never leaves a half-written image behind.
+    renamed into place, so a crash never leaves a half-written image behind. A ``full`` image
+    sent as the bytes on disk is not copied. The most recent ``memory`` blobs stay in memory:
+    a whole cohort's images would not.
     """
 
-    def __init__(self, directory: Path | str) -> None:
+    def __init__(self, directory: Path | str, memory: int = 256) -> None:
         self.directory = Path(directory)
-        self._memo: dict[tuple[str, Variant], ImageBlob | None] = {}
+        self.memory = memory
+        self._memo: OrderedDict[tuple[str, Variant], ImageBlob | None] = OrderedDict()
 
     def get(self, source_path: Path, source_sha256: str, variant: Variant) -> ImageBlob | None:
         """The ``variant`` of the image at ``source_path`` whose content hash is given.
@@ -130,9 +134,13 @@ class VariantCache:
             The source image is missing, unreadable, or no longer has ``source_sha256``.
         """
         key = (source_sha256, variant)
-        if key not in self._memo:
-            self._memo[key] = self._load_or_make(source_path, source_sha256, variant)
-        return self._memo[key]
+        if key in self._memo:
+            self._memo.move_to_end(key)
+            return self._memo[key]
+        blob = self._memo[key] = self._load_or_make(source_path, source_sha256, variant)
+        if len(self._memo) > self.memory:
+            self._memo.popitem(last=False)
+        return blob
 
     def _load_or_make(self, source: Path, sha: str, variant: Variant) -> ImageBlob | None:
         if variant == "none":
@@ -149,6 +157,8 @@ class VariantCache:
             raise DataFileError(source, "image changed since the cohort was built (sha256 differs)")
         blob = render(data, variant, source)
         assert blob is not None
+        if blob.data is data:  # the source as it is: nothing to store
+            return blob
         self._write(self.directory / f"{sha}.{variant}.{_EXTENSIONS[blob.media_type]}", blob.data)
         return blob
 

@@ -207,3 +207,19 @@ def test_an_image_of_the_wrong_size_is_named(real_root: DataRoot) -> None:
         DataFileError, match=r"image 39769 is 640x480 but its annotations are for 641x480"
     ):
         build_cohort(real_root, CohortSpec(sources=("refcoco",)))
+
+
+def test_a_root_with_no_eligible_question_is_an_error_not_an_empty_cohort(
+    real_root: DataRoot,
+) -> None:
+    def lone(data: dict[str, list[dict[str, object]]]) -> None:
+        for a in data["annotations"]:
+            if a["id"] in (2190842, 1108446):
+                a["iscrowd"] = 1  # the other cat and remote are crowds: no distractor left
+
+    _edit_instances(real_root, lone)
+    with pytest.raises(DataFileError, match=r"no eligible question in any source \(refcoco: 0"):
+        build_cohort(real_root, CohortSpec(sources=("refcoco",)))
+    index = SourceIndex.load(real_root, source_named("refcoco"))
+    assert index.referent(2190839) == "no same-category distractor (D0)"
+    assert index.referent(2190842) == "crowd"

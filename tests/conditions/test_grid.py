@@ -158,8 +158,11 @@ def test_each_image_variant_is_made_once(builder: RequestBuilder, tmp_path: Path
     files = sorted(p.name for p in tmp_path.iterdir())
     assert len(files) == 2 and all(not f.startswith(".tmp") for f in files)
     # A fresh cache over the same folder reads them instead of making them again.
-    again = RequestBuilder(builder.cohort, builder.images, VariantCache(tmp_path))
-    assert request(again, "half-res").image == request(builder, "half-res").image
+    again = RequestBuilder(builder.cohort, builder.images, VariantCache(tmp_path, memory=1))
+    for _ in range(2):
+        assert request(again, "half-res").image == request(builder, "half-res").image
+        assert request(again, "base").image == request(builder, "base").image
+    assert len(list(tmp_path.iterdir())) == 2
 
 
 def test_requests_for_another_configuration_are_refused(builder: RequestBuilder) -> None:
