@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 from pycocotools import mask as coco_mask
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator
 
 from conditions._cues import Cell, Colour, cell_of_box, dominant_colour, wrong_cell, wrong_colour
 from conditions._errors import DataFileError
@@ -51,6 +51,14 @@ class CohortSpec(_Frozen):
     per_source: PositiveInt = 500
     matched: PositiveInt = 500
     sources: tuple[str, ...] = SOURCE_NAMES
+
+    @field_validator("sources")
+    @classmethod
+    def _known_sources(cls, sources: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [s for s in sources if s not in SOURCE_NAMES]
+        if unknown or not sources or len(set(sources)) != len(sources):
+            raise ValueError(f"sources must be distinct names from {', '.join(SOURCE_NAMES)}")
+        return sources
 
 
 class SourceReport(_Frozen):

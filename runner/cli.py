@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from conditions import (
+    SOURCE_NAMES,
     CohortSpec,
     ConditionsError,
     DataRoot,
@@ -106,9 +107,19 @@ def cohort_build(
     matched: Annotated[
         int, typer.Option(min=1, help="Size of the image-intervention subset.")
     ] = 500,
+    source: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Draw only from this source (repeatable) [default: all three, in order]."
+        ),
+    ] = None,
 ) -> None:
     """Draw a cohort from a data root and store it in the experiment file."""
-    spec = CohortSpec(seed=seed, per_source=per_source, matched=matched)
+    sources = tuple(source) if source else SOURCE_NAMES
+    unknown = [s for s in sources if s not in SOURCE_NAMES]
+    if unknown:
+        raise typer.BadParameter(f"unknown source {unknown[0]!r}; known: {', '.join(SOURCE_NAMES)}")
+    spec = CohortSpec(seed=seed, per_source=per_source, matched=matched, sources=sources)
     cohort = build_cohort(DataRoot.at(root, images), spec)
     console.print(report_table(cohort.reports))
     for r in cohort.reports:

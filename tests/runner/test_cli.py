@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,15 @@ def test_a_missing_data_root_is_one_line_and_exit_2(tmp_path: Path) -> None:
         "cannot read: No such file or directory"
     )
     assert not experiment.exists()  # nothing half-written
+
+
+def test_a_single_source_root_builds_with_source(shared_data: Path, tmp_path: Path) -> None:
+    shutil.copytree(shared_data / "coco-000000039769", tmp_path / "refcoco")
+    args = ["cohort", "build", str(tmp_path), str(tmp_path / "e.duckdb"),
+            "--images", str(tmp_path / "refcoco"), "--source", "refcoco"]  # fmt: skip
+    built = runner.invoke(app, args)
+    assert built.exit_code == 0, built.output
+    assert "refcoco: only 1 of 500 questions" in built.output
+    assert "(1 questions) stored in" in built.output
+    wrong = runner.invoke(app, [*args[:-1], "refcocx"])
+    assert wrong.exit_code == 2 and "unknown source 'refcocx'" in wrong.output
