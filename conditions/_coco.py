@@ -127,8 +127,6 @@ def eligible_referents(instances: CocoInstances, source: Path | str = "") -> lis
     out: list[Referent] = []
     for a in instances.annotations:
         group = groups.get((a.image_id, a.category_id), [])
-        if a.iscrowd or len(group) < 2:
-            continue
         referent = referent_or_reason(a, images[a.image_id], group, source)
         if not isinstance(referent, str):
             out.append(referent)
