@@ -175,6 +175,10 @@ class Cohort:
             out.setdefault(i.qid, []).append(i)
         return out
 
+    def instances_of(self, qid: str) -> list[Instance]:
+        """The referent (role ``target``) and distractors of question ``qid``."""
+        return self._instances_by_qid[qid]
+
     def referent(self, qid: str) -> Referent:
         """The scoring :class:`Referent` of question ``qid`` (its parts and distractors)."""
         q = self._by_qid[qid]
@@ -298,7 +302,7 @@ def _freeze(
         for phase in range(PHASES):
             for n, ring in canonical_targets(p.referent.part, BUDGETS, phase).items():
                 targets[(p.qid, n, phase)] = tuple(c for xy in ring for c in xy)
-    instances = tuple(_instances(p))
+    instances = tuple(i for p in picks for i in _instances(p))
     return Cohort(
         spec=spec,
         thresholds=thresholds,

@@ -103,6 +103,14 @@ def test_one_question_per_image_across_the_whole_cohort(small_cohort: Cohort) ->
     assert all(q.split in ("val", "testA", "testB", "test") for q in small_cohort.questions)
 
 
+def test_every_question_has_its_referent_and_its_d_distractors(small_cohort: Cohort) -> None:
+    for q in small_cohort.questions:
+        roles = [i.role for i in small_cohort.instances_of(q.qid)]
+        assert roles.count("target") == 1, q.qid
+        assert roles.count("distractor") == q.d, q.qid
+        assert len(small_cohort.referent(q.qid).distractors) == q.d
+
+
 def test_bins_follow_the_frozen_tertiles(small_cohort: Cohort) -> None:
     t = small_cohort.thresholds
     for q in small_cohort.questions:
