@@ -19,6 +19,8 @@ bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks.targets_speed
 	$(BIN)/python -m benchmarks.fidelity
 	$(BIN)/python -m benchmarks.cohort_build
+	$(BIN)/python -m benchmarks.rate_utilisation
+	$(BIN)/python -m benchmarks.client_ceiling
 
 # The stamp is rebuilt whenever pyproject.toml changes, so a new dependency is installed
 # by the next `make test` without deleting the environment by hand.

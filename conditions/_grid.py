@@ -54,13 +54,21 @@ class Decoding(_Frozen):
 
 
 class Transport(_Frozen):
-    """How requests travel; none of it changes an answer, so none of it is hashed."""
+    """How requests travel; none of it changes an answer, so none of it is hashed.
+
+    ``base_url`` overrides the provider's endpoint (the simulator, a proxy, another region);
+    ``api_key_env`` names the environment variable that holds the key (default: the
+    provider's usual one); the key itself is never written in a configuration.
+    """
 
     base_url: str | None = None
-    requests_per_minute: PositiveInt = 60
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    requests_per_minute: PositiveFloat = 60.0
+    tokens_per_minute: PositiveFloat | None = None
     max_concurrency: PositiveInt = 8
     timeout_s: PositiveFloat = 300.0
     max_transport_retries: int = Field(default=8, ge=0)
+    max_retry_time_s: PositiveFloat = 900.0
 
 
 class Condition(_Frozen):
@@ -160,6 +168,7 @@ class Configuration(_Frozen):
 
 # The paper's main configurations (§4.1). The paper names no model snapshot: these identifiers
 # are each provider's current vision model, and a user pins theirs in a configuration file.
+# "Gemini-high" is a thinking level, which only Gemini 3 models take (2.5 takes a budget).
 _ALL = CONDITION_NAMES
 PAPER_CONFIGURATIONS: tuple[Configuration, ...] = (
     Configuration(name="doubao", provider="doubao", model="doubao-seed-1-6-vision-250815"),
@@ -167,7 +176,7 @@ PAPER_CONFIGURATIONS: tuple[Configuration, ...] = (
     Configuration(name="qwen-max", provider="qwen", model="qwen3-vl-plus",
                   decoding=Decoding(thinking=Thinking(mode="on", effort="max")),
                   conditions=_ALL),
-    Configuration(name="gemini-high", provider="gemini", model="gemini-2.5-pro",
+    Configuration(name="gemini-high", provider="gemini", model="gemini-3-pro-preview",
                   decoding=Decoding(thinking=Thinking(mode="on", effort="high")),
                   conditions=("base", "no-image", "half-res", "greyscale"), best_effort=True),
 )  # fmt: skip

@@ -8,6 +8,7 @@ groundbench): re-encoding would add a compression pass the paper's configuration
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import os
@@ -42,6 +43,16 @@ class ImageBlob:
     @cached_property
     def sha256(self) -> str:
         return hashlib.sha256(self.data).hexdigest()
+
+    @cached_property
+    def base64(self) -> bytes:
+        """The data in base64, made once per blob: every request of the blob reuses it."""
+        return base64.b64encode(self.data)
+
+    @cached_property
+    def data_url(self) -> bytes:
+        """``data:<type>;base64,<data>``, made once per blob like :attr:`base64`."""
+        return b"data:" + self.media_type.encode() + b";base64," + self.base64
 
     def __repr__(self) -> str:
         return f"ImageBlob({self.media_type}, {self.width}x{self.height}, {len(self.data)} bytes)"

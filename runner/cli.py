@@ -6,12 +6,16 @@ exit status 2; anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
+import sys
 from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -21,6 +25,7 @@ from conditions import (
     ConditionsError,
     DataRoot,
     SynthSpec,
+    VariantCache,
     build_cohort,
     eligible_referents,
     generate_synthetic,
@@ -28,7 +33,9 @@ from conditions import (
     load_instances,
     write_cohort,
 )
+from runner._errors import ConfigError, RunnerError
 from runner._tables import report_table, summary_tables
+from runner.simulator import SimSpec, Simulator, serving
 from scoring import BUDGETS, PHASES, ScoringError, construction_fidelity
 
 app = typer.Typer(
@@ -142,6 +149,67 @@ def cohort_summary(
         console.print(table)
 
 
+@app.command()
+def simulate(
+    experiment: Annotated[Path, typer.Argument(help="The experiment's DuckDB file (its cohort).")],
+    images: Annotated[Path, typer.Option(help="The cohort's image folder.")],
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")] = 8765,
+    seed: Annotated[int | None, typer.Option(help="Seed [default: the spec's].")] = None,
+    spec: Annotated[
+        Path | None, typer.Option(help="JSON file of behaviour and faults (SimSpec).")
+    ] = None,
+    cache: Annotated[
+        Path | None, typer.Option(help="Image-variant cache [default: EXPERIMENT.variants/].")
+    ] = None,
+) -> None:
+    """Serve the provider simulator for a cohort: dry-run a grid before paying for it.
+
+    Point a configuration's transport.base_url at the printed address: it answers both the
+    OpenAI-compatible and the Gemini wire protocol, from the cohort's own targets.
+    """
+    sim_spec = load_sim_spec(spec)
+    if seed is not None:
+        sim_spec = sim_spec.model_copy(update={"seed": seed})
+    cohort = load_cohort(experiment)
+    variants = VariantCache(cache or experiment.with_suffix(".variants"))
+    simulator = Simulator(cohort, images, variants, sim_spec)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(simulator, host, port))
+
+
+async def _serve(simulator: Simulator, host: str, port: int) -> None:
+    async with serving(simulator, host, port) as url:
+        # Plain echo: the first line is read by scripts that start the simulator on port 0.
+        typer.echo(f"simulator serving {url}")
+        typer.echo(
+            f"  OpenAI-compatible: {url}/v1/chat/completions; "
+            f"Gemini: {url}/v1beta/models/<model>:generateContent; Ctrl-C stops"
+        )
+        sys.stdout.flush()
+        await asyncio.Event().wait()  # until Ctrl-C or a signal ends the process
+
+
+def load_sim_spec(path: Path | None) -> SimSpec:
+    """A :class:`SimSpec` from a JSON file (``None``: the defaults).
+
+    Raises
+    ------
+    ConfigError
+        The file is missing or not a valid spec (the message names the file and the field).
+    """
+    if path is None:
+        return SimSpec()
+    try:
+        return SimSpec.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the simulator spec: {exc.strerror}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise ConfigError(f"{path}: {where}: {first['msg']}") from None
+
+
 def _points(value: float) -> str:
     return "—" if math.isnan(value) else f"{value:.2f}"
 
@@ -150,7 +218,7 @@ def main() -> None:
     """Entry point of the ``groundbench`` console script."""
     try:
         app()
-    except (ScoringError, ConditionsError) as exc:
+    except (ScoringError, ConditionsError, RunnerError) as exc:
         # Plain echo, not rich: one line however long, never wrapped to the terminal's width.
         typer.echo(f"groundbench: {exc}", err=True)
         raise SystemExit(2) from None

@@ -1,4 +1,4 @@
-"""Shared test set-up: hypothesis profiles and the real data beside the checkout."""
+"""Shared test set-up: hypothesis profiles, the real data beside the checkout, synthetic sets."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from conditions import Cohort, CohortSpec, DataRoot, SynthSpec, build_cohort, generate_synthetic
 
 # The machine is shared and noisy: no per-example deadline. In CI, examples are derived from
 # the test's name so that a red run can be reproduced exactly.
@@ -24,3 +26,33 @@ def shared_data() -> Path:
     if not data.is_dir():
         pytest.fail(f"{data} is missing: the real-data tests need ../shared beside the checkout")
     return data
+
+
+SMALL = SynthSpec(seed=3, images=80)
+
+
+@pytest.fixture(scope="session")
+def small_root(tmp_path_factory: pytest.TempPathFactory) -> DataRoot:
+    """A small synthetic data root (80 images), shared read-only by the tests."""
+    out = tmp_path_factory.mktemp("synth-small")
+    generate_synthetic(out, SMALL)
+    return DataRoot.at(out)
+
+
+@pytest.fixture(scope="session")
+def small_cohort(small_root: DataRoot) -> Cohort:
+    return build_cohort(small_root, CohortSpec(seed=0, per_source=15, matched=15))
+
+
+@pytest.fixture(scope="session")
+def full_root(tmp_path_factory: pytest.TempPathFactory) -> DataRoot:
+    """The default synthetic data root: room for a full 1,500-question cohort."""
+    out = tmp_path_factory.mktemp("synth-full")
+    generate_synthetic(out, SynthSpec())
+    return DataRoot.at(out)
+
+
+@pytest.fixture(scope="session")
+def full_cohort(full_root: DataRoot) -> Cohort:
+    """A full 1,500-question cohort from the default synthetic data."""
+    return build_cohort(full_root)

@@ -18,8 +18,7 @@ from conditions import (
     load_instances,
     load_refs,
 )
-
-from .conftest import SMALL
+from tests.conftest import SMALL
 
 _POSITIONS = re.compile(r"\b(left|right|top|bottom|middle|upper|lower)\b")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shutil
 import subprocess
@@ -10,6 +11,17 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from conditions import (
+    PAPER_CONFIGURATIONS,
+    Cohort,
+    DataRoot,
+    RequestBuilder,
+    Transport,
+    VariantCache,
+    plan,
+    write_cohort,
+)
+from runner.backends import ApiKey, AttemptRecord, Backend, ask
 from runner.cli import app
 
 runner = CliRunner()
@@ -96,3 +108,52 @@ def test_a_single_source_root_builds_with_source(shared_data: Path, tmp_path: Pa
     assert "(1 questions) stored in" in built.output
     wrong = runner.invoke(app, [*args[:-1], "refcocx"])
     assert wrong.exit_code == 2 and "unknown source 'refcocx'" in wrong.output
+
+
+def _groundbench(*args: str) -> list[str]:
+    return [sys.executable, "-c", "from runner.cli import main; main()", *args]
+
+
+def test_simulate_serves_a_cohort_on_loopback(
+    small_root: DataRoot, small_cohort: Cohort, tmp_path: Path
+) -> None:
+    experiment = tmp_path / "exp.duckdb"
+    write_cohort(experiment, small_cohort)
+    process = subprocess.Popen(
+        _groundbench("simulate", str(experiment), "--images", str(small_root.images),
+                     "--port", "0", "--seed", "7"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        match = re.match(r"simulator serving (http://127\.0\.0\.1:\d+)$", first.strip())
+        assert match, first
+        configuration = PAPER_CONFIGURATIONS[0].model_copy(
+            update={"transport": Transport(base_url=match.group(1) + "/api/v3")}
+        )
+        builder = RequestBuilder(small_cohort, small_root.images, VariantCache(tmp_path / "v"))
+        request = builder.build(next(iter(plan(small_cohort, [configuration]))), configuration)
+
+        async def one() -> list[AttemptRecord]:
+            async with Backend(configuration, ApiKey("sk-cli-test")) as backend:
+                return await ask(backend, request, lambda r: None)
+
+        records = asyncio.run(one())
+        assert records[0].outcome == "answer" and records[0].http_status == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_a_bad_simulator_spec_is_one_line_naming_the_field(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.json"
+    spec.write_text('{"faults": {"server_error": 3}}')
+    done = subprocess.run(
+        _groundbench("simulate", str(tmp_path / "x.duckdb"), "--images", str(tmp_path),
+                     "--spec", str(spec)),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith(f"groundbench: {spec}: faults.server_error: ")
+    assert len(done.stderr.strip().splitlines()) == 1

@@ -1,0 +1,68 @@
+"""Talking to providers: wire protocols, error classes, rate limits, retries and attempts.
+
+Plain asyncio over aiohttp and tenacity; the distributed run wraps a :class:`Backend` in a Ray
+actor, but nothing here knows about Ray.
+
+- :class:`Backend` sends one attempt of a request through the backend's :class:`RateLimiter`,
+  retrying transport failures; :func:`ask` makes the attempts of PROTOCOL §6 and records each.
+- :class:`OpenAIChat` and :class:`GeminiGenerate` are the two wire protocols; ``PROVIDERS``
+  says which provider speaks which, where, and with which key variable.
+- Failures are :class:`CallError` subclasses: :class:`RateLimited`, :class:`QuotaExhausted`
+  (terminal), :class:`Transient`, :class:`Fatal`.
+"""
+
+from runner.backends._attempts import BEST_EFFORT_ATTEMPTS, HEADLINE_ATTEMPTS, ask, parses
+from runner.backends._client import Backend, Exchange, decodings, protocol_for
+from runner.backends._errors import (
+    CallError,
+    ErrorKind,
+    Fatal,
+    QuotaExhausted,
+    RateLimited,
+    Transient,
+)
+from runner.backends._gemini import GeminiGenerate, classify_gemini
+from runner.backends._limits import LimiterStats, RateLimiter, Slot, parse_reset
+from runner.backends._openai import OpenAIChat, classify_openai
+from runner.backends._providers import PROVIDERS, Provider, provider_named, thinking_fields
+from runner.backends._records import AttemptRecord, Outcome
+from runner.backends._secrets import ApiKey, key_from_env, redact
+from runner.backends._wire import Reply, Usage, WireProtocol, retry_after
+
+__all__ = [
+    "BEST_EFFORT_ATTEMPTS",
+    "HEADLINE_ATTEMPTS",
+    "PROVIDERS",
+    "ApiKey",
+    "AttemptRecord",
+    "Backend",
+    "CallError",
+    "ErrorKind",
+    "Exchange",
+    "Fatal",
+    "GeminiGenerate",
+    "LimiterStats",
+    "OpenAIChat",
+    "Outcome",
+    "Provider",
+    "QuotaExhausted",
+    "RateLimited",
+    "RateLimiter",
+    "Reply",
+    "Slot",
+    "Transient",
+    "Usage",
+    "WireProtocol",
+    "ask",
+    "classify_gemini",
+    "classify_openai",
+    "decodings",
+    "key_from_env",
+    "parse_reset",
+    "parses",
+    "protocol_for",
+    "provider_named",
+    "redact",
+    "retry_after",
+    "thinking_fields",
+]

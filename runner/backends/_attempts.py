@@ -1,0 +1,126 @@
+"""The attempts of one request (PROTOCOL §6): a parse failure triggers a fresh, stateless try.
+
+Attempt 0 is the primary call. Only an answer that does not parse triggers the next attempt,
+which sends the identical request again with no memory of the failed answer, up to attempt 2;
+a configuration that authorises best-effort recovery gets one more, attempt 3, on the same
+terms. An errored call ends the sequence: it is recorded as an error (never as an answer), and
+the run's resume sends it again later. Every attempt is one :class:`AttemptRecord`, handed to
+``sink`` the moment it exists, so a crash loses at most the call in flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from conditions import Request
+from runner.backends._client import Backend, Exchange
+from runner.backends._errors import CallError, QuotaExhausted
+from runner.backends._records import AttemptRecord
+from scoring import parse_answer, parse_box
+
+HEADLINE_ATTEMPTS = 3  # attempts 0–2: the IoU2 window
+BEST_EFFORT_ATTEMPTS = 4  # plus attempt 3, where the configuration authorises it
+
+Sink = Callable[[AttemptRecord], None]
+
+
+def parses(request: Request, answer: str) -> bool:
+    """Whether ``answer`` holds the list the request asks for (PROTOCOL §4)."""
+    if request.key.is_box:
+        return parse_box(answer) is not None
+    return parse_answer(answer, request.key.budget) is not None
+
+
+async def ask(backend: Backend, request: Request, sink: Sink) -> list[AttemptRecord]:
+    """Make the attempts of ``request`` and return their records (each also given to ``sink``).
+
+    Raises
+    ------
+    QuotaExhausted
+        The backend's quota is spent: the attempt that met it is recorded first (when it was
+        sent at all); no further call is made.
+    """
+    limit = BEST_EFFORT_ATTEMPTS if backend.configuration.best_effort else HEADLINE_ATTEMPTS
+    records: list[AttemptRecord] = []
+    for attempt in range(limit):
+        started = datetime.now(UTC)
+        try:
+            exchange = await backend.send(request)
+        except QuotaExhausted as exc:
+            if exc.sent:
+                records.append(_keep(sink, error_record(backend, request, attempt, exc, started)))
+            raise
+        except CallError as exc:
+            records.append(_keep(sink, error_record(backend, request, attempt, exc, started)))
+            break
+        ok = parses(request, exchange.reply.answer)
+        records.append(_keep(sink, answer_record(backend, request, attempt, exchange, ok)))
+        if ok:
+            break
+    return records
+
+
+def _keep(sink: Sink, record: AttemptRecord) -> AttemptRecord:
+    sink(record)
+    return record
+
+
+def _common(backend: Backend, request: Request, attempt: int) -> dict[str, object]:
+    key = request.key
+    return {
+        "configuration": key.configuration,
+        "condition": key.condition,
+        "qid": key.qid,
+        "budget": key.budget,
+        "replicate": request.replicate,
+        "attempt": attempt,
+        "protocol": request.protocol,
+        "provider": backend.provider.name,
+        "model": backend.configuration.model,
+        "image_sha256": request.image.sha256 if request.image is not None else None,
+    }
+
+
+def answer_record(
+    backend: Backend, request: Request, attempt: int, exchange: Exchange, parseable: bool
+) -> AttemptRecord:
+    """The record of an attempt that got a response."""
+    reply = exchange.reply
+    return AttemptRecord.model_validate(
+        {
+            **_common(backend, request, attempt),
+            "outcome": "answer",
+            "parseable": parseable,
+            "answer": reply.answer,
+            "reasoning": reply.reasoning or None,
+            "finish_reason": reply.finish_reason,
+            "http_status": exchange.status,
+            "input_tokens": reply.usage.input_tokens,
+            "output_tokens": reply.usage.output_tokens,
+            "reasoning_tokens": reply.usage.reasoning_tokens,
+            "latency_s": exchange.latency_s,
+            "transport_retries": exchange.transport_retries,
+            "started_at": exchange.started_at,
+            "response_id": reply.response_id,
+            "reported_model": reply.model,
+        }
+    )
+
+
+def error_record(
+    backend: Backend, request: Request, attempt: int, error: CallError, started: datetime
+) -> AttemptRecord:
+    """The record of an attempt whose call failed: the error, and no answer."""
+    return AttemptRecord.model_validate(
+        {
+            **_common(backend, request, attempt),
+            "outcome": error.kind,
+            "http_status": error.status,
+            "error_code": error.code,
+            "error_message": error.message,
+            "latency_s": error.latency_s,
+            "transport_retries": error.transport_retries,
+            "started_at": started,
+        }
+    )

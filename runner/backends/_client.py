@@ -1,0 +1,277 @@
+"""A backend: every call of one configuration, through one limiter and one HTTP session.
+
+:meth:`Backend.send` makes one attempt: it posts the request and retries transport failures
+with tenacity (full-jitter exponential backoff; a throttle waits out the pause the limiter
+imposed, which honours the server's retry-after), bounded by a number of tries and by time.
+Fatal errors and spent quota are never retried. Once a quota error is seen the backend stops:
+every later call is refused before it is sent, so a run never pays for calls it knows fail.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Self
+
+import aiohttp
+import aiohttp.payload
+from aiohttp.abc import AbstractStreamWriter
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_before_delay,
+    wait_random_exponential,
+)
+
+from conditions import CONDITIONS, Configuration, Decoding, Request
+from runner._errors import ConfigError
+from runner.backends._errors import CallError, QuotaExhausted, RateLimited, Transient
+from runner.backends._gemini import GeminiGenerate
+from runner.backends._limits import Clock, RateLimiter, Slot
+from runner.backends._openai import OpenAIChat
+from runner.backends._providers import Provider, provider_named, thinking_fields
+from runner.backends._secrets import ApiKey, key_from_env, redact
+from runner.backends._wire import Body, Reply, WireProtocol
+
+log = logging.getLogger("groundbench.backends")
+
+IMAGE_PATCH = 28  # pixels per image token side: a rough, provider-neutral estimate
+DEFAULT_OUTPUT_ESTIMATE = 1024  # tokens expected per answer before any usage is reported
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A completed response and how it was obtained."""
+
+    reply: Reply
+    status: int
+    latency_s: float
+    transport_retries: int
+    started_at: datetime
+
+
+def protocol_for(provider: Provider, model: str) -> WireProtocol:
+    """The wire protocol that talks to ``provider`` about ``model``."""
+    if provider.protocol == "gemini":
+        return GeminiGenerate(model)
+    return OpenAIChat(provider, model)
+
+
+def decodings(configuration: Configuration) -> list[Decoding]:
+    """Every decoding the configuration's conditions send."""
+    names = set(configuration.conditions)
+    return [c.decoding(configuration.decoding) for c in CONDITIONS if c.name in names]
+
+
+class Backend:
+    """All calls of one configuration: wire protocol, rate limiter, session, key.
+
+    Use as ``async with Backend(...) as backend:``; the HTTP session lives inside the block.
+
+    Raises
+    ------
+    ConfigError
+        Unknown provider, or a decoding the provider's API cannot express.
+    """
+
+    def __init__(self, configuration: Configuration, key: ApiKey, *, clock: Clock = time.monotonic):
+        self.configuration = configuration
+        self.provider = provider_named(configuration.provider)
+        for decoding in decodings(configuration):  # refuse an unmappable setting up front
+            try:
+                thinking_fields(self.provider.name, decoding.thinking)
+            except ConfigError as exc:
+                raise ConfigError(f"configuration {configuration.name}: {exc}") from None
+        self.protocol = protocol_for(self.provider, configuration.model)
+        transport = configuration.transport
+        self.url = self.protocol.url(transport.base_url or self.provider.base_url)
+        self.limiter = RateLimiter(
+            transport.requests_per_minute,
+            transport.max_concurrency,
+            transport.tokens_per_minute,
+            clock=clock,
+        )
+        self.clock = clock
+        self._key = key
+        self._timeout = aiohttp.ClientTimeout(total=transport.timeout_s)
+        self._session: aiohttp.ClientSession | None = None
+        self._spent: QuotaExhausted | None = None
+        self._output_tokens = _RunningMean(DEFAULT_OUTPUT_ESTIMATE)
+
+    @classmethod
+    def from_env(cls, configuration: Configuration, **kwargs: Clock) -> Backend:
+        """A backend whose key is read from the configured (or the provider's) variable."""
+        provider = provider_named(configuration.provider)
+        variable = configuration.transport.api_key_env or provider.key_variable
+        return cls(configuration, key_from_env(variable), **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Backend({self.configuration.name}, {self.provider.name}, {self.url})"
+
+    async def __aenter__(self) -> Self:
+        connector = aiohttp.TCPConnector(limit=self.configuration.transport.max_concurrency)
+        self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def spent(self) -> QuotaExhausted | None:
+        """The quota error that stopped this backend, if one has."""
+        return self._spent
+
+    async def send(self, request: Request) -> Exchange:
+        """One attempt at ``request``: post it, retrying transport failures.
+
+        Raises
+        ------
+        CallError
+            The attempt failed: a fatal error or spent quota at once; a throttle or transient
+            failure once the tries or the time allowed are used up. ``transport_retries``
+            on the error says how many retries were made.
+        """
+        if self._spent is not None:
+            raise self._refused()
+        body = self.protocol.encode(request)
+        estimate = self._estimate(request)
+        started_at = datetime.now(UTC)
+        transport = self.configuration.transport
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(transport.max_transport_retries + 1)
+            | stop_before_delay(transport.max_retry_time_s),
+            wait=_wait,
+            retry=retry_if_exception(lambda e: isinstance(e, CallError) and e.retryable),
+            reraise=True,
+            before_sleep=self._log_retry,
+        )
+        tries = 0
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    tries += 1
+                    return await self._post(body, estimate, tries - 1, started_at)
+        except CallError as exc:
+            exc.transport_retries = tries - 1
+            raise
+        raise AssertionError("tenacity neither returned nor raised")  # pragma: no cover
+
+    async def _post(self, body: Body, estimate: int, retries: int, started: datetime) -> Exchange:
+        if self._spent is not None:  # spent while this request waited to retry
+            raise self._refused()
+        session = self._session
+        if session is None:
+            raise RuntimeError("use the backend inside 'async with'")
+        async with self.limiter.slot(estimate) as slot:
+            begun = self.clock()
+            try:
+                async with session.post(
+                    self.url, data=PartsPayload(body), headers=self.protocol.headers(self._key)
+                ) as response:
+                    raw = await response.read()
+                    status, headers = response.status, response.headers
+            except TimeoutError:
+                raise Transient(f"no response within {self._timeout.total:g} s") from None
+            except aiohttp.ClientError as exc:
+                detail = redact(str(exc), self._key) or "connection failed"
+                raise Transient(f"{type(exc).__name__}: {detail}") from None
+            latency = self.clock() - begun
+            self.limiter.observe(headers)
+            if not 200 <= status < 300:
+                raise self._failed(status, headers, raw, slot, latency)
+            reply = self.protocol.decode(raw)
+            slot.settle(reply.usage.total)
+            self._output_tokens.add(reply.usage.output_tokens)
+            self.limiter.succeeded()
+            return Exchange(reply, status, latency, retries, started)
+
+    def _failed(
+        self, status: int, headers: Mapping[str, str], raw: bytes, slot: Slot, latency: float
+    ) -> CallError:
+        error = self.protocol.classify(status, headers, raw)
+        error.message = redact(error.message, self._key)
+        error.args = (error.message,)
+        error.latency_s = latency
+        if isinstance(error, RateLimited):
+            error.retry_after = self.limiter.throttled(slot, error.retry_after)
+        elif isinstance(error, QuotaExhausted):
+            self._spent = error
+            log.error("%s: quota exhausted, no further calls: %s", self.configuration.name, error)
+        return error
+
+    def _refused(self) -> QuotaExhausted:
+        assert self._spent is not None
+        return QuotaExhausted(
+            f"not sent: {self.configuration.name}'s quota ran out earlier ({self._spent.message})",
+            status=self._spent.status,
+            code=self._spent.code,
+            sent=False,
+        )
+
+    def _estimate(self, request: Request) -> int:
+        image = 0
+        if request.image is not None:
+            w, h = request.image.width, request.image.height
+            image = math.ceil(w / IMAGE_PATCH) * math.ceil(h / IMAGE_PATCH)
+        output = min(request.decoding.max_output_tokens, round(self._output_tokens.mean))
+        return len(request.prompt) // 4 + image + output
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        wait = state.next_action.sleep if state.next_action is not None else 0.0
+        log.info(
+            "%s: retry %d in %.2f s after %s",
+            self.configuration.name,
+            state.attempt_number,
+            wait,
+            exc,  # CallError's str is built from redacted text only
+        )
+
+
+_jitter = wait_random_exponential(multiplier=0.5, max=30.0)
+
+
+def _wait(state: RetryCallState) -> float:
+    """The server's retry-after when it gave one (for a throttle, the pause the limiter then
+    imposed on the whole backend), else full-jitter exponential backoff."""
+    exc = state.outcome.exception() if state.outcome is not None else None
+    if isinstance(exc, CallError) and exc.retry_after is not None:
+        return exc.retry_after
+    return _jitter(state)
+
+
+class PartsPayload(aiohttp.payload.Payload):
+    """A :class:`Body` sent piece by piece, with its length known up front (no chunking)."""
+
+    _value: Body
+
+    def __init__(self, body: Body) -> None:
+        super().__init__(body, content_type="application/json")
+        self._size = len(body)
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return bytes(self._value).decode(encoding, errors)
+
+    async def write(self, writer: AbstractStreamWriter) -> None:
+        for part in self._value.parts:
+            await writer.write(part)
+
+
+class _RunningMean:
+    def __init__(self, prior: float) -> None:
+        self.mean = prior
+        self.count = 0
+
+    def add(self, value: int | None) -> None:
+        if value is None:
+            return
+        self.count += 1
+        self.mean += (value - self.mean) / self.count

@@ -1,0 +1,170 @@
+"""OpenAI-compatible chat completions: Qwen (DashScope), Doubao (Ark), Kimi (Moonshot), OpenAI.
+
+Request: one user message, the image part (a base64 data URL) before the text part, the
+output allowance, the temperature when set, and the provider's reasoning fields. Response:
+``choices[0].message.content`` is the answer; ``reasoning_content`` (DashScope, Ark, Kimi) is
+kept apart and never parsed.
+
+Errors are classified by the body's ``error.code`` / ``error.type`` first and the status only
+after, since DashScope, Kimi and OpenAI all send 429 for throttles and for spent quota alike.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from conditions import Request
+from runner.backends._errors import CallError, Fatal, QuotaExhausted, RateLimited, Transient
+from runner.backends._providers import Provider, thinking_fields
+from runner.backends._secrets import ApiKey, redact
+from runner.backends._wire import (
+    IMAGE_SLOT,
+    Body,
+    Reply,
+    Usage,
+    as_int,
+    error_json,
+    field_dict,
+    load_json,
+    retry_after,
+    splice_json,
+)
+
+# Terminal: the account must be topped up or a limit raised before any call can succeed.
+QUOTA_CODES = frozenset({
+    # OpenAI: out of credit, or a spend limit reached (error.type stays insufficient_quota)
+    "insufficient_quota", "billing_hard_limit_reached", "billing_not_active",
+    "credit_balance_exhausted", "organization_spend_limit_exceeded",
+    "project_spend_limit_exceeded", "access_terminated",
+    # DashScope: arrears, free tier used up in "free tier only" mode
+    "Arrearage", "AllocationQuota.FreeTierOnly",
+    # Ark: the account is overdue
+    "AccountOverdueError",
+    # Kimi: balance spent
+    "exceeded_current_quota_error",
+})  # fmt: skip
+# Throttles: wait and try again.
+RATE_CODES = frozenset({
+    "rate_limit_exceeded", "rate_limit_reached_error", "requests", "tokens",
+    "Throttling", "Throttling.RateQuota", "Throttling.BurstRate", "Throttling.AllocationQuota",
+    "RateLimitExceeded", "RateLimitExceeded.EndpointRPMExceeded",
+    "RateLimitExceeded.EndpointTPMExceeded", "QuotaExceeded",
+})  # fmt: skip
+# Overload and server faults reported with a 4xx or 429: retry with backoff.
+TRANSIENT_CODES = frozenset({
+    "engine_overloaded_error", "engine_overloaded", "server_error", "ServerOverloaded",
+    "InternalError", "InternalError.Algo", "ServiceUnavailable", "timeout",
+})  # fmt: skip
+# DashScope's Throttling.AllocationQuota is a per-minute allocation unless its message says a
+# plan or free allocation is used up: then no wait will bring it back.
+_PLAN_SPENT = re.compile(
+    r"free (?:tier|allocated quota)|quota (?:has been |is )?exhausted|exceeded your current "
+    r"quota|insufficient (?:balance|quota)|plan",
+    re.IGNORECASE,
+)
+
+
+class OpenAIChat:
+    """The OpenAI-compatible wire protocol for one provider and model."""
+
+    def __init__(self, provider: Provider, model: str) -> None:
+        self.provider = provider
+        self.model = model
+
+    def url(self, base_url: str) -> str:
+        return base_url.rstrip("/") + "/chat/completions"
+
+    def headers(self, key: ApiKey) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key.reveal()}", "Content-Type": "application/json"}
+
+    def payload(self, request: Request) -> dict[str, Any]:
+        """The request body, with :data:`IMAGE_SLOT` standing for the image's data URL."""
+        content: list[dict[str, Any]] = []
+        if request.image is not None:
+            content.append({"type": "image_url", "image_url": {"url": IMAGE_SLOT}})
+        content.append({"type": "text", "text": request.prompt})
+        d = request.decoding
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": content}],
+            self.provider.max_tokens_field: d.max_output_tokens,
+        }
+        if d.temperature is not None:
+            body["temperature"] = d.temperature
+        body.update(thinking_fields(self.provider.name, d.thinking))
+        return body
+
+    def encode(self, request: Request) -> Body:
+        image = request.image.data_url if request.image is not None else None
+        return splice_json(self.payload(request), image)
+
+    def decode(self, body: bytes) -> Reply:
+        doc = load_json(body, "chat completion")
+        try:
+            choice = doc["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            raise Transient("malformed chat completion: no choices[0].message") from None
+        if not isinstance(message, dict):
+            raise Transient("malformed chat completion: message is not an object")
+        usage = field_dict(doc, "usage")
+        details = field_dict(usage, "completion_tokens_details")
+        return Reply(
+            answer=_text(message.get("content")),
+            reasoning=_text(message.get("reasoning_content") or message.get("reasoning")),
+            finish_reason=_str(choice.get("finish_reason")),
+            usage=Usage(
+                input_tokens=as_int(usage.get("prompt_tokens")),
+                output_tokens=as_int(usage.get("completion_tokens")),
+                reasoning_tokens=as_int(details.get("reasoning_tokens")),
+            ),
+            model=_str(doc.get("model")),
+            response_id=_str(doc.get("id")),
+        )
+
+    def classify(self, status: int, headers: Mapping[str, str], body: bytes) -> CallError:
+        return classify_openai(status, headers, body)
+
+
+def classify_openai(status: int, headers: Mapping[str, str], body: bytes) -> CallError:
+    """The error class of a non-2xx OpenAI-compatible response, from its body first."""
+    error = error_json(body).get("error")
+    error = error if isinstance(error, dict) else {}
+    code = _str(error.get("code")) or _str(error.get("type"))
+    kind = _str(error.get("type"))
+    message = redact(_str(error.get("message")) or _snippet(body) or f"HTTP {status}")
+    wait = retry_after(headers)
+    names = {n for n in (code, kind) if n}
+
+    def make(cls: type[CallError]) -> CallError:
+        return cls(message, status=status, code=code, retry_after=wait)
+
+    if names & QUOTA_CODES:
+        return make(QuotaExhausted)
+    if "Throttling.AllocationQuota" in names and _PLAN_SPENT.search(message):
+        return make(QuotaExhausted)
+    if names & TRANSIENT_CODES:
+        return make(Transient)
+    if names & RATE_CODES or status == 429:
+        return make(RateLimited)
+    if status >= 500 or status == 408:
+        return make(Transient)
+    return make(Fatal)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # content given as parts
+        return "".join(p.get("text", "") for p in value if isinstance(p, dict))
+    return ""
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _snippet(body: bytes, limit: int = 200) -> str:
+    return body[:limit].decode("utf-8", "replace").strip()

@@ -1,0 +1,162 @@
+"""What every wire protocol shares: the reply it decodes, and how bodies and headers are read.
+
+A request body is JSON with one large string, the base64 image. The image is encoded once per
+question and variant (:attr:`conditions.ImageBlob.base64`) and spliced into the serialised
+JSON as bytes, so no request re-encodes or re-escapes it (base64 needs no JSON escaping).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from conditions import Request
+from runner.backends._errors import CallError, Transient
+from runner.backends._secrets import ApiKey
+
+IMAGE_SLOT = "\x00groundbench-image\x00"
+"""Stands for the image in a payload; :func:`splice_json` puts the base64 bytes in its place."""
+# json.dumps spells the NULs \u0000: a prompt holding the same text would be spelt the same,
+# but a prompt never holds NUL characters (the templates and expressions are plain text).
+_SLOT_JSON = json.dumps(IMAGE_SLOT)[1:-1]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens the provider reports for one call (``None`` where it reports none)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+    @property
+    def total(self) -> int | None:
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A completed response: the answer text, apart from any reasoning text."""
+
+    answer: str
+    reasoning: str
+    finish_reason: str | None
+    usage: Usage
+    model: str | None = None
+    response_id: str | None = None
+
+
+class WireProtocol(Protocol):
+    """One wire protocol: how a request is written and a response or an error is read."""
+
+    def url(self, base_url: str) -> str: ...
+
+    def headers(self, key: ApiKey) -> dict[str, str]: ...
+
+    def encode(self, request: Request) -> Body: ...
+
+    def decode(self, body: bytes) -> Reply: ...
+
+    def classify(self, status: int, headers: Mapping[str, str], body: bytes) -> CallError: ...
+
+
+@dataclass(frozen=True)
+class Body:
+    """A request body in pieces: the JSON around the image, and the image's bytes.
+
+    Sent piece by piece, a 200 KB image is never copied into a joined body (on Python 3.11
+    aiohttp would copy it once more to put the headers in front). ``bytes(body)`` joins it,
+    for tests and logs.
+    """
+
+    parts: tuple[bytes, ...]
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.parts)
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self.parts)
+
+
+def splice_json(payload: Mapping[str, Any], image: bytes | None) -> Body:
+    """``payload`` as compact JSON, with ``image`` in place of the string :data:`IMAGE_SLOT`."""
+    text = json.dumps(payload, separators=(",", ":"))
+    if image is None:
+        return Body((text.encode(),))
+    head, tail = text.split(_SLOT_JSON, 1)
+    return Body((head.encode(), image, tail.encode()))
+
+
+def load_json(body: bytes, what: str) -> dict[str, Any]:
+    """A JSON object from a response body.
+
+    Raises
+    ------
+    Transient
+        The body is not JSON, is cut short, or is not an object: the server may answer
+        properly next time.
+    """
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise Transient(f"malformed {what} body ({len(body)} bytes): {exc}") from None
+    if not isinstance(value, dict):
+        raise Transient(f"malformed {what} body: a JSON {type(value).__name__}, not an object")
+    return value
+
+
+def error_json(body: bytes) -> dict[str, Any]:
+    """The JSON object of an error body, or ``{}`` when there is none to read."""
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def retry_after(headers: Mapping[str, str], now_epoch: float | None = None) -> float | None:
+    """The server's wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date).
+
+    >>> retry_after({"retry-after-ms": "1500"}), retry_after({"Retry-After": "3"})
+    (1.5, 3.0)
+    """
+    lower = {k.lower(): v for k, v in headers.items()}
+    if "retry-after-ms" in lower:
+        value = _seconds(lower["retry-after-ms"])
+        if value is not None:
+            return value / 1000.0
+    if "retry-after" in lower:
+        value = _seconds(lower["retry-after"])
+        if value is not None:
+            return value
+        try:
+            when = email.utils.parsedate_to_datetime(lower["retry-after"]).timestamp()
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, when - (time.time() if now_epoch is None else now_epoch))
+    return None
+
+
+def _seconds(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value >= 0 and value == value and value != float("inf") else None
+
+
+def field_dict(doc: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """``doc[name]`` when it is a JSON object, else ``{}`` (a provider may omit or null it)."""
+    value = doc.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def as_int(value: object) -> int | None:
+    """An integer usage count, or ``None`` for anything else."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,21 @@
+"""A local stand-in for the providers' APIs: both wire protocols, answers from a cohort.
+
+For users, a dry run of a grid before paying for it (``groundbench simulate``); for the tests
+and benchmarks, a server on loopback with behaviour profiles and fault injection.
+"""
+
+from runner.simulator._model import Answer, Seen, answer
+from runner.simulator._server import SimStats, Simulator, serving
+from runner.simulator._spec import Behaviour, Faults, SimSpec
+
+__all__ = [
+    "Answer",
+    "Behaviour",
+    "Faults",
+    "Seen",
+    "SimSpec",
+    "SimStats",
+    "Simulator",
+    "answer",
+    "serving",
+]

@@ -1,0 +1,501 @@
+"""The simulator's HTTP server: both wire protocols, answers from a cohort, injected faults.
+
+It serves ``POST …/chat/completions`` (OpenAI-compatible, whatever the prefix, so any
+provider's ``base_url`` can point at it) and ``POST …/models/<model>:generateContent``
+(Gemini). It tells which question it is asked from the expression in the prompt and the
+image's bytes (matched against the cohort's image variants, indexed lazily), reads the hints
+and the reasoning setting, and answers through :mod:`runner.simulator._model`.
+
+Faults are decided per request in this order: authentication (when the spec names a key),
+the rate limit (a token bucket; 429 with retry-after, and ``x-ratelimit-*`` headers on every
+reply), spent quota after K answers, connection resets, latency, 5xx and overload, and last
+malformed or truncated bodies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import random
+import re
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from aiohttp import web
+
+from conditions import Cohort, Variant, VariantCache
+from runner.simulator._model import Answer, Seen, Truth, answer
+from runner.simulator._spec import SimSpec
+
+Wire = Literal["openai", "gemini"]
+
+_EXPRESSION = re.compile(r'this expression: "(.*)"\.\n', re.DOTALL)
+_BUDGET = re.compile(r"with exactly (\d+) vertices")
+_SPATIAL = re.compile(r"Hint: the object is in the (.+?) of the image\.")
+_COLOUR = re.compile(r"Hint: the object is mostly (\w+)\.")
+_GEMINI_PATH = re.compile(r"/models/([^/:]+):generateContent$")
+_IMAGE_TOKEN = 28
+# Most requests send the full image: index those first, the rarer variants only when needed.
+_INDEX_PASSES: tuple[tuple[Variant, ...], ...] = (("full",), ("half", "grey"))
+
+
+@dataclass
+class SimStats:
+    """What the server did, for tests and benchmarks."""
+
+    statuses: Counter[int] = field(default_factory=Counter)
+    faults: Counter[str] = field(default_factory=Counter)
+    admitted_at: list[float] = field(default_factory=list)  # monotonic times of admitted calls
+    throttled_at: list[float] = field(default_factory=list)  # and of calls answered 429
+    answered: int = 0
+
+
+@dataclass(frozen=True)
+class Parsed:
+    wire: Wire
+    model: str
+    prompt: str
+    image_b64: bytes | None
+    thinking: bool
+    temperature: float | None
+
+
+class BadRequest(Exception):
+    """The request is not one the real API would accept (answered with a 400)."""
+
+
+class Simulator:
+    """A local stand-in for the providers' APIs, answering from ``cohort``.
+
+    ``images`` and ``cache`` are the directory of the cohort's images and the variant cache:
+    the same ones the runner uses, so a variant is rendered once for both.
+    """
+
+    def __init__(
+        self, cohort: Cohort, images: Path | str, cache: VariantCache, spec: SimSpec | None = None
+    ) -> None:
+        self.cohort = cohort
+        self.images = Path(images)
+        self.cache = cache
+        self.spec = spec = spec if spec is not None else SimSpec()
+        self.stats = SimStats()
+        self._by_expression: dict[str, list[str]] = {}
+        for q in cohort.questions:
+            self._by_expression.setdefault(q.expression, []).append(q.qid)
+        self._image_index: dict[str, tuple[str, Variant]] = {}
+        self._indexed: set[tuple[str, Variant]] = set()
+        self._occurrences: Counter[str] = Counter()
+        self._calls = 0
+        faults = spec.faults
+        self._rate = (faults.requests_per_minute or 0.0) / 60.0
+        self._capacity = float(faults.burst or max(1, math.floor(self._rate)))
+        self._tokens = self._capacity
+        self._refilled = time.monotonic()
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/{path:.*}", self._handle)
+        return app
+
+    # -- the request ---------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        wire: Wire = "gemini" if request.path.endswith(":generateContent") else "openai"
+        if not request.path.endswith(("/chat/completions", ":generateContent")):
+            return self._error(wire, 404, "not_found", "no such endpoint", {})
+        if not self._authorised(request, wire):
+            return self._error(wire, 401, "invalid_api_key", self._bad_key_message(request), {})
+        headers = self._admit()
+        if headers is None:
+            return self._throttle(wire)
+        self._calls += 1
+        if self.spec.faults.quota_after is not None and self._calls > self.spec.faults.quota_after:
+            self.stats.faults["quota"] += 1
+            return self._quota(wire)
+        try:
+            parsed = _parse(wire, request.path, await request.read())
+        except BadRequest as exc:
+            return self._error(wire, 400, "invalid_request_error", str(exc), headers)
+        image = _digest(parsed.image_b64) if parsed.image_b64 is not None else None
+        seen = self._see(parsed, image)
+        rng = self._generator(parsed, image)
+        fault = self._fault(rng)
+        if fault == "reset":
+            return await self._reset(request)
+        low, high = self.spec.faults.latency_s
+        if high > 0:
+            await asyncio.sleep(rng.uniform(low, high))
+        if fault == "server_error":
+            return self._error(wire, rng.choice((500, 503)), "server_error", "internal", headers)
+        if fault == "overloaded":
+            return self._overloaded(wire, headers)
+        reply = answer(seen, self.cohort, self.spec.behaviour, rng)
+        self.stats.answered += 1
+        body = _reply_body(wire, parsed, reply, self.stats.answered, self._image_tokens(seen))
+        if fault == "malformed":
+            return self._send(200, body[: len(body) // 3].replace(b"{", b"<"), headers)
+        if fault == "truncated":
+            return await self._truncated(request, body, headers)
+        return self._send(200, body, headers)
+
+    def _authorised(self, request: web.Request, wire: Wire) -> bool:
+        given = (
+            request.headers.get("x-goog-api-key", "")
+            if wire == "gemini"
+            else request.headers.get("Authorization", "").removeprefix("Bearer ")
+        )
+        return bool(given) and (self.spec.api_key is None or given == self.spec.api_key)
+
+    @staticmethod
+    def _bad_key_message(request: web.Request) -> str:
+        # As OpenAI does: the message echoes a masked key (clients must redact it).
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        given = given or request.headers.get("x-goog-api-key", "")
+        masked = f"{given[:5]}***{given[-2:]}" if len(given) > 8 else "***"
+        return f"Incorrect API key provided: {masked}. You can find your API key in the console."
+
+    def _see(self, parsed: Parsed, image: str | None) -> Seen:
+        match = _EXPRESSION.search(parsed.prompt)
+        expression = match.group(1) if match else ""
+        budget_match = _BUDGET.search(parsed.prompt)
+        budget = int(budget_match.group(1)) if budget_match else 0
+        qid: str | None = None
+        variant: Variant = "none"
+        if image is not None:
+            found = self._identify(expression, image)
+            qid, variant = found if found is not None else (None, "full")
+        spatial = colour = None
+        if qid is not None:
+            q = self.cohort.question(qid)
+            if m := _SPATIAL.search(parsed.prompt):
+                spatial = _truth(m.group(1) == q.cell)
+            if m := _COLOUR.search(parsed.prompt):
+                colour = _truth(m.group(1) == q.colour)
+        return Seen(
+            qid, expression, budget, variant, spatial, colour, parsed.thinking, parsed.temperature
+        )
+
+    def _identify(self, expression: str, digest: str) -> tuple[str, Variant] | None:
+        """The question and variant of the image whose base64 text has ``digest``."""
+        candidates = self._by_expression.get(expression, [])
+        for variants in _INDEX_PASSES:
+            if digest in self._image_index:
+                break
+            for qid in candidates:
+                for variant in variants:
+                    self._index(qid, variant)
+        return self._image_index.get(digest)
+
+    def _index(self, qid: str, variant: Variant) -> None:
+        if (qid, variant) in self._indexed:
+            return
+        q = self.cohort.question(qid)
+        blob = self.cache.get(self.images / q.image_file, q.image_sha256, variant)
+        if blob is not None:
+            self._image_index[_digest(blob.base64)] = (qid, variant)
+        self._indexed.add((qid, variant))
+
+    def _image_tokens(self, seen: Seen) -> int:
+        if seen.qid is None or seen.variant == "none":
+            return 0
+        q = self.cohort.question(seen.qid)
+        scale = 0.5 if seen.variant == "half" else 1.0
+        w, h = q.width * scale, q.height * scale
+        return math.ceil(w / _IMAGE_TOKEN) * math.ceil(h / _IMAGE_TOKEN)
+
+    def _generator(self, parsed: Parsed, image: str | None) -> random.Random:
+        """A generator for this request: seed, content, and how often it was seen before."""
+        content = hashlib.sha256(
+            f"{parsed.model}\x00{parsed.prompt}\x00{parsed.thinking}\x00{parsed.temperature}"
+            f"\x00{image or ''}".encode()
+        ).hexdigest()
+        n = self._occurrences[content]
+        self._occurrences[content] += 1
+        return random.Random(f"{self.spec.seed}:{content}:{n}")
+
+    def _fault(self, rng: random.Random) -> str | None:
+        f = self.spec.faults
+        draw = rng.random()
+        for name, rate in (
+            ("reset", f.reset),
+            ("server_error", f.server_error),
+            ("overloaded", f.overloaded),
+            ("malformed", f.malformed),
+            ("truncated", f.truncated),
+        ):
+            if draw < rate:
+                self.stats.faults[name] += 1
+                return name
+            draw -= rate
+        return None
+
+    # -- the rate limit ------------------------------------------------------------------
+
+    def _admit(self) -> dict[str, str] | None:
+        """Take a token; the rate-limit headers, or ``None`` when the call is throttled."""
+        now = time.monotonic()
+        if not self._rate:
+            self.stats.admitted_at.append(now)
+            return {}
+        self._tokens = min(self._capacity, self._tokens + (now - self._refilled) * self._rate)
+        self._refilled = now
+        if self._tokens < 1.0:
+            return None
+        self._tokens -= 1.0
+        self.stats.admitted_at.append(now)
+        return self._limit_headers()
+
+    def _limit_headers(self) -> dict[str, str]:
+        if not self.spec.faults.ratelimit_headers or not self._rate:
+            return {}
+        full_in = (self._capacity - self._tokens) / self._rate
+        return {
+            "x-ratelimit-limit-requests": str(round(self._rate * 60)),
+            "x-ratelimit-remaining-requests": str(math.floor(self._tokens)),
+            "x-ratelimit-reset-requests": f"{full_in:.3f}s",
+        }
+
+    def _throttle(self, wire: Wire) -> web.Response:
+        self.stats.faults["rate-limited"] += 1
+        self.stats.throttled_at.append(time.monotonic())
+        wait = (1.0 - self._tokens) / self._rate
+        headers = self._limit_headers()
+        style = self.spec.faults.retry_after
+        if style == "ms":
+            headers["retry-after-ms"] = str(max(1, math.ceil(wait * 1000)))
+        elif style == "seconds":
+            headers["Retry-After"] = str(max(1, math.ceil(wait)))
+        if wire == "gemini":
+            details = [_quota_failure("GenerateRequestsPerMinutePerProjectPerModel")]
+            if style != "none":
+                details.append(
+                    {
+                        "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                        "retryDelay": f"{wait:.3f}s",
+                    }
+                )
+            return self._gemini_error(
+                429, "RESOURCE_EXHAUSTED", "Resource exhausted.", details, headers
+            )
+        message = "Rate limit reached for requests per minute. Please try again later."
+        return self._error(wire, 429, "rate_limit_exceeded", message, headers)
+
+    def _quota(self, wire: Wire) -> web.Response:
+        if wire == "gemini":
+            details = [_quota_failure("GenerateRequestsPerDayPerProjectPerModel")]
+            message = "You exceeded your current quota, please check your plan and billing details."
+            return self._gemini_error(429, "RESOURCE_EXHAUSTED", message, details, {})
+        message = "You exceeded your current quota, please check your plan and billing details."
+        return self._error(wire, 429, "insufficient_quota", message, {})
+
+    def _overloaded(self, wire: Wire, headers: dict[str, str]) -> web.Response:
+        if wire == "gemini":
+            return self._gemini_error(503, "UNAVAILABLE", "The model is overloaded.", [], headers)
+        message = "The engine is currently overloaded, please try again later"
+        return self._error(wire, 429, "engine_overloaded_error", message, headers)
+
+    # -- writing -------------------------------------------------------------------------
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str]) -> web.Response:
+        self.stats.statuses[status] += 1
+        return web.Response(
+            status=status, body=body, headers=headers, content_type="application/json"
+        )
+
+    def _error(
+        self, wire: Wire, status: int, code: str, message: str, headers: dict[str, str]
+    ) -> web.Response:
+        if wire == "gemini":
+            rpc = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUND"}
+            return self._gemini_error(status, rpc.get(status, "INTERNAL"), message, [], headers)
+        body = {"error": {"message": message, "type": code, "param": None, "code": code}}
+        return self._send(status, json.dumps(body).encode(), headers)
+
+    def _gemini_error(
+        self, status: int, rpc: str, message: str, details: list[Any], headers: dict[str, str]
+    ) -> web.Response:
+        body = {"error": {"code": status, "message": message, "status": rpc, "details": details}}
+        return self._send(status, json.dumps(body).encode(), headers)
+
+    async def _reset(self, request: web.Request) -> web.StreamResponse:
+        self.stats.statuses[0] += 1
+        if request.transport is not None:
+            request.transport.abort()
+        raise asyncio.CancelledError  # the connection is gone: nothing is written
+
+    async def _truncated(
+        self, request: web.Request, body: bytes, headers: dict[str, str]
+    ) -> web.StreamResponse:
+        self.stats.statuses[200] += 1
+        response = web.StreamResponse(status=200, headers=headers)
+        response.content_type = "application/json"
+        response.content_length = len(body)
+        await response.prepare(request)
+        await response.write(body[: len(body) // 2])
+        if request.transport is not None:
+            request.transport.abort()
+        return response
+
+
+def _truth(same: bool) -> Truth:
+    return "true" if same else "wrong"
+
+
+_SAMPLE = 4096
+
+
+def _digest(b64: bytes) -> str:
+    """A fingerprint of an image's base64 text: its length and three 4 KB samples.
+
+    Hashing every byte of a 200 KB image cost the server a tenth of its time per request; the
+    cohort's images and their variants already differ in length or in their first, middle or
+    last 4 KB (JPEG headers carry the size; the entropy-coded data differs throughout).
+    """
+    if len(b64) <= 3 * _SAMPLE:
+        sample = b64
+    else:
+        middle = len(b64) // 2
+        sample = b64[:_SAMPLE] + b64[middle : middle + _SAMPLE] + b64[-_SAMPLE:]
+    return hashlib.sha256(str(len(b64)).encode() + b":" + sample).hexdigest()
+
+
+def _quota_failure(quota_id: str) -> dict[str, Any]:
+    return {
+        "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+        "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_requests",
+                        "quotaId": quota_id}],
+    }  # fmt: skip
+
+
+_IMAGE_MARKERS: dict[Wire, bytes] = {"openai": b";base64,", "gemini": b'"data":"'}
+
+
+def _parse(wire: Wire, path: str, raw: bytes) -> Parsed:
+    raw, lifted = _lift_image(wire, raw)
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise BadRequest(f"body is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise BadRequest("body is not a JSON object")
+    try:
+        parsed = _parse_gemini(path, doc) if wire == "gemini" else _parse_openai(doc)
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise BadRequest(f"request is missing a field: {exc}") from None
+    return parsed if lifted is None else replace(parsed, image_b64=lifted)
+
+
+def _lift_image(wire: Wire, raw: bytes) -> tuple[bytes, bytes | None]:
+    """``raw`` with the base64 image string emptied, and the image; or ``raw`` unchanged.
+
+    Decoding 200 KB of JSON cost the server more than anything else it does; the image is one
+    escape-free string that a byte search finds. Anything unexpected falls back to the full
+    decode.
+    """
+    marker = raw.find(_IMAGE_MARKERS[wire])
+    if marker < 0:
+        return raw, None
+    start = marker + len(_IMAGE_MARKERS[wire])
+    end = raw.find(b'"', start)
+    if end < 0 or raw.find(b"\\", start, end) >= 0:
+        return raw, None
+    return raw[:start] + raw[end:], raw[start:end]
+
+
+def _parse_openai(doc: dict[str, Any]) -> Parsed:
+    model = doc["model"]
+    prompt, image = "", None
+    for part in doc["messages"][-1]["content"]:
+        if part["type"] == "text":
+            prompt += part["text"]
+        elif part["type"] == "image_url":
+            image = part["image_url"]["url"].split(",", 1)[1].encode()
+    thinking = doc.get("enable_thinking", True) is not False
+    if isinstance(doc.get("thinking"), dict):
+        thinking = doc["thinking"].get("type") != "disabled"
+    if doc.get("reasoning_effort") == "none":
+        thinking = False
+    return Parsed("openai", str(model), prompt, image, thinking, doc.get("temperature"))
+
+
+def _parse_gemini(path: str, doc: dict[str, Any]) -> Parsed:
+    match = _GEMINI_PATH.search(path)
+    if match is None:
+        raise BadRequest(f"no model in {path}")
+    prompt, image = "", None
+    for part in doc["contents"][-1]["parts"]:
+        if "text" in part:
+            prompt += part["text"]
+        inline = part.get("inline_data") or part.get("inlineData")
+        if inline is not None:
+            image = inline["data"].encode()
+    config = doc.get("generationConfig", {})
+    thinking = config.get("thinkingConfig", {}).get("thinkingBudget") != 0
+    return Parsed("gemini", match.group(1), prompt, image, thinking, config.get("temperature"))
+
+
+def _reply_body(wire: Wire, parsed: Parsed, reply: Answer, serial: int, image_tokens: int) -> bytes:
+    input_tokens = len(parsed.prompt) // 4 + image_tokens
+    output_tokens = max(1, len(reply.text) // 3)
+    reasoning_tokens = len(reply.reasoning) // 4
+    if wire == "gemini":
+        parts: list[dict[str, Any]] = []
+        if reply.reasoning:
+            parts.append({"text": reply.reasoning, "thought": True})
+        parts.append({"text": reply.text})
+        doc: dict[str, Any] = {
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {
+                "promptTokenCount": input_tokens,
+                "candidatesTokenCount": output_tokens,
+                "thoughtsTokenCount": reasoning_tokens,
+                "totalTokenCount": input_tokens + output_tokens + reasoning_tokens,
+            },
+            "modelVersion": parsed.model,
+            "responseId": f"sim-{serial}",
+        }
+    else:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.reasoning:
+            message["reasoning_content"] = reply.reasoning
+        doc = {
+            "id": f"chatcmpl-sim-{serial}",
+            "object": "chat.completion",
+            "model": parsed.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {
+                "prompt_tokens": input_tokens,
+                "completion_tokens": output_tokens + reasoning_tokens,
+                "total_tokens": input_tokens + output_tokens + reasoning_tokens,
+                "completion_tokens_details": {"reasoning_tokens": reasoning_tokens},
+            },
+        }
+    return json.dumps(doc).encode()
+
+
+@asynccontextmanager
+async def serving(
+    simulator: Simulator, host: str = "127.0.0.1", port: int = 0
+) -> AsyncIterator[str]:
+    """Run ``simulator`` on ``host`` (port 0: any free port); yields its base URL."""
+    runner = web.AppRunner(simulator.app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    server = site._server
+    assert server is not None
+    sockets = getattr(server, "sockets", None) or []
+    bound = sockets[0].getsockname()[1] if sockets else port
+    try:
+        yield f"http://{host}:{bound}"
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,63 @@
+"""What the simulator does: how its model behaves, and which faults its server injects.
+
+Rates are probabilities per response; every draw comes from a generator seeded by the spec's
+seed, the request's content and how many times that same request was seen before, so a run is
+reproducible and a stateless retry of the same request can still answer differently.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
+
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Behaviour(_Frozen):
+    """The simulated model: how well it outlines, and how the conditions move it."""
+
+    vertex_noise: NonNegativeFloat = 0.05  # σ of each vertex, as a fraction of √(box area)
+    distractor: Probability = 0.12  # outlines a same-category other
+    wrong_count: Probability = 0.04  # N ± 1–2 vertices
+    duplicate: Probability = 0.03  # one vertex repeated
+    self_intersection: Probability = 0.05  # two vertices swapped
+    decimals: Probability = 0.02  # coordinates with a fraction
+    refusal: Probability = 0.02  # no list at all
+    prose: Probability = 0.4  # sentences around a bracketed list
+    # Conditions: what they do to the answer.
+    half_res_noise: PositiveFloat = 1.8  # noise factor at half resolution
+    greyscale_colour_confusion: Probability = 0.35  # colour words, grey
+    wrong_cue_follow: Probability = 0.45  # misled by a wrong hint
+    true_cue_help: Probability = 0.5  # distractor rate cut by a hint
+    thinking_noise: PositiveFloat = 0.85  # noise factor with reasoning on (off: its inverse)
+    temperature_noise: NonNegativeFloat = 0.25  # noise grows by this per unit of temperature
+
+
+class Faults(_Frozen):
+    """What the server does wrong on purpose."""
+
+    requests_per_minute: PositiveFloat | None = None  # None: no rate limit
+    burst: PositiveInt | None = None  # bucket size; default: one second's requests (≥ 1)
+    retry_after: Literal["seconds", "ms", "none"] = "seconds"  # how a 429 says when to retry
+    ratelimit_headers: bool = True  # send x-ratelimit-limit/remaining/reset-requests
+    quota_after: int | None = Field(default=None, ge=0)  # answer K calls, then quota errors
+    server_error: Probability = 0.0  # 500 / 503
+    overloaded: Probability = 0.0  # 429 engine_overloaded (OpenAI) / 503 UNAVAILABLE (Gemini)
+    reset: Probability = 0.0  # connection dropped before any response
+    malformed: Probability = 0.0  # 200 with a body that is not JSON
+    truncated: Probability = 0.0  # 200 whose body stops half way
+    latency_s: tuple[NonNegativeFloat, NonNegativeFloat] = (0.0, 0.0)  # uniform between
+
+
+class SimSpec(_Frozen):
+    """A simulator: seed, behaviour, faults, and the key it accepts (None: any key)."""
+
+    seed: int = 0
+    behaviour: Behaviour = Behaviour()
+    faults: Faults = Faults()
+    api_key: str | None = None

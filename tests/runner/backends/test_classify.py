@@ -1,0 +1,41 @@
+"""Every recorded error body maps to its class; throttle and quota are told apart by body."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.backends import CallError, classify_gemini, classify_openai
+
+from .recorded import RECORDED, Recorded
+
+
+def _classify(r: Recorded) -> CallError:
+    classify = classify_gemini if r.protocol == "gemini" else classify_openai
+    return classify(r.status, r.headers, r.raw)
+
+
+@pytest.mark.parametrize("recorded", RECORDED, ids=[r.name for r in RECORDED])
+def test_each_recorded_error_maps_to_its_class(recorded: Recorded) -> None:
+    error = _classify(recorded)
+    assert error.kind == recorded.kind
+    assert error.status == recorded.status
+    assert error.retryable == (recorded.kind in ("rate-limited", "transient"))
+    if recorded.retry_after is not None:
+        assert error.retry_after == pytest.approx(recorded.retry_after)
+
+
+def test_every_class_is_covered_for_both_protocols() -> None:
+    for protocol in ("openai", "gemini"):
+        kinds = {r.kind for r in RECORDED if r.protocol == protocol}
+        assert kinds == {"rate-limited", "quota", "transient", "fatal"}, protocol
+
+
+def test_a_429_is_classified_by_its_body_not_its_status() -> None:
+    by_kind = {r.kind for r in RECORDED if r.status == 429 and r.protocol == "openai"}
+    assert by_kind == {"rate-limited", "quota", "transient"}
+
+
+def test_a_masked_key_in_an_error_body_is_redacted() -> None:
+    r = next(r for r in RECORDED if r.name == "openai 401")
+    message = str(_classify(r))
+    assert "sk-proj" not in message and "[redacted]" in message

@@ -1,0 +1,231 @@
+"""Each wire protocol writes the provider's fields and reads answer and reasoning apart."""
+
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+
+import pytest
+
+from conditions import (
+    BOX,
+    Configuration,
+    Decoding,
+    ImageBlob,
+    Request,
+    RequestKey,
+    Thinking,
+    Transport,
+)
+from runner._errors import ConfigError
+from runner.backends import (
+    PROVIDERS,
+    ApiKey,
+    Backend,
+    GeminiGenerate,
+    OpenAIChat,
+    Transient,
+    key_from_env,
+    thinking_fields,
+)
+
+IMAGE = ImageBlob(b"\xff\xd8jpeg-bytes\x00\x01", "image/jpeg", 640, 480)
+
+
+def _request(
+    thinking: Thinking, image: ImageBlob | None = IMAGE, temperature: float | None = None
+) -> Request:
+    decoding = Decoding(thinking=thinking, temperature=temperature, max_output_tokens=4096)
+    key = RequestKey("c", "base", "refcoco:1", 8)
+    return Request(key, "p" * 64, 'Outline "the cat".', image, decoding, 0)
+
+
+@pytest.mark.parametrize(
+    ("provider", "thinking", "fields"),
+    [
+        ("qwen", Thinking(mode="on", effort="max"), {"enable_thinking": True}),
+        ("qwen", Thinking(mode="on", budget_tokens=4096),
+         {"enable_thinking": True, "thinking_budget": 4096}),
+        ("qwen", Thinking(mode="off"), {"enable_thinking": False}),
+        ("doubao", Thinking(mode="on"), {"thinking": {"type": "enabled"}}),
+        ("doubao", Thinking(mode="on", effort="high"),
+         {"thinking": {"type": "enabled"}, "reasoning_effort": "high"}),
+        ("doubao", Thinking(mode="off"), {"thinking": {"type": "disabled"}}),
+        ("kimi", Thinking(mode="on"), {"thinking": {"type": "enabled"}}),
+        ("kimi", Thinking(mode="off"), {"thinking": {"type": "disabled"}}),
+        ("openai", Thinking(mode="on", effort="low"), {"reasoning_effort": "low"}),
+        ("openai", Thinking(mode="off"), {"reasoning_effort": "none"}),
+        ("gemini", Thinking(mode="on", effort="high"),
+         {"thinkingConfig": {"includeThoughts": True, "thinkingLevel": "high"}}),
+        ("gemini", Thinking(mode="on", budget_tokens=4096),
+         {"thinkingConfig": {"includeThoughts": True, "thinkingBudget": 4096}}),
+        ("gemini", Thinking(mode="off"), {"thinkingConfig": {"thinkingBudget": 0}}),
+    ],
+)  # fmt: skip
+def test_reasoning_maps_to_each_providers_fields(
+    provider: str, thinking: Thinking, fields: dict[str, object]
+) -> None:
+    assert thinking_fields(provider, thinking) == fields
+
+
+@pytest.mark.parametrize(
+    ("provider", "thinking"),
+    [
+        ("qwen", Thinking(mode="on", effort="low")),
+        ("doubao", Thinking(mode="on", budget_tokens=100)),
+        ("kimi", Thinking(mode="on", effort="high")),
+        ("openai", Thinking(mode="on", budget_tokens=100)),
+        ("gemini", Thinking(mode="on", effort="high", budget_tokens=100)),
+        ("gemini", Thinking(mode="on", effort="max")),
+    ],
+)
+def test_a_setting_the_api_cannot_express_is_refused(provider: str, thinking: Thinking) -> None:
+    with pytest.raises(ConfigError, match=provider):
+        thinking_fields(provider, thinking)
+
+
+def test_a_backend_refuses_a_configuration_whose_condition_it_cannot_map() -> None:
+    # Kimi has no token budget, so the thinking-budget condition cannot run on it.
+    configuration = Configuration(
+        name="kimi", provider="kimi", model="kimi-k2.6", conditions=("base", "thinking-budget")
+    )
+    with pytest.raises(ConfigError, match=r"configuration kimi: .*budget"):
+        Backend(configuration, ApiKey("sk-x"))
+
+
+def test_openai_body_carries_the_image_as_a_data_url_before_the_text() -> None:
+    protocol = OpenAIChat(PROVIDERS["qwen"], "qwen3-vl-plus")
+    body = json.loads(
+        bytes(protocol.encode(_request(Thinking(mode="on", effort="max"), temperature=0.0)))
+    )
+    image, text = body["messages"][0]["content"]
+    assert (
+        image["image_url"]["url"]
+        == "data:image/jpeg;base64," + base64.b64encode(IMAGE.data).decode()
+    )
+    assert text == {"type": "text", "text": 'Outline "the cat".'}
+    assert body["max_tokens"] == 4096 and body["temperature"] == 0.0
+    assert body["enable_thinking"] is True and body["model"] == "qwen3-vl-plus"
+
+
+def test_openai_itself_takes_max_completion_tokens() -> None:
+    body = json.loads(bytes(OpenAIChat(PROVIDERS["openai"], "gpt-5").encode(_request(Thinking()))))
+    assert body["max_completion_tokens"] == 4096 and "max_tokens" not in body
+
+
+def test_no_image_sends_only_the_text() -> None:
+    body = json.loads(bytes(OpenAIChat(PROVIDERS["kimi"], "k").encode(_request(Thinking(), None))))
+    assert [p["type"] for p in body["messages"][0]["content"]] == ["text"]
+    gemini = json.loads(bytes(GeminiGenerate("g").encode(_request(Thinking(), None))))
+    assert gemini["contents"][0]["parts"] == [{"text": 'Outline "the cat".'}]
+
+
+def test_gemini_body_carries_inline_data_and_generation_config() -> None:
+    protocol = GeminiGenerate("gemini-3-pro-preview")
+    body = json.loads(bytes(protocol.encode(_request(Thinking(mode="on", effort="high")))))
+    image, text = body["contents"][0]["parts"]
+    assert base64.b64decode(image["inline_data"]["data"]) == IMAGE.data
+    assert image["inline_data"]["mime_type"] == "image/jpeg"
+    assert text["text"] == 'Outline "the cat".'
+    assert body["generationConfig"]["maxOutputTokens"] == 4096
+    assert body["generationConfig"]["thinkingConfig"]["thinkingLevel"] == "high"
+    assert protocol.url("https://x/v1beta/") == (
+        "https://x/v1beta/models/gemini-3-pro-preview:generateContent"
+    )
+    assert "x-goog-api-key" in protocol.headers(ApiKey("AIza-secret"))
+
+
+def test_the_image_is_base64_encoded_once_per_blob() -> None:
+    blob = ImageBlob(b"abc" * 1000, "image/png", 10, 10)
+    protocol = OpenAIChat(PROVIDERS["qwen"], "m")
+    request = _request(Thinking(), blob)
+    protocol.encode(request)
+    first = blob.base64
+    protocol.encode(request)
+    assert blob.base64 is first  # cached on the blob, not made again
+
+
+def test_openai_answer_and_reasoning_are_kept_apart() -> None:
+    body = {
+        "id": "chatcmpl-1",
+        "model": "qwen3-vl-plus",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": "1 2 3 4", "reasoning_content": "think 5 6"}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 7,
+                  "completion_tokens_details": {"reasoning_tokens": 3}},
+    }  # fmt: skip
+    reply = OpenAIChat(PROVIDERS["qwen"], "m").decode(json.dumps(body).encode())
+    assert (reply.answer, reply.reasoning, reply.finish_reason) == ("1 2 3 4", "think 5 6", "stop")
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (10, 7)
+    assert reply.usage.reasoning_tokens == 3 and reply.response_id == "chatcmpl-1"
+
+
+def test_gemini_thought_parts_are_reasoning_not_answer() -> None:
+    body = {
+        "candidates": [{"finishReason": "STOP", "content": {"role": "model", "parts": [
+            {"text": "thinking 1 2", "thought": True}, {"text": "10 20 "}, {"text": "30 40"}]}}],
+        "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 4,
+                          "thoughtsTokenCount": 6},
+        "modelVersion": "gemini-3-pro-preview", "responseId": "r1",
+    }  # fmt: skip
+    reply = GeminiGenerate("g").decode(json.dumps(body).encode())
+    assert (reply.answer, reply.reasoning) == ("10 20 30 40", "thinking 1 2")
+    assert (reply.usage.output_tokens, reply.usage.reasoning_tokens) == (10, 6)
+
+
+def test_a_blocked_gemini_prompt_is_an_empty_answer_not_an_error() -> None:
+    body = {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 3}}
+    reply = GeminiGenerate("g").decode(json.dumps(body).encode())
+    assert reply.answer == "" and reply.finish_reason == "blocked:SAFETY"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'{"id": "x", "choices": [', b"<html>502</html>", b"[]", b'{"choices": []}', b""],
+)
+def test_a_malformed_or_truncated_body_is_transient(raw: bytes) -> None:
+    with pytest.raises(Transient, match="malformed"):
+        OpenAIChat(PROVIDERS["kimi"], "k").decode(raw)
+    with pytest.raises(Transient, match="malformed"):
+        GeminiGenerate("g").decode(raw)
+
+
+def test_a_key_never_shows_in_repr_str_or_pickle() -> None:
+    key = ApiKey("sk-very-secret-123456")
+    assert "secret" not in repr(key) and "secret" not in str(key) and "secret" not in f"{key}"
+    with pytest.raises(TypeError):
+        pickle.dumps(key)
+    assert key.reveal() == "sk-very-secret-123456"
+
+
+def test_a_missing_key_variable_is_named_without_any_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GB_TEST_KEY", raising=False)
+    with pytest.raises(ConfigError, match="GB_TEST_KEY is not set"):
+        key_from_env("GB_TEST_KEY")
+    monkeypatch.setenv("GB_TEST_KEY", "sk-from-env-999")
+    assert key_from_env("GB_TEST_KEY").reveal() == "sk-from-env-999"
+
+
+def test_a_box_request_key_has_budget_zero() -> None:
+    assert RequestKey("c", "base", "q", BOX).is_box
+
+
+def test_a_backend_reads_its_key_from_the_named_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    configuration = Configuration(
+        name="q", provider="qwen", model="m", transport=Transport(api_key_env="MY_QWEN_KEY")
+    )
+    monkeypatch.delenv("MY_QWEN_KEY", raising=False)
+    with pytest.raises(ConfigError, match="MY_QWEN_KEY is not set"):
+        Backend.from_env(configuration)
+    monkeypatch.setenv("MY_QWEN_KEY", "sk-qwen-secret-1")
+    backend = Backend.from_env(configuration)
+    assert "sk-qwen-secret-1" not in repr(backend)
+    default = Configuration(name="g", provider="gemini", model="m")
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-default-variable")
+    assert Backend.from_env(default).provider.key_variable == "GEMINI_API_KEY"
+
+
+def test_an_unknown_provider_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown provider 'acme'"):
+        Backend(Configuration(name="a", provider="acme", model="m"), ApiKey("k"))
