@@ -69,5 +69,7 @@ def redact(text: str, key: ApiKey | None = None) -> str:
     'Incorrect API key provided: [redacted]. See docs.'
     """
     if key is not None:
-        text = text.replace(key.reveal(), REDACTED)
+        secret = key.reveal()
+        # A key that is part of the marker itself would come back out of the replacement.
+        text = text.replace(secret, REDACTED if secret not in REDACTED else "[***]")
     return _KEY_SHAPED.sub(REDACTED, text)
