@@ -20,8 +20,8 @@ from runner.backends._secrets import ApiKey
 
 IMAGE_SLOT = "\x00groundbench-image\x00"
 """Stands for the image in a payload; :func:`splice_json` puts the base64 bytes in its place."""
-# json.dumps spells the NULs \u0000: a prompt holding the same text would be spelt the same,
-# but a prompt never holds NUL characters (the templates and expressions are plain text).
+# json.dumps spells the NULs \u0000. The image part comes before the text in both protocols'
+# payloads, so the first match is the slot even if a prompt held the same characters.
 _SLOT_JSON = json.dumps(IMAGE_SLOT)[1:-1]
 
 
