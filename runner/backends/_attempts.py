@@ -17,10 +17,12 @@ from conditions import Request
 from runner.backends._client import Backend, Exchange
 from runner.backends._errors import CallError, QuotaExhausted
 from runner.backends._records import AttemptRecord
-from scoring import parse_answer, parse_box
+from scoring import HEADLINE_VIEW, VIEW_ATTEMPTS, parse_answer, parse_box
 
-HEADLINE_ATTEMPTS = 3  # attempts 0–2: the IoU2 window
-BEST_EFFORT_ATTEMPTS = 4  # plus attempt 3, where the configuration authorises it
+# The windows of the views the attempts feed: attempts 0–2 (IoU2), plus attempt 3 where the
+# configuration authorises best-effort recovery.
+HEADLINE_ATTEMPTS = VIEW_ATTEMPTS[HEADLINE_VIEW]
+BEST_EFFORT_ATTEMPTS = VIEW_ATTEMPTS["best_effort"]
 
 Sink = Callable[[AttemptRecord], None]
 
