@@ -21,6 +21,9 @@ bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks.cohort_build
 	$(BIN)/python -m benchmarks.rate_utilisation
 	$(BIN)/python -m benchmarks.client_ceiling
+	$(BIN)/python -m benchmarks.store_write
+	$(BIN)/python -m benchmarks.resume_scan
+	$(BIN)/python -m benchmarks.end_to_end
 
 # The stamp is rebuilt whenever pyproject.toml changes, so a new dependency is installed
 # by the next `make test` without deleting the environment by hand.

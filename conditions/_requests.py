@@ -9,6 +9,7 @@ results made under another hash must not be mixed into a run.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
@@ -104,19 +105,44 @@ class Request:
     decoding: Decoding
     replicate: int
 
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of what is sent: protocol, prompt, image content and decoding.
 
-def plan(cohort: Cohort, configurations: Iterable[Configuration]) -> Iterator[RequestKey]:
+        Two calls with one fingerprint are the same request (a stateless retry, a replicate's
+        twin differs by ``replicate`` only, which the key carries).
+        """
+        image = self.image.sha256 if self.image is not None else "-"
+        text = "\x1f".join((self.protocol, self.prompt, image, _decoding_json(self.decoding)))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=64)
+def _decoding_json(decoding: Decoding) -> str:
+    # A grid has a handful of decodings and 120,000 requests: serialise each once.
+    return decoding.model_dump_json()
+
+
+def plan(
+    cohort: Cohort,
+    configurations: Iterable[Configuration],
+    budgets: Sequence[int] = BUDGETS,
+    box: bool = True,
+) -> Iterator[RequestKey]:
     """Every request of the grid, configuration by condition by budget by question.
 
-    A condition runs on all questions or on the matched subset; each runs the five budgets, and
-    the box question too where the condition is one of :data:`BOX_CONDITIONS`.
+    A condition runs on all questions or on the matched subset; each runs ``budgets`` (the
+    five, unless an experiment runs fewer), and the box question too where the condition is
+    one of :data:`BOX_CONDITIONS` and ``box`` holds.
     """
+    polygon = tuple(sorted(budgets))
     for configuration in configurations:
         for name in configuration.conditions:
             condition = condition_named(name)
             questions = _subset(cohort.questions, condition)
-            budgets = (*BUDGETS, BOX) if name in BOX_CONDITIONS else BUDGETS
-            for budget in budgets:
+            with_box = box and name in BOX_CONDITIONS
+            cell_budgets = (*polygon, BOX) if with_box else polygon
+            for budget in cell_budgets:
                 for q in questions:
                     yield RequestKey(configuration.name, name, q.qid, budget)
 

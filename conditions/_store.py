@@ -238,5 +238,11 @@ def _stored_hash(con: duckdb.DuckDBPyConnection) -> str | None:
 def _connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     try:
         return duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():  # DuckDB lets one process at a time have a written file
+            raise DataFileError(
+                path, "in use by another process (a run still going?); try again once it ends"
+            ) from None
+        raise DataFileError(path, f"not a usable DuckDB file: {exc}") from None
     except duckdb.Error as exc:
         raise DataFileError(path, f"not a usable DuckDB file: {exc}") from None

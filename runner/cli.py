@@ -14,6 +14,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated
 
+import duckdb
 import typer
 from pydantic import ValidationError
 from rich.console import Console
@@ -35,7 +36,9 @@ from conditions import (
 )
 from runner._errors import ConfigError, RunnerError
 from runner._tables import report_table, summary_tables
+from runner.experiment import load_experiment
 from runner.simulator import SimSpec, Simulator, serving
+from runner.store import read_only
 from scoring import BUDGETS, PHASES, ScoringError, construction_fidelity
 
 app = typer.Typer(
@@ -188,6 +191,69 @@ async def _serve(simulator: Simulator, host: str, port: int) -> None:
         )
         sys.stdout.flush()
         await asyncio.Event().wait()  # until Ctrl-C or a signal ends the process
+
+
+@app.command()
+def run(
+    experiment: Annotated[Path, typer.Argument(help="The experiment file (TOML).")],
+    address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster to join [default: $RAY_ADDRESS, else a local Ray]."),
+    ] = None,
+    wait_on_quota: Annotated[
+        float | None,
+        typer.Option(help="After a quota error, wait this many seconds and go on."),
+    ] = None,
+    quota_waits: Annotated[int, typer.Option(min=1, help="How many such waits.")] = 1,
+    progress_every: Annotated[
+        float, typer.Option(min=0.1, help="Seconds between progress lines.")
+    ] = 5.0,
+) -> None:
+    """Send every pending call of an experiment, store the responses, score them as they land.
+
+    Running it again resumes: it sends exactly the calls that have no stored answer. Exit
+    status 0 when the grid is complete, 3 when calls are left (quota, errors).
+    """
+    from runner.distributed import RunOptions, run_experiment  # Ray loads only for a run
+
+    options = RunOptions(
+        address=address,
+        wait_on_quota_s=wait_on_quota,
+        max_quota_waits=quota_waits,
+        progress_every_s=progress_every,
+    )
+    report = run_experiment(
+        load_experiment(experiment), options, echo=_echo, experiment_file=experiment
+    )
+    if not report.complete:
+        raise typer.Exit(code=3)
+
+
+@app.command()
+def sql(
+    store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file.")],
+    query: Annotated[str, typer.Argument(help='A query, e.g. "SELECT * FROM request_status".')],
+) -> None:
+    """Query a finished run's store (opened read-only) and print the result as a table."""
+    with read_only(store) as con:
+        try:
+            result = con.execute(query)
+        except duckdb.Error as exc:
+            raise ConfigError(f"{store}: {str(exc).splitlines()[0]}") from None
+        names = [d[0] for d in result.description or []]
+        rows = result.fetchall()
+    table = Table(show_lines=False)
+    for name in names:
+        table.add_column(name)
+    for row in rows:
+        table.add_row(*("" if v is None else str(v) for v in row))
+    console.print(table)
+    console.print(f"{len(rows):,} rows")
+
+
+def _echo(line: str) -> None:
+    typer.echo(line)
+    sys.stdout.flush()
 
 
 def load_sim_spec(path: Path | None) -> SimSpec:

@@ -10,7 +10,8 @@ the run's resume sends it again later. Every attempt is one :class:`AttemptRecor
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from conditions import Request
@@ -24,7 +25,9 @@ from scoring import HEADLINE_VIEW, VIEW_ATTEMPTS, parse_answer, parse_box
 HEADLINE_ATTEMPTS = VIEW_ATTEMPTS[HEADLINE_VIEW]
 BEST_EFFORT_ATTEMPTS = VIEW_ATTEMPTS["best_effort"]
 
-Sink = Callable[[AttemptRecord], None]
+# A sink may be a coroutine function: ask() then waits for it (the run waits until the record is
+# stored, so at most the call in flight is lost to a crash).
+Sink = Callable[[AttemptRecord], Awaitable[None] | None]
 
 
 def parses(request: Request, answer: str) -> bool:
@@ -34,8 +37,13 @@ def parses(request: Request, answer: str) -> bool:
     return parse_answer(answer, request.key.budget) is not None
 
 
-async def ask(backend: Backend, request: Request, sink: Sink) -> list[AttemptRecord]:
+async def ask(
+    backend: Backend, request: Request, sink: Sink, *, first: int = 0
+) -> list[AttemptRecord]:
     """Make the attempts of ``request`` and return their records (each also given to ``sink``).
+
+    ``first`` is the attempt to start from: a resumed request whose attempts 0..first-1
+    answered unparseable goes on where it stopped.
 
     Raises
     ------
@@ -45,26 +53,30 @@ async def ask(backend: Backend, request: Request, sink: Sink) -> list[AttemptRec
     """
     limit = BEST_EFFORT_ATTEMPTS if backend.configuration.best_effort else HEADLINE_ATTEMPTS
     records: list[AttemptRecord] = []
-    for attempt in range(limit):
+    for attempt in range(first, limit):
         started = datetime.now(UTC)
         try:
             exchange = await backend.send(request)
         except QuotaExhausted as exc:
             if exc.sent:
-                records.append(_keep(sink, error_record(backend, request, attempt, exc, started)))
+                record = error_record(backend, request, attempt, exc, started)
+                records.append(await _keep(sink, record))
             raise
         except CallError as exc:
-            records.append(_keep(sink, error_record(backend, request, attempt, exc, started)))
+            records.append(await _keep(sink, error_record(backend, request, attempt, exc, started)))
             break
         ok = parses(request, exchange.reply.answer)
-        records.append(_keep(sink, answer_record(backend, request, attempt, exchange, ok)))
+        record = answer_record(backend, request, attempt, exchange, ok)
+        records.append(await _keep(sink, record))
         if ok:
             break
     return records
 
 
-def _keep(sink: Sink, record: AttemptRecord) -> AttemptRecord:
-    sink(record)
+async def _keep(sink: Sink, record: AttemptRecord) -> AttemptRecord:
+    kept = sink(record)
+    if inspect.isawaitable(kept):
+        await kept
     return record
 
 
@@ -78,6 +90,7 @@ def _common(backend: Backend, request: Request, attempt: int) -> dict[str, objec
         "replicate": request.replicate,
         "attempt": attempt,
         "protocol": request.protocol,
+        "fingerprint": request.fingerprint,
         "provider": backend.provider.name,
         "model": backend.configuration.model,
         "image_sha256": request.image.sha256 if request.image is not None else None,

@@ -80,7 +80,14 @@ class Backend:
         Unknown provider, or a decoding the provider's API cannot express.
     """
 
-    def __init__(self, configuration: Configuration, key: ApiKey, *, clock: Clock = time.monotonic):
+    def __init__(
+        self,
+        configuration: Configuration,
+        key: ApiKey,
+        *,
+        clock: Clock = time.monotonic,
+        limiter: RateLimiter | None = None,
+    ):
         self.configuration = configuration
         self.provider = provider_named(configuration.provider)
         for decoding in decodings(configuration):  # refuse an unmappable setting up front
@@ -91,7 +98,8 @@ class Backend:
         self.protocol = protocol_for(self.provider, configuration.model)
         transport = configuration.transport
         self.url = self.protocol.url(transport.base_url or self.provider.base_url)
-        self.limiter = RateLimiter(
+        # Configurations on one account share its limits: the caller passes one limiter to all.
+        self.limiter = limiter or RateLimiter(
             transport.requests_per_minute,
             transport.max_concurrency,
             transport.tokens_per_minute,
@@ -101,28 +109,44 @@ class Backend:
         self._key = key
         self._timeout = aiohttp.ClientTimeout(total=transport.timeout_s)
         self._session: aiohttp.ClientSession | None = None
+        self._owns_session = False
         self._spent: QuotaExhausted | None = None
         self._output_tokens = _RunningMean(DEFAULT_OUTPUT_ESTIMATE)
 
     @classmethod
-    def from_env(cls, configuration: Configuration, **kwargs: Clock) -> Backend:
+    def from_env(
+        cls, configuration: Configuration, *, limiter: RateLimiter | None = None
+    ) -> Backend:
         """A backend whose key is read from the configured (or the provider's) variable."""
         provider = provider_named(configuration.provider)
         variable = configuration.transport.api_key_env or provider.key_variable
-        return cls(configuration, key_from_env(variable), **kwargs)
+        return cls(configuration, key_from_env(variable), limiter=limiter)
 
     def __repr__(self) -> str:
         return f"Backend({self.configuration.name}, {self.provider.name}, {self.url})"
 
     async def __aenter__(self) -> Self:
-        connector = aiohttp.TCPConnector(limit=self.configuration.transport.max_concurrency)
-        self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
+        self.open()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._session is not None:
+        await self.close()
+
+    def open(self, session: aiohttp.ClientSession | None = None) -> None:
+        """Start sending, on ``session`` (shared: :meth:`close` leaves it open) or a new one.
+
+        Call it from the event loop that will send: a session belongs to one loop.
+        """
+        owns = session is None
+        if session is None:
+            connector = aiohttp.TCPConnector(limit=self.configuration.transport.max_concurrency)
+            session = aiohttp.ClientSession(connector=connector)
+        self._session, self._owns_session = session, owns
+
+    async def close(self) -> None:
+        if self._session is not None and self._owns_session:
             await self._session.close()
-            self._session = None
+        self._session = None
 
     @property
     def spent(self) -> QuotaExhausted | None:
@@ -174,7 +198,10 @@ class Backend:
             begun = self.clock()
             try:
                 async with session.post(
-                    self.url, data=PartsPayload(body), headers=self.protocol.headers(self._key)
+                    self.url,
+                    data=PartsPayload(body),
+                    headers=self.protocol.headers(self._key),
+                    timeout=self._timeout,
                 ) as response:
                     raw = await response.read()
                     status, headers = response.status, response.headers

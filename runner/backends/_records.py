@@ -28,6 +28,7 @@ class AttemptRecord(BaseModel):
     replicate: int = Field(ge=0)
     attempt: int = Field(ge=0, le=3)
     protocol: str  # the protocol hash the request was made under
+    fingerprint: str  # sha256 of the request as sent (Request.fingerprint)
     provider: str
     model: str
     image_sha256: str | None  # None: the condition sends no image

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from conditions import (
     BOX,
+    BOX_CONDITIONS,
     CONDITION_NAMES,
     CONDITIONS,
     PAPER_CONFIGURATIONS,
@@ -221,6 +222,15 @@ def test_results_under_another_protocol_are_refused() -> None:
 
 
 # The plan
+
+
+def test_a_plan_may_run_fewer_budgets_and_no_box(real_cohort: Cohort) -> None:
+    qwen = next(c for c in PAPER_CONFIGURATIONS if c.name == "qwen-max")
+    keys = list(plan(real_cohort, [qwen], budgets=(64, 8), box=False))
+    assert {k.budget for k in keys} == {8, 64}
+    with_box = list(plan(real_cohort, [qwen], budgets=(8,)))
+    assert {k.budget for k in with_box} == {8, BOX}
+    assert {k.condition for k in with_box if k.budget == BOX} == set(BOX_CONDITIONS)
 
 
 def test_the_plan_of_a_one_question_cohort(real_cohort: Cohort) -> None:

@@ -126,7 +126,34 @@ def test_parse_failures_make_exactly_the_attempts_of_protocol_6(
             assert sorted(r.attempt for r in rs) == list(range(attempts))
             assert not any(r.parseable for r in rs)
             # Stateless: every attempt sent the identical request.
-            assert len({(r.protocol, r.image_sha256) for r in rs}) == 1
+            assert len({(r.protocol, r.image_sha256, r.fingerprint) for r in rs}) == 1
+
+
+def test_a_resumed_request_goes_on_from_its_next_attempt(
+    small_cohort: Cohort, small_root: DataRoot, cache: VariantCache
+) -> None:
+    sim = Simulator(
+        small_cohort, small_root.images, cache, SimSpec(behaviour=Behaviour(refusal=1.0))
+    )
+
+    async def resumed(backend: Backend, requests: list[Request]) -> list[list[AttemptRecord]]:
+        kept: list[AttemptRecord] = []
+
+        async def store(record: AttemptRecord) -> None:  # an async sink is awaited
+            await asyncio.sleep(0)
+            kept.append(record)
+
+        out = [await ask(backend, requests[0], store, first=first) for first in (1, 2, 3)]
+        assert kept == [r for rs in out for r in rs]
+        return out
+
+    from_1, from_2, from_3 = _run(
+        sim, QWEN, lambda c: _requests(small_cohort, small_root, cache, c, 1), resumed
+    )
+    assert [r.attempt for r in from_1] == [1, 2]
+    assert [r.attempt for r in from_2] == [2]
+    assert from_3 == []  # the window is spent: nothing is sent
+    assert sum(sim.stats.statuses.values()) == 3
 
 
 def test_a_parseable_first_answer_is_the_only_attempt(

@@ -157,3 +157,36 @@ def test_a_bad_simulator_spec_is_one_line_naming_the_field(tmp_path: Path) -> No
     assert done.returncode == 2
     assert done.stderr.strip().startswith(f"groundbench: {spec}: faults.server_error: ")
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_run_without_the_key_variable_is_one_line_before_anything_starts(
+    tmp_path: Path, small_root: DataRoot
+) -> None:
+    experiment = tmp_path / "exp.toml"
+    experiment.write_text(
+        f'store = "exp.duckdb"\nimages = "{small_root.images}"\n'
+        '[backends.q]\nprovider = "qwen"\nmodel = "m"\napi_key_env = "GB_UNSET_KEY_VARIABLE"\n'
+        '[[configurations]]\nname = "q"\nbackend = "q"\n'
+    )
+    done = subprocess.run(
+        _groundbench("run", str(experiment)), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "backend q:" in lines[0] and "GB_UNSET_KEY_VARIABLE" in lines[0]
+    assert not (tmp_path / "exp.duckdb").exists()  # nothing was made
+
+
+def test_sql_prints_a_table_and_refuses_to_write(tmp_path: Path, small_cohort: Cohort) -> None:
+    store = tmp_path / "exp.duckdb"
+    write_cohort(store, small_cohort)
+    result = runner.invoke(app, ["sql", str(store), "SELECT count(*) AS n FROM questions"])
+    assert result.exit_code == 0, result.output
+    assert f"│ {len(small_cohort.questions)} │" in result.output
+    done = subprocess.run(
+        _groundbench("sql", str(store), "DELETE FROM questions"),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"groundbench: {store}: ") and "read-only" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

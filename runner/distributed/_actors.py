@@ -1,0 +1,217 @@
+"""The run's Ray actors: thin wrappers over :class:`Store`, :class:`BackendWorker`,
+:class:`Scorer` and :class:`Simulator`, each of which is tested without Ray.
+
+- one store actor owns the experiment file (DuckDB allows one writing process), pinned to the
+  driver's node, where the file is;
+- one async backend actor per backend enforces that backend's limits for the whole cluster;
+- a pool of scoring actors takes stored answers as they land and writes their scores;
+- with ``base_url = "simulator"``, a simulator actor serves the model APIs on the driver's node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from conditions import Cohort, Configuration, VariantCache
+from runner.backends import ApiKey, provider_named
+from runner.backends._secrets import key_from_env
+from runner.distributed._scorer import Scorer
+from runner.distributed._worker import BackendWorker, ChunkOutcome, WorkerStats
+from runner.simulator import SimSpec, Simulator, serving
+from runner.store import (
+    ControlRow,
+    GridRow,
+    Pending,
+    Progress,
+    Registration,
+    ResponseRow,
+    ScoreJob,
+    ScoreRow,
+    Store,
+)
+
+SCORE_BATCH = 512  # answers a scorer takes at most at once
+SMALL_BATCH = 64  # fewer than this: wait a little before asking again, so batches grow
+IDLE_POLL_S = 0.05  # how long a scorer with little to do waits before asking again
+
+
+class StoreActor:
+    """The only writer of the experiment file; calls are served one at a time, in order."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._finished = False
+        self._opened: Store | None = None
+
+    def open(self) -> None:
+        """Open the file (a method, not the constructor: its errors reach the driver whole)."""
+        if self._opened is None:
+            self._opened = Store(self._path)
+
+    @property
+    def _store(self) -> Store:
+        if self._opened is None:
+            raise RuntimeError("the store actor was not opened")
+        return self._opened
+
+    def register(self, configurations: Sequence[Registration], grid: Sequence[GridRow]) -> None:
+        self._store.register(configurations, grid)
+
+    def pending(self, configurations: Sequence[str] | None = None) -> list[Pending]:
+        return self._store.pending(configurations)
+
+    def write_responses(self, rows: Sequence[ResponseRow]) -> int:
+        return self._store.write_responses(rows)
+
+    def take_unscored(self, limit: int) -> list[ScoreJob] | None:
+        """Answers to score; None once the run is over and none is left."""
+        jobs = self._store.take_unscored(limit)
+        if not jobs and self._finished:
+            return None
+        return jobs
+
+    def write_scores(self, scores: Sequence[ScoreRow], controls: Sequence[ControlRow]) -> None:
+        self._store.write_scores(scores, controls)
+
+    def finish(self) -> None:
+        """No more responses will come: scorers stop once the queue is empty."""
+        self._finished = True
+
+    def requeue_unscored(self) -> int:
+        return self._store.requeue_unscored()
+
+    def unscored(self) -> int:
+        return self._store.unscored()
+
+    def progress(self) -> list[Progress]:
+        return self._store.progress()
+
+    def query(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        return self._store.query(sql)
+
+    def close(self) -> None:
+        if self._opened is not None:
+            self._opened.close()
+            self._opened = None
+
+
+def key_for(simulator_key: str | None) -> Any:
+    """How a backend gets its key: the simulator's for a simulated backend (a real key never
+    goes to the simulator), else the configured variable of the actor's own environment."""
+
+    def key(configuration: Configuration) -> ApiKey:
+        if simulator_key is not None:
+            return ApiKey(simulator_key)
+        provider = provider_named(configuration.provider)
+        return key_from_env(configuration.transport.api_key_env or provider.key_variable)
+
+    return key
+
+
+class BackendActor:
+    """One backend: its configurations' calls under one rate limit, records sent to the store."""
+
+    def __init__(
+        self,
+        configurations: Sequence[Configuration],
+        cohort: Cohort,
+        images: Path,
+        cache: Path,
+        store: Any,
+        simulator_key: str | None,
+    ) -> None:
+        self._worker = BackendWorker(
+            configurations,
+            cohort,
+            images,
+            cache,
+            lambda rows: store.write_responses.remote(rows),
+            key_for(simulator_key),
+        )
+        # The cohort is long-lived: keep the collector from scanning it after every batch.
+        gc.collect()
+        gc.freeze()
+
+    async def run(self, calls: Sequence[Pending]) -> ChunkOutcome:
+        return await self._worker.run(calls)
+
+    async def resume_after_quota(self) -> None:
+        await self._worker.resume_after_quota()
+
+    def stats(self) -> WorkerStats:
+        return self._worker.stats()
+
+
+class ScoringActor:
+    """Scores stored answers as they land, until the run is over and none is left."""
+
+    def __init__(self, cohort: Cohort) -> None:
+        self._scorer = Scorer(cohort)
+        gc.collect()
+        gc.freeze()
+
+    def run(self, store: Any, batch: int = SCORE_BATCH) -> int:
+        scored = 0
+        writing = None
+        while True:
+            jobs = ray.get(store.take_unscored.remote(batch))
+            if jobs is None:
+                break
+            if len(jobs) < SMALL_BATCH:
+                # Each ask is a call the store actor serves between writes: while answers
+                # trickle in, ask less often and take more at a time.
+                time.sleep(IDLE_POLL_S)
+            if not jobs:
+                continue
+            scores, controls = self._scorer.score(jobs)
+            if writing is not None:  # one write in flight while the next batch is scored
+                ray.get(writing)
+            writing = store.write_scores.remote(scores, controls)
+            scored += len(jobs)
+        if writing is not None:
+            ray.get(writing)
+        return scored
+
+
+class SimulatorActor:
+    """The built-in model APIs, on loopback of the driver's node."""
+
+    def __init__(self, cohort: Cohort, images: Path, cache: Path, spec: SimSpec) -> None:
+        self._simulator = Simulator(cohort, images, VariantCache(cache), spec)
+        self._stack = contextlib.AsyncExitStack()
+
+    async def start(self) -> str:
+        url: str = await self._stack.enter_async_context(serving(self._simulator))
+        return url
+
+    def calls(self) -> int:
+        return sum(self._simulator.stats.statuses.values())
+
+    async def stop(self) -> None:
+        await self._stack.aclose()
+
+
+# Ray's handles for the classes above; resources and placement are set where they start.
+RemoteStore = ray.remote(StoreActor)
+RemoteBackend = ray.remote(BackendActor)
+RemoteScorer = ray.remote(ScoringActor)
+RemoteSimulator = ray.remote(SimulatorActor)
+
+__all__ = [
+    "BackendActor",
+    "RemoteBackend",
+    "RemoteScorer",
+    "RemoteSimulator",
+    "RemoteStore",
+    "ScoringActor",
+    "SimulatorActor",
+    "StoreActor",
+    "key_for",
+]

@@ -1,0 +1,57 @@
+"""Many coroutines' rows, written a batch at a time, each caller released once its row is stored."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+Row = TypeVar("Row")
+
+
+class CommitBatcher(Generic[Row]):
+    """Gathers rows from concurrent callers into one write at a time.
+
+    :meth:`put` returns only when the write holding its row has finished (and raises what the
+    write raised), so a caller that waits before its next paid call never has more than one
+    response that a crash could lose. While a write is in flight new rows gather for the next:
+    the busier the run, the larger the batches.
+    """
+
+    def __init__(self, write: Callable[[list[Row]], Awaitable[object]], max_rows: int = 4096):
+        self._write = write
+        self._max_rows = max_rows
+        self._rows: list[Row] = []
+        self._waiters: list[asyncio.Future[None]] = []
+        self._drain: asyncio.Task[None] | None = None
+
+    async def put(self, row: Row) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._rows.append(row)
+        self._waiters.append(waiter)
+        if self._drain is None or self._drain.done():
+            self._drain = asyncio.create_task(self._drain_all())
+        await waiter
+
+    async def _drain_all(self) -> None:
+        await asyncio.sleep(0)  # let the callers that are ready now join the first batch
+        while self._rows:
+            rows, self._rows = self._rows[: self._max_rows], self._rows[self._max_rows :]
+            waiters, self._waiters = (
+                self._waiters[: self._max_rows],
+                self._waiters[self._max_rows :],
+            )
+            try:
+                await self._write(rows)
+            except asyncio.CancelledError:
+                for w in waiters:
+                    w.cancel()
+                raise
+            except Exception as exc:  # each caller sees it; nothing is retried here
+                for w in waiters:
+                    if not w.done():
+                        w.set_exception(exc)
+            else:
+                for w in waiters:
+                    if not w.done():
+                        w.set_result(None)

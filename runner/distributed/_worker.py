@@ -1,0 +1,195 @@
+"""One backend's share of the run: build each request, make its attempts, store every record.
+
+:class:`BackendWorker` is what a backend actor runs, and is tested without Ray. It serves the
+configurations of one account through one rate limiter and one HTTP session, made lazily on
+the event loop that sends. Every attempt record is stored before the worker that made it sends
+another call, so a crash loses at most the calls in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+
+from conditions import Cohort, Configuration, RequestBuilder, RequestKey, VariantCache
+from runner.backends import (
+    ApiKey,
+    AttemptRecord,
+    Backend,
+    LimiterStats,
+    QuotaExhausted,
+    RateLimiter,
+    ask,
+)
+from runner.distributed._batcher import CommitBatcher
+from runner.store import Pending, ResponseRow, response_row
+
+# Enough blobs for every variant of the questions that the workers hold at once: calls come
+# question by question, so an image is read and encoded once per variant.
+VARIANT_MEMORY = 1024
+
+KeySource = Callable[[Configuration], ApiKey]
+Write = Callable[[list[ResponseRow]], Awaitable[object]]
+
+
+@dataclass(frozen=True)
+class ChunkOutcome:
+    """What became of one chunk of calls."""
+
+    calls: int  # requests whose attempts finished (a call refused for quota is not one)
+    attempts: int  # records stored (answers and errors)
+    answered: int
+    errored: int
+    quota: str | None = None  # the quota error that stopped the backend, if one did
+
+
+@dataclass
+class WorkerStats:
+    """Counters since the worker started, for the progress view."""
+
+    requests: int = 0
+    attempts: int = 0
+    answered: int = 0
+    errored: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    limiter: LimiterStats = field(default_factory=LimiterStats)
+    quota: str | None = None
+
+
+class BackendWorker:
+    """Runs chunks of calls for the configurations of one backend."""
+
+    def __init__(
+        self,
+        configurations: Sequence[Configuration],
+        cohort: Cohort,
+        images: Path,
+        cache: Path,
+        write: Write,
+        key_for: KeySource,
+    ) -> None:
+        if not configurations:
+            raise ValueError("a backend worker needs at least one configuration")
+        self.configurations = {c.name: c for c in configurations}
+        first = configurations[0]
+        transport = first.transport
+        self.concurrency = transport.max_concurrency
+        self._limits = (
+            transport.requests_per_minute,
+            transport.max_concurrency,
+            transport.tokens_per_minute,
+        )
+        self._builder = RequestBuilder(cohort, images, VariantCache(cache, memory=VARIANT_MEMORY))
+        self._batcher: CommitBatcher[ResponseRow] = CommitBatcher(write)
+        self._key_for = key_for
+        self._backends: dict[str, Backend] = {}
+        self._session: aiohttp.ClientSession | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._spent: str | None = None
+        self._stats = WorkerStats()
+        # The backends are made now (a missing key or an unmappable setting fails at once),
+        # but their session only on the loop that sends.
+        self._make_backends()
+
+    def _make_backends(self) -> None:
+        limiter = RateLimiter(*self._limits)
+        self._backends = {
+            name: Backend(c, self._key_for(c), limiter=limiter)
+            for name, c in self.configurations.items()
+        }
+
+    async def _ensure_open(self) -> None:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.concurrency)
+        if self._session is None:
+            connector = aiohttp.TCPConnector(limit=self.concurrency)
+            self._session = aiohttp.ClientSession(connector=connector)
+            for backend in self._backends.values():
+                backend.open(self._session)
+
+    async def close(self) -> None:
+        for backend in self._backends.values():
+            await backend.close()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def run(self, calls: Sequence[Pending]) -> ChunkOutcome:
+        """Make the attempts of ``calls``, ``concurrency`` at a time, storing every record.
+
+        Stops taking calls once the backend's quota is spent: the calls already sent finish
+        and are stored, the rest stay pending.
+        """
+        await self._ensure_open()
+        slots = self._slots
+        assert slots is not None
+        queue = iter(calls)
+        counts = {"calls": 0, "attempts": 0, "answered": 0, "errored": 0}
+
+        async def take() -> None:
+            for call in queue:
+                if self._spent is not None:
+                    return
+                try:
+                    # One slot from taking a call to storing its last record, shared by every
+                    # chunk the actor runs: at most `concurrency` paid calls are ever unstored.
+                    async with slots:
+                        records = await self._ask(call)
+                except QuotaExhausted as exc:
+                    self._stop(exc)
+                    return
+                counts["calls"] += 1
+                for r in records:
+                    counts["attempts"] += 1
+                    counts["answered" if r.outcome == "answer" else "errored"] += 1
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(min(self.concurrency, len(calls))):
+                    group.create_task(take())
+        except ExceptionGroup as failed:  # the first failure, as itself (a missing image, ...)
+            raise failed.exceptions[0] from None
+        return ChunkOutcome(**counts, quota=self._spent)
+
+    async def _ask(self, call: Pending) -> list[AttemptRecord]:
+        key = RequestKey(call.configuration, call.condition, call.qid, call.budget)
+        request = self._builder.build(key, self.configurations[call.configuration])
+        self._stats.requests += 1
+        return await ask(
+            self._backends[call.configuration], request, self._store, first=call.next_attempt
+        )
+
+    async def _store(self, record: AttemptRecord) -> None:
+        stats = self._stats
+        stats.attempts += 1
+        if record.outcome == "answer":
+            stats.answered += 1
+            stats.input_tokens += record.input_tokens or 0
+            stats.output_tokens += (record.output_tokens or 0) + (record.reasoning_tokens or 0)
+        else:
+            stats.errored += 1
+        await self._batcher.put(response_row(record))
+
+    def _stop(self, exc: QuotaExhausted) -> None:
+        if self._spent is None:
+            self._spent = exc.message
+            self._stats.quota = exc.message
+
+    async def resume_after_quota(self) -> None:
+        """Forget a spent quota (after a wait): fresh backends, the same limits."""
+        with contextlib.suppress(Exception):
+            await self.close()
+        self._spent = None
+        self._stats.quota = None
+        self._make_backends()
+
+    def stats(self) -> WorkerStats:
+        limiter = next(iter(self._backends.values())).limiter
+        self._stats.limiter = limiter.stats
+        return self._stats

@@ -1,0 +1,231 @@
+"""An experiment file (TOML): where the store and images are, the cohort, the backends with
+their limits and prices, the configurations and the conditions and budgets they run.
+
+::
+
+    store = "paper.duckdb"              # paths are relative to this file
+    images = "data/images/train2014"
+
+    [cohort]                            # built into the store on the first run if absent
+    root = "data"
+    per_source = 500
+    matched = 500
+
+    [backends.qwen]                     # one Ray actor: one rate limit for all its configurations
+    provider = "qwen"                   # decides the wire protocol and the default endpoint
+    model = "qwen3-vl-plus"
+    api_key_env = "DASHSCOPE_API_KEY"   # the key is read from this variable, never written here
+    requests_per_minute = 600
+    max_concurrency = 32
+    prices = { input_per_mtok = 0.2, output_per_mtok = 1.6 }
+
+    [[configurations]]
+    name = "qwen-max"
+    backend = "qwen"
+    conditions = "all"                  # or a list of condition names
+    decoding = { thinking = { mode = "on", effort = "max" } }
+
+A backend takes every field of :class:`conditions.Transport`: ``base_url`` (default: the
+provider's endpoint), ``api_key_env``, ``requests_per_minute``, ``tokens_per_minute``,
+``max_concurrency``, ``timeout_s``, ``max_transport_retries``, ``max_retry_time_s``.
+``base_url = "simulator"`` points a backend at the built-in simulator, which the run starts
+(``[simulator]`` holds its :class:`SimSpec`): a dry run of the whole grid that costs nothing.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    PositiveInt,
+    ValidationError,
+    model_validator,
+)
+
+from conditions import (
+    CONDITION_NAMES,
+    CohortSpec,
+    Configuration,
+    Decoding,
+    Transport,
+)
+from runner._errors import ConfigError
+from runner.backends import provider_named
+from runner.simulator import SimSpec
+from scoring import BUDGETS
+
+SIMULATOR = "simulator"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Prices(_Frozen):
+    """US dollars per million tokens; reasoning tokens are billed as output."""
+
+    input_per_mtok: NonNegativeFloat = 0.0
+    output_per_mtok: NonNegativeFloat = 0.0
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+
+
+class BackendSpec(Transport):
+    """One account at one provider: the :class:`Transport` settings (endpoint ``base_url``,
+    key variable ``api_key_env``, limits), plus the provider, the model and the prices."""
+
+    provider: str
+    model: str = Field(min_length=1)
+    prices: Prices = Prices()
+
+    @model_validator(mode="after")
+    def _known_provider(self) -> Self:
+        try:
+            provider_named(self.provider)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    @property
+    def simulated(self) -> bool:
+        return self.base_url == SIMULATOR
+
+    def transport(self, simulator_url: str | None = None) -> Transport:
+        settings = self.model_dump(include=set(Transport.model_fields))
+        if self.simulated:
+            settings["base_url"] = simulator_url
+        return Transport.model_validate(settings)
+
+
+class ConfigurationSpec(_Frozen):
+    """A model as run on a backend: decoding, conditions, best-effort recovery."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    backend: str
+    model: str | None = None  # default: the backend's
+    decoding: Decoding = Decoding()
+    conditions: tuple[str, ...] | Literal["all"] = ("base",)
+    best_effort: bool = False
+
+
+class CohortSection(_Frozen):
+    """Where the cohort comes from when the store has none yet."""
+
+    root: Path | None = None  # a data root in the RefCOCO layout
+    images: Path | None = None  # default: ROOT/images/train2014
+    seed: int = CohortSpec().seed
+    per_source: PositiveInt = 500
+    matched: PositiveInt = 500
+
+    def spec(self) -> CohortSpec:
+        return CohortSpec(seed=self.seed, per_source=self.per_source, matched=self.matched)
+
+
+class Experiment(_Frozen):
+    """A whole experiment file, paths resolved against the file's folder."""
+
+    store: Path
+    images: Path
+    cohort: CohortSection = CohortSection()
+    budgets: tuple[int, ...] = BUDGETS
+    box: bool = True  # run the box question where the condition has one
+    backends: dict[str, BackendSpec]
+    configurations: tuple[ConfigurationSpec, ...] = Field(min_length=1)
+    simulator: SimSpec = SimSpec()
+    scorers: PositiveInt = 2  # scoring actors
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        unknown_budgets = sorted(set(self.budgets) - set(BUDGETS))
+        if unknown_budgets or not self.budgets:
+            raise ValueError(f"budgets must be a non-empty subset of {list(BUDGETS)}")
+        names = [c.name for c in self.configurations]
+        if len(set(names)) != len(names):
+            raise ValueError("a configuration name is used twice")
+        for c in self.configurations:
+            named = () if c.conditions == "all" else c.conditions
+            unknown = sorted(set(named) - set(CONDITION_NAMES))
+            if unknown:
+                raise ValueError(
+                    f"configuration {c.name}: unknown conditions {unknown}; "
+                    f"known: {', '.join(CONDITION_NAMES)}"
+                )
+            if c.backend not in self.backends:
+                raise ValueError(
+                    f"configuration {c.name}: no backend {c.backend!r} "
+                    f"(backends: {', '.join(self.backends) or 'none'})"
+                )
+        return self
+
+    @property
+    def simulated(self) -> bool:
+        return any(b.simulated for b in self.backends.values())
+
+    def configuration(self, spec: ConfigurationSpec, simulator_url: str | None) -> Configuration:
+        """``spec`` as the grid's :class:`Configuration` (transport from its backend)."""
+        backend = self.backends[spec.backend]
+        conditions = CONDITION_NAMES if spec.conditions == "all" else spec.conditions
+        try:
+            return Configuration(
+                name=spec.name,
+                provider=backend.provider,
+                model=spec.model or backend.model,
+                decoding=spec.decoding,
+                conditions=conditions,
+                best_effort=spec.best_effort,
+                transport=backend.transport(simulator_url),
+            )
+        except ValidationError as exc:
+            raise ConfigError(f"configuration {spec.name}: {_first_error(exc)}") from None
+
+    def configurations_of(self, backend: str) -> tuple[ConfigurationSpec, ...]:
+        return tuple(c for c in self.configurations if c.backend == backend)
+
+
+def load_experiment(path: Path | str) -> Experiment:
+    """Read an experiment file; relative paths are taken from the file's folder.
+
+    Raises
+    ------
+    ConfigError
+        The file is missing, is not TOML, or is not a valid experiment: one line naming the
+        file, the field and what is wrong.
+    """
+    path = Path(path)
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the experiment file: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        experiment = Experiment.model_validate(doc)
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: {_first_error(exc)}") from None
+    return _resolved(experiment, path.parent)
+
+
+def _resolved(experiment: Experiment, base: Path) -> Experiment:
+    def at(p: Path | None) -> Path | None:
+        return None if p is None else (base / p).resolve()
+
+    cohort = experiment.cohort.model_copy(
+        update={"root": at(experiment.cohort.root), "images": at(experiment.cohort.images)}
+    )
+    return experiment.model_copy(
+        update={"store": at(experiment.store), "images": at(experiment.images), "cohort": cohort}
+    )
+
+
+def _first_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message

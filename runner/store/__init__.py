@@ -1,0 +1,40 @@
+"""The experiment's DuckDB store: migrations, the grid, raw responses, scores, the pending set.
+
+Plain Python over DuckDB and Arrow; the run's store actor is a thin wrapper over :class:`Store`,
+and ``groundbench sql`` opens the same file read-only once no run holds it.
+"""
+
+from runner.store._rows import read_only, response_row
+from runner.store._schema import KEY, MIGRATIONS, RESPONSE_COLUMNS, SCHEMA_VERSION, Migration
+from runner.store._store import (
+    ControlRow,
+    GridRow,
+    Pending,
+    Progress,
+    Registration,
+    ResponseRow,
+    ScoreJob,
+    ScoreRow,
+    Store,
+    StoreError,
+)
+
+__all__ = [
+    "KEY",
+    "MIGRATIONS",
+    "RESPONSE_COLUMNS",
+    "SCHEMA_VERSION",
+    "ControlRow",
+    "GridRow",
+    "Migration",
+    "Pending",
+    "Progress",
+    "Registration",
+    "ResponseRow",
+    "ScoreJob",
+    "ScoreRow",
+    "Store",
+    "StoreError",
+    "read_only",
+    "response_row",
+]

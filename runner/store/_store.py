@@ -1,0 +1,421 @@
+"""The store: one experiment file, one writer, batched idempotent writes.
+
+Everything a run keeps goes through :class:`Store`: the configurations and their protocol
+hashes, the grid, every attempt's raw response (or error), and the scores. Writes come in
+batches, inserted from an Arrow table in one statement (DuckDB's ``executemany`` inserts row by
+row). A key written twice keeps its first answer; an error only holds its key until an answer
+(or a later error) replaces it, because the run sends errored attempts again. Each batch is its
+own transaction, so a crash leaves whole batches or nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple, Self
+
+import duckdb
+import pyarrow as pa
+
+from conditions import BOX, ensure_same_protocol
+from runner._errors import RunnerError
+from runner.store._schema import (
+    CONTROL_SCHEMA,
+    GRID_SCHEMA,
+    KEY,
+    MIGRATIONS,
+    RESPONSE_COLUMNS,
+    RESPONSE_SCHEMA,
+    SCHEMA_VERSION,
+    SCORE_SCHEMA,
+)
+
+ResponseRow = tuple[Any, ...]  # in RESPONSE_COLUMNS order
+ScoreRow = tuple[Any, ...]  # in SCORE_SCHEMA order
+ControlRow = tuple[Any, ...]  # in CONTROL_SCHEMA order
+
+Key = tuple[Any, ...]  # (configuration, condition, budget, qid, attempt)
+_KEY_AT = tuple(RESPONSE_COLUMNS.index(c) for c in KEY)
+_OUTCOME_AT = RESPONSE_COLUMNS.index("outcome")
+_ANSWER_AT = RESPONSE_COLUMNS.index("answer")
+KEY_SCHEMA = pa.schema([RESPONSE_SCHEMA.field(c) for c in KEY])
+
+
+class StoreError(RunnerError):
+    """The experiment file cannot be used as a store."""
+
+
+class Pending(NamedTuple):
+    """A request still to finish, and the attempt to send next."""
+
+    configuration: str
+    condition: str
+    budget: int
+    qid: str
+    next_attempt: int
+
+
+class ScoreJob(NamedTuple):
+    """An answered attempt waiting for its score."""
+
+    configuration: str
+    condition: str
+    budget: int
+    qid: str
+    attempt: int
+    answer: str
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A configuration as one run asks it: its protocol hash and how many attempts it may make."""
+
+    name: str
+    protocol: str
+    provider: str
+    model: str
+    attempts: int
+    settings: str  # JSON of the output-affecting settings, for people reading the store
+
+
+class GridRow(NamedTuple):
+    configuration: str
+    condition: str
+    budget: int
+    qid: str
+    attempts: int
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far one configuration is: requests by status, and rows stored."""
+
+    configuration: str
+    requests: int
+    complete: int
+    errored: int
+    responses: int
+    answered: int
+    scored: int
+    input_tokens: int
+    output_tokens: int
+
+    @property
+    def pending(self) -> int:
+        return self.requests - self.complete
+
+
+class Store:
+    """The run tables of one experiment file, open for writing by this process alone.
+
+    Raises
+    ------
+    StoreError
+        The file is locked by another process past ``lock_wait_s`` (a run still going), is not
+        a DuckDB file, or was written by a newer groundbench.
+    """
+
+    def __init__(self, path: Path | str, *, lock_wait_s: float = 15.0) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._con = _connect(self.path, lock_wait_s)
+        try:
+            self._migrate()
+            self._seq = self._scalar("SELECT coalesce(max(seq), 0) FROM responses") + 1
+            # This process is the file's only writer, so it can know which keys hold an answer
+            # and which an error, and insert without asking DuckDB to resolve conflicts (an
+            # upsert costs several times a plain insert of a small batch).
+            self._answered: set[Key] = set()
+            self._errored: set[Key] = set()
+            for *key, outcome in self._con.execute(
+                f"SELECT {', '.join(KEY)}, outcome FROM responses"
+            ).fetchall():
+                (self._answered if outcome == "answer" else self._errored).add(tuple(key))
+            self._scored: set[Key] = {
+                tuple(k)
+                for k in self._con.execute(f"SELECT {', '.join(KEY)} FROM scores").fetchall()
+            }
+        except BaseException:
+            self._con.close()
+            raise
+        self._to_score: deque[ScoreJob] = deque()
+        self.requeue_unscored()
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- schema ---------------------------------------------------------------------------
+
+    def version(self) -> int:
+        return self._scalar("SELECT coalesce(max(version), 0) FROM schema_migrations")
+
+    def _migrate(self) -> None:
+        self._con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+            "what VARCHAR, applied_at TIMESTAMPTZ DEFAULT current_timestamp)"
+        )
+        current = self.version()
+        if current > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: store schema version {current} is newer than this groundbench "
+                f"knows ({SCHEMA_VERSION}); upgrade groundbench to use it"
+            )
+        for migration in MIGRATIONS:
+            if migration.version <= current:
+                continue
+            with self._transaction():
+                for statement in migration.statements:
+                    self._con.execute(statement)
+                self._con.execute(
+                    "INSERT INTO schema_migrations (version, what) VALUES (?, ?)",
+                    [migration.version, migration.what],
+                )
+
+    # -- the run's grid ---------------------------------------------------------------------
+
+    def register(self, configurations: Sequence[Registration], grid: Iterable[GridRow]) -> None:
+        """Record this run's configurations and make ``grid`` the grid pending is counted on.
+
+        Raises
+        ------
+        ProtocolMismatchError
+            A configuration of the same name was run under another protocol hash.
+        """
+        with self._transaction():
+            for c in configurations:
+                row = self._con.execute(
+                    "SELECT protocol FROM configurations WHERE name = ?", [c.name]
+                ).fetchone()
+                if row is not None:
+                    ensure_same_protocol(c.protocol, row[0], f"{self.path}, configuration {c.name}")
+                    continue
+                self._con.execute(
+                    "INSERT INTO configurations (name, protocol, provider, model, attempts, "
+                    "settings) VALUES (?, ?, ?, ?, ?, ?)",
+                    [c.name, c.protocol, c.provider, c.model, c.attempts, c.settings],
+                )
+            self._con.execute("DELETE FROM grid")
+            batch = _arrow(list(grid), GRID_SCHEMA)
+            self._con.register("grid_batch", batch)
+            try:
+                self._con.execute("INSERT INTO grid SELECT * FROM grid_batch")
+            finally:
+                self._con.unregister("grid_batch")
+
+    def pending(self, configurations: Sequence[str] | None = None) -> list[Pending]:
+        """Every request of the grid not yet complete, question by question.
+
+        Ordered by configuration, question, condition and budget: a backend sends one image's
+        requests together, so each image variant is read and encoded once.
+        """
+        where = ""
+        params: list[object] = []
+        if configurations is not None:
+            where = "AND configuration IN (SELECT unnest(?))"
+            params = [list(configurations)]
+        rows = self._con.execute(
+            "SELECT configuration, condition, budget, qid, next_attempt FROM request_status "
+            f"WHERE status <> 'complete' {where} "
+            "ORDER BY configuration, qid, condition, budget",
+            params,
+        ).fetchall()
+        return [Pending(*r) for r in rows]
+
+    # -- responses --------------------------------------------------------------------------
+
+    def write_responses(self, rows: Sequence[ResponseRow]) -> int:
+        """Store a batch of attempt rows; returns how many keys it set or replaced.
+
+        Within the batch and against the table, an answer is kept over anything later, and an
+        error gives way to whatever comes after it.
+        """
+        fresh = [r for r in _settle(rows) if _key(r) not in self._answered]
+        if not fresh:
+            return 0
+        replaced = [_key(r) for r in fresh if _key(r) in self._errored]
+        seqs = pa.array(range(self._seq, self._seq + len(fresh)), pa.int64())
+        table = _arrow(fresh, RESPONSE_SCHEMA).append_column("seq", seqs)
+        columns = ", ".join(f'"{c}"' for c in (*RESPONSE_COLUMNS, "seq"))
+        self._con.register("response_batch", table)
+        try:
+            with self._transaction():
+                if replaced:
+                    self._con.register("replaced_keys", _arrow(replaced, KEY_SCHEMA))
+                    self._con.execute(
+                        f"DELETE FROM responses WHERE ({', '.join(KEY)}) IN "
+                        f"(SELECT ({', '.join(KEY)}) FROM replaced_keys)"
+                    )
+                self._con.execute(
+                    f"INSERT INTO responses ({columns}) SELECT {columns} FROM response_batch"
+                )
+        finally:
+            self._con.unregister("response_batch")
+            if replaced:
+                self._con.unregister("replaced_keys")
+        self._seq += len(fresh)
+        for row in fresh:  # committed: now the sets may say so
+            key = _key(row)
+            if row[_OUTCOME_AT] == "answer":
+                self._answered.add(key)
+                self._errored.discard(key)
+                self._to_score.append(ScoreJob._make((*key, row[_ANSWER_AT])))
+            else:
+                self._errored.add(key)
+        return len(fresh)
+
+    # -- scores -----------------------------------------------------------------------------
+
+    def take_unscored(self, limit: int) -> list[ScoreJob]:
+        """Up to ``limit`` answered attempts for a scorer; each is handed out once."""
+        count = min(limit, len(self._to_score))
+        return [self._to_score.popleft() for _ in range(count)]
+
+    def requeue_unscored(self) -> int:
+        """Queue every stored answer that has no score (a scorer died, or a run was killed)."""
+        rows = self._con.execute(
+            "SELECT r.configuration, r.condition, r.budget, r.qid, r.attempt, r.answer "
+            "FROM responses r ANTI JOIN scores s USING (configuration, condition, budget, qid, "
+            "attempt) WHERE r.outcome = 'answer' ORDER BY r.seq"
+        ).fetchall()
+        self._to_score = deque(ScoreJob(*r) for r in rows)
+        return len(self._to_score)
+
+    def queued(self) -> int:
+        return len(self._to_score)
+
+    def write_scores(self, scores: Sequence[ScoreRow], controls: Sequence[ControlRow]) -> None:
+        """Store score rows (and a box answer's control rows); a key scored twice keeps the
+        first, which is the same score: scoring is deterministic."""
+        fresh: dict[Key, ScoreRow] = {}
+        for row in scores:
+            key = row[: len(KEY)]
+            if key not in self._scored:
+                fresh.setdefault(key, row)
+        if not fresh:
+            return
+        # A box answer's controls are keyed by its own key and n: keep those of fresh keys.
+        kept_controls = [c for c in controls if (c[0], c[1], BOX, c[2], c[3]) in fresh]
+        with self._transaction():
+            for name, rows, schema in (
+                ("scores", list(fresh.values()), SCORE_SCHEMA),
+                ("controls", kept_controls, CONTROL_SCHEMA),
+            ):
+                if not rows:
+                    continue
+                self._con.register("score_batch", _arrow(rows, schema))
+                try:
+                    self._con.execute(f"INSERT INTO {name} SELECT * FROM score_batch")
+                finally:
+                    self._con.unregister("score_batch")
+        self._scored.update(fresh)
+
+    def unscored(self) -> int:
+        """Answered attempts with no score row."""
+        return self._scalar(
+            "SELECT count(*) FROM responses r ANTI JOIN scores s USING (configuration, "
+            "condition, budget, qid, attempt) WHERE r.outcome = 'answer'"
+        )
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def progress(self) -> list[Progress]:
+        """Per configuration of the grid: requests by status, rows stored, tokens."""
+        rows = self._con.execute(
+            """
+            WITH s AS (
+                SELECT configuration, count(*) AS requests,
+                       count(*) FILTER (WHERE status = 'complete') AS complete,
+                       count(*) FILTER (WHERE status = 'errored') AS errored
+                FROM request_status GROUP BY ALL),
+            r AS (
+                SELECT configuration, count(*) AS responses,
+                       count(*) FILTER (WHERE outcome = 'answer') AS answered,
+                       coalesce(sum(input_tokens), 0) AS input_tokens,
+                       coalesce(sum(output_tokens), 0) AS output_tokens
+                FROM responses GROUP BY ALL),
+            k AS (SELECT configuration, count(*) AS scored FROM scores GROUP BY ALL)
+            SELECT s.configuration, s.requests, s.complete, s.errored,
+                   coalesce(r.responses, 0), coalesce(r.answered, 0), coalesce(k.scored, 0),
+                   coalesce(r.input_tokens, 0), coalesce(r.output_tokens, 0)
+            FROM s LEFT JOIN r USING (configuration) LEFT JOIN k USING (configuration)
+            ORDER BY s.configuration
+            """
+        ).fetchall()
+        return [Progress(r[0], *(int(v) for v in r[1:])) for r in rows]
+
+    def query(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Column names and rows of ``sql`` (the caller decides what it may run)."""
+        result = self._con.execute(sql)
+        names = [d[0] for d in result.description or []]
+        return names, result.fetchall()
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _scalar(self, sql: str) -> int:
+        row = self._con.execute(sql).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._con)
+
+
+class _Transaction:
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._con = con
+
+    def __enter__(self) -> None:
+        self._con.execute("BEGIN TRANSACTION")
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        self._con.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def _key(row: ResponseRow) -> Key:
+    return tuple(row[i] for i in _KEY_AT)
+
+
+def _settle(rows: Sequence[ResponseRow]) -> list[ResponseRow]:
+    """One row per key: the first answer, else the last error (arrival order kept)."""
+    chosen: dict[Key, ResponseRow] = {}
+    for row in rows:
+        key = _key(row)
+        held = chosen.get(key)
+        if held is None or held[_OUTCOME_AT] != "answer":
+            chosen[key] = row
+    return list(chosen.values())
+
+
+def _arrow(rows: Sequence[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
+    return pa.Table.from_arrays(
+        [pa.array(col, type=field.type) for col, field in zip(columns, schema, strict=True)],
+        schema=schema,
+    )
+
+
+def _connect(path: Path, lock_wait_s: float) -> duckdb.DuckDBPyConnection:
+    # A run killed a moment ago may still hold the lock while its process exits: wait a little.
+    deadline = time.monotonic() + lock_wait_s
+    while True:
+        try:
+            return duckdb.connect(str(path))
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
+                raise StoreError(f"{path}: cannot open the store: {_first_line(exc)}") from None
+            time.sleep(0.2)
+        except duckdb.Error as exc:
+            raise StoreError(f"{path}: not a usable DuckDB file: {_first_line(exc)}") from None
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

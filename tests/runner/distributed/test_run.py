@@ -1,0 +1,307 @@
+"""The distributed run on a local Ray against simulators on loopback.
+
+A small grid completes with every key once and live scores equal to offline ones; quota stops
+one backend only and a rerun sends exactly what is missing; a killed backend actor is
+restarted; a driver killed with SIGKILL loses no stored response and pays again at most for
+the calls in flight.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+import ray
+
+from conditions import Cohort, DataRoot, ProtocolMismatchError
+from runner.distributed import RunOptions, RunReport, Scorer, run_experiment
+from runner.distributed._driver import NAMESPACE, actor_name, run_tag
+from runner.experiment import load_experiment
+from runner.simulator import Behaviour, Faults, SimSpec, Simulator
+from runner.store import ScoreJob, read_only
+from tests.runner.distributed.conftest import KEY_ENV, simulator_thread, write_experiment
+
+pytestmark = pytest.mark.slow
+
+CLEAN = Behaviour(refusal=0.0, wrong_count=0.0, decimals=0.0)  # one attempt per request
+FAST = {"requests_per_minute": 60000, "max_concurrency": 8}
+
+
+def _at(url: str, provider: str = "qwen", model: str = "qwen3-vl-plus") -> dict[str, object]:
+    """A backend at a test-owned simulator, its key from the environment."""
+    return {"provider": provider, "model": model, "base_url": url, "api_key_env": KEY_ENV, **FAST}
+
+
+def _run(
+    path: Path, lines: list[str] | None = None, options: RunOptions | None = None
+) -> RunReport:
+    echo = lines.append if lines is not None else lambda _: None
+    return run_experiment(load_experiment(path), options or RunOptions(progress_every_s=0.5), echo)
+
+
+def _query(store: Path, sql: str) -> list[tuple[Any, ...]]:
+    with read_only(store) as con:
+        return con.execute(sql).fetchall()
+
+
+def _assert_every_key_once(store: Path) -> None:
+    """Every request complete, its answered attempts numbered 0..k-1 with no gap."""
+    statuses = _query(store, "SELECT status, count(*) FROM request_status GROUP BY ALL")
+    assert [s for s, _ in statuses] == ["complete"]
+    gaps = _query(
+        store,
+        "SELECT configuration, condition, budget, qid, count(*), max(attempt) FROM responses "
+        "WHERE outcome = 'answer' GROUP BY ALL HAVING count(*) <> max(attempt) + 1",
+    )
+    assert gaps == []
+    orphans = _query(
+        store,
+        "SELECT count(*) FROM responses "
+        "ANTI JOIN grid USING (configuration, condition, budget, qid)",
+    )
+    assert orphans == [(0,)]
+
+
+def test_a_small_grid_completes_once_with_live_scores_equal_to_offline(
+    local_ray: str,
+    experiment_store: Path,
+    small_root: DataRoot,
+    small_cohort: Cohort,
+    tmp_path: Path,
+) -> None:
+    sim = {"base_url": "simulator", **FAST}
+    path = write_experiment(
+        tmp_path / "exp.toml",
+        experiment_store,
+        small_root,
+        {
+            "qwen": {"provider": "qwen", "model": "qwen3-vl-plus", **sim},
+            "gemini": {"provider": "gemini", "model": "gemini-3-pro-preview", **sim},
+        },
+        [
+            {"name": "qwen-max", "backend": "qwen", "conditions": ["base", "no-image"]},
+            {"name": "gemini-high", "backend": "gemini", "best_effort": True},
+        ],
+        extra="[simulator.behaviour]\nrefusal = 0.3",  # unparseable answers: more attempts
+    )
+    lines: list[str] = []
+    report = _run(path, lines)
+    assert report.complete and report.unscored == 0
+    assert any("requests complete" in line for line in lines)
+    _assert_every_key_once(experiment_store)
+    attempts = dict(
+        _query(experiment_store, "SELECT configuration, max(attempt) FROM responses GROUP BY ALL")
+    )
+    assert attempts["qwen-max"] <= 2 and attempts["gemini-high"] <= 3
+    assert (
+        report.simulator_calls == _query(experiment_store, "SELECT count(*) FROM responses")[0][0]
+    )
+
+    # Live scores are the scores of the stored answers, computed again offline.
+    answers = _query(
+        experiment_store,
+        "SELECT configuration, condition, budget, qid, attempt, answer FROM responses "
+        "WHERE outcome = 'answer' ORDER BY ALL",
+    )
+    offline, _ = Scorer(small_cohort).score(ScoreJob(*a) for a in answers)
+    live = _query(
+        experiment_store,
+        "SELECT * FROM scores ORDER BY configuration, condition, budget, qid, attempt",
+    )
+    assert live == sorted(offline, key=lambda r: r[:5])
+    controls = _query(experiment_store, "SELECT count(*) FROM controls")[0][0]
+    boxes = _query(
+        experiment_store, "SELECT count(*) FROM responses WHERE budget = 0 AND outcome = 'answer'"
+    )[0][0]
+    assert controls == 5 * boxes > 0
+
+    again = _run(path)  # a rerun of a complete grid sends nothing
+    assert again.complete and again.sent_requests == 0 and again.simulator_calls == 0
+
+    # Another model under the same configuration name is another protocol: refused, and the
+    # store is left as it was.
+    path.write_text(path.read_text().replace('"qwen3-vl-plus"', '"qwen3-vl-max"'))
+    with pytest.raises(ProtocolMismatchError, match=r"configuration qwen-max.*must not be mixed"):
+        _run(path)
+    assert _query(experiment_store, "SELECT count(*) FROM configurations") == [(2,)]
+    _assert_every_key_once(experiment_store)
+
+
+def test_waiting_on_quota_tries_again_and_stores_every_call(
+    local_ray: str,
+    experiment_store: Path,
+    small_root: DataRoot,
+    small_cohort: Cohort,
+    tmp_path: Path,
+) -> None:
+    spent = SimSpec(behaviour=CLEAN, faults=Faults(quota_after=30))
+    with simulator_thread(small_cohort, small_root, tmp_path / "v", spent) as (url, sim):
+        path = write_experiment(
+            tmp_path / "exp.toml", experiment_store, small_root, {"a": _at(url)},
+            [{"name": "qa", "backend": "a"}],
+        )  # fmt: skip
+        lines: list[str] = []
+        options = RunOptions(progress_every_s=0.5, wait_on_quota_s=0.2, max_quota_waits=1)
+        report = _run(path, lines, options)
+    assert any("quota exhausted; trying again in 0.2 s" in line for line in lines)
+    assert not report.complete and report.backends[0].quota is not None
+    assert sim.stats.answered == 30  # the quota never came back: no answer after the wait
+    calls = sim.stats.admitted_at
+    # A pause of the wait between two calls: calls were made again after it.
+    assert max(b - a for a, b in itertools.pairwise(calls)) >= 0.2
+    rows = dict(_query(experiment_store, "SELECT outcome, count(*) FROM responses GROUP BY ALL"))
+    assert rows["answer"] == 30  # every answer paid for is stored
+    # The quota errors of the second try replace those of the first for the same attempts: an
+    # error holds its attempt only until something newer comes.
+    assert 1 <= rows["quota"] <= sim.stats.faults["quota"]
+
+
+def test_quota_stops_one_backend_and_a_rerun_sends_exactly_the_missing_keys(
+    local_ray: str,
+    experiment_store: Path,
+    small_root: DataRoot,
+    small_cohort: Cohort,
+    tmp_path: Path,
+) -> None:
+    def experiment(url_a: str, url_b: str) -> Path:
+        return write_experiment(
+            tmp_path / "exp.toml",
+            experiment_store,
+            small_root,
+            {"a": _at(url_a), "b": _at(url_b, "kimi", "kimi-k2.6")},
+            [{"name": "qa", "backend": "a"}, {"name": "kb", "backend": "b"}],
+        )
+
+    spent = SimSpec(behaviour=CLEAN, faults=Faults(quota_after=40))
+    clean = SimSpec(behaviour=CLEAN)
+    with (
+        simulator_thread(small_cohort, small_root, tmp_path / "va", spent) as (url_a, sim_a),
+        simulator_thread(small_cohort, small_root, tmp_path / "vb", clean) as (url_b, sim_b),
+    ):
+        lines: list[str] = []
+        first = _run(experiment(url_a, url_b), lines)
+    assert not first.complete
+    by_config = {p.configuration: p for p in first.progress}
+    assert by_config["kb"].pending == 0  # the other backend went on to the end
+    assert by_config["qa"].complete == 40 == sim_a.stats.answered
+    assert [b.name for b in first.backends if b.quota] == ["a"]
+    assert any(
+        "run groundbench run" in line or "again to send exactly those" in line for line in lines
+    )
+    missing = by_config["qa"].pending
+
+    with (
+        simulator_thread(small_cohort, small_root, tmp_path / "va", clean) as (url_a, sim_a),
+        simulator_thread(small_cohort, small_root, tmp_path / "vb", clean) as (url_b, sim_b),
+    ):
+        second = _run(experiment(url_a, url_b))
+    assert second.complete
+    assert sum(sim_a.stats.statuses.values()) == missing  # exactly the missing keys
+    assert sum(sim_b.stats.statuses.values()) == 0
+    _assert_every_key_once(experiment_store)
+
+
+def test_a_killed_backend_actor_is_restarted_and_the_run_completes(
+    local_ray: str,
+    experiment_store: Path,
+    small_root: DataRoot,
+    small_cohort: Cohort,
+    tmp_path: Path,
+) -> None:
+    with _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim):
+        result: list[RunReport] = []
+        runner = threading.Thread(target=lambda: result.append(_run(path)))
+        runner.start()
+        name = actor_name(run_tag(experiment_store), "backend-a")
+        _until(lambda: sim.stats.answered >= 40)
+        ray.kill(ray.get_actor(name, namespace=NAMESPACE), no_restart=False)
+        runner.join(120)
+    (report,) = result
+    assert report.complete and report.backends[0].restarts == 1
+    _assert_every_key_once(experiment_store)
+    stored = _query(experiment_store, "SELECT count(*) FROM responses")[0][0]
+    paid = sum(sim.stats.statuses.values())
+    assert 0 <= paid - stored <= 8  # at most the calls in flight were paid twice
+
+
+def test_a_driver_killed_mid_run_loses_nothing_and_pays_again_only_for_calls_in_flight(
+    local_ray: str,
+    experiment_store: Path,
+    small_root: DataRoot,
+    small_cohort: Cohort,
+    tmp_path: Path,
+) -> None:
+    with _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim):
+        driver = subprocess.Popen(
+            [sys.executable, "-c", "from runner.cli import main; main()", "run", str(path),
+             "--address", local_ray, "--progress-every", "0.3"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
+        )  # fmt: skip
+        _until(lambda: sim.stats.answered >= 40 or driver.poll() is not None)
+        driver.send_signal(signal.SIGKILL)
+        output = driver.communicate(timeout=30)[0]
+        assert driver.returncode == -signal.SIGKILL, output
+        kept = _stored_after_kill(experiment_store)
+        assert len(kept) >= 20  # the kill came mid-run, with answers stored
+
+        report = _run(path)
+        assert report.complete
+        final = dict(
+            _query(
+                experiment_store,
+                "SELECT (configuration, condition, budget, qid, attempt), answer FROM responses",
+            )
+        )
+        assert all(final[k] == answer for k, answer in kept.items())  # nothing stored was lost
+        _assert_every_key_once(experiment_store)
+        paid = sum(sim.stats.statuses.values())
+        assert 0 <= paid - len(final) <= 8  # paid twice: at most the calls in flight
+
+
+@contextmanager
+def _slow_run(
+    cohort: Cohort, root: DataRoot, store: Path, tmp_path: Path
+) -> Iterator[tuple[Path, Simulator]]:
+    """An experiment against a simulator slow enough (50–150 ms a call) to be stopped mid-run."""
+    slow = SimSpec(behaviour=CLEAN, faults=Faults(latency_s=(0.05, 0.15)))
+    with simulator_thread(cohort, root, tmp_path / "v", slow) as (url, sim):
+        path = write_experiment(
+            tmp_path / "exp.toml", store, root, {"a": _at(url)},
+            [{"name": "qa", "backend": "a", "conditions": ["base", "no-image"]}],
+        )  # fmt: skip
+        yield path, sim
+
+
+def _until(condition: Callable[[], bool], timeout_s: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _stored_after_kill(store: Path) -> dict[object, object]:
+    """The answers in the store once the killed run's store actor has let the file go."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with duckdb.connect(str(store), read_only=True) as con:
+                rows = con.execute(
+                    "SELECT (configuration, condition, budget, qid, attempt), answer "
+                    "FROM responses WHERE outcome = 'answer'"
+                ).fetchall()
+                return dict(rows)
+        except duckdb.IOException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)

@@ -1,0 +1,104 @@
+"""BackendWorker against the simulator on loopback, with a real store and no Ray."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from conditions import (
+    PAPER_CONFIGURATIONS,
+    Cohort,
+    Configuration,
+    DataRoot,
+    Transport,
+    VariantCache,
+    plan,
+)
+from runner.backends import ApiKey
+from runner.distributed import BackendWorker, ChunkOutcome
+from runner.simulator import Behaviour, Faults, SimSpec, Simulator, serving
+from runner.store import GridRow, Registration, ResponseRow, Store
+
+QWEN = next(c for c in PAPER_CONFIGURATIONS if c.provider == "qwen")
+CLEAN = Behaviour(refusal=0.0, wrong_count=0.0, decimals=0.0)  # every answer parses
+
+
+def _configuration(url: str) -> Configuration:
+    transport = Transport(base_url=url, requests_per_minute=60000.0, max_concurrency=8)
+    return QWEN.model_copy(update={"conditions": ("base",), "transport": transport})
+
+
+def _store(path: Path, cohort: Cohort) -> Store:
+    store = Store(path)
+    keys = plan(cohort, [_configuration("http://unused")], budgets=(8, 16), box=False)
+    store.register(
+        [Registration(QWEN.name, "p" * 64, "qwen", QWEN.model, 3, "{}")],
+        [GridRow(k.configuration, k.condition, k.budget, k.qid, 3) for k in keys],
+    )
+    return store
+
+
+def _run_worker(
+    store: Store, cohort: Cohort, root: DataRoot, tmp: Path, spec: SimSpec
+) -> tuple[ChunkOutcome, Simulator]:
+    simulator = Simulator(cohort, root.images, VariantCache(tmp / "variants"), spec)
+
+    async def write(rows: Sequence[ResponseRow]) -> int:
+        return store.write_responses(rows)
+
+    async def main() -> ChunkOutcome:
+        async with serving(simulator) as url:
+            worker = BackendWorker(
+                [_configuration(url)], cohort, root.images, tmp / "variants", write,
+                lambda _: ApiKey("sk-test"),
+            )  # fmt: skip
+            try:
+                return await worker.run(store.pending())
+            finally:
+                await worker.close()
+
+    return asyncio.run(main()), simulator
+
+
+def test_a_chunk_is_sent_and_every_attempt_stored(
+    small_cohort: Cohort, small_root: DataRoot, tmp_path: Path
+) -> None:
+    store = _store(tmp_path / "exp.duckdb", small_cohort)
+    requests = len(store.pending())
+    outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, SimSpec(behaviour=CLEAN))
+    assert outcome.quota is None
+    assert outcome.calls == requests and outcome.answered == requests
+    assert store.pending() == []
+    _, (row,) = store.query("SELECT count(*), count(DISTINCT fingerprint) FROM responses")
+    assert row == (requests, requests)
+    assert sum(sim.stats.statuses.values()) == requests
+
+
+def test_quota_stops_the_worker_and_a_second_run_sends_exactly_the_rest(
+    small_cohort: Cohort, small_root: DataRoot, tmp_path: Path
+) -> None:
+    store = _store(tmp_path / "exp.duckdb", small_cohort)
+    requests = len(store.pending())
+    spent = SimSpec(behaviour=CLEAN, faults=Faults(quota_after=25))
+    outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, spent)
+    assert outcome.quota is not None and "quota" in outcome.quota.lower()
+    _, rows = store.query("SELECT outcome, count(*) FROM responses GROUP BY ALL ORDER BY 1")
+    stored = dict(rows)
+    assert stored["answer"] == 25 == sim.stats.answered  # every paid answer is stored
+    # Every call the simulator saw is stored: the answers, and the quota errors of the calls
+    # that were in flight when the quota ran out (at most the concurrency).
+    assert sum(stored.values()) == sum(sim.stats.statuses.values())
+    assert stored["quota"] <= 8
+    left = store.pending()
+    assert len(left) == requests - 25
+
+    outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, SimSpec(behaviour=CLEAN))
+    assert outcome.quota is None and outcome.calls == len(left)
+    assert sum(sim.stats.statuses.values()) == len(left)  # no completed call paid twice
+    assert store.pending() == []
+    _, ((answers, keys),) = store.query(
+        "SELECT count(*), count(DISTINCT (configuration, condition, budget, qid)) FROM responses "
+        "WHERE outcome = 'answer'"
+    )
+    assert answers == keys == requests

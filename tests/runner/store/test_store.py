@@ -1,0 +1,237 @@
+"""The store: migrations, idempotent batched writes, the pending set, the scoring queue."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conditions import ProtocolMismatchError
+from runner.store import (
+    MIGRATIONS,
+    RESPONSE_COLUMNS,
+    SCHEMA_VERSION,
+    GridRow,
+    Registration,
+    Store,
+    StoreError,
+    read_only,
+)
+from tests.runner.store.rows import attempt_row
+
+OUTCOME = RESPONSE_COLUMNS.index("outcome")
+ANSWER = RESPONSE_COLUMNS.index("answer")
+
+
+def _registration(name: str = "cfg", protocol: str = "a" * 64, attempts: int = 3) -> Registration:
+    return Registration(name, protocol, "qwen", "m", attempts, "{}")
+
+
+def _grid(qids: list[str], attempts: int = 3, budgets: tuple[int, ...] = (8,)) -> list[GridRow]:
+    return [GridRow("cfg", "base", b, q, attempts) for b in budgets for q in qids]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(tmp_path / "exp.duckdb")
+    s.register([_registration()], _grid(["q1", "q2", "q3"]))
+    return s
+
+
+def _rows(store: Store) -> list[tuple[object, ...]]:
+    _, rows = store.query(
+        "SELECT qid, attempt, outcome, answer FROM responses ORDER BY qid, attempt"
+    )
+    return rows
+
+
+def test_a_new_file_gets_every_migration_once(tmp_path: Path) -> None:
+    path = tmp_path / "exp.duckdb"
+    with Store(path) as s:
+        assert s.version() == SCHEMA_VERSION
+    with Store(path) as s:  # reopening applies nothing twice
+        _, rows = s.query("SELECT version FROM schema_migrations ORDER BY version")
+        assert [r[0] for r in rows] == [m.version for m in MIGRATIONS]
+
+
+def test_a_file_from_a_newer_groundbench_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "exp.duckdb"
+    Store(path).close()
+    with duckdb.connect(str(path)) as con:
+        con.execute("INSERT INTO schema_migrations (version, what) VALUES (99, 'future')")
+    with pytest.raises(StoreError, match="schema version 99 is newer"):
+        Store(path)
+
+
+def test_a_file_that_is_not_duckdb_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "exp.duckdb"
+    path.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(StoreError, match=r"exp\.duckdb") as caught:
+        Store(path)
+    assert "\n" not in str(caught.value)
+    assert path.read_bytes() == b"not a database at all" * 100  # nothing written
+
+
+def test_the_pending_set_is_the_grid_at_first(store: Store) -> None:
+    pending = store.pending()
+    assert [(p.qid, p.next_attempt) for p in pending] == [("q1", 0), ("q2", 0), ("q3", 0)]
+
+
+def test_a_key_written_twice_keeps_its_first_answer(store: Store) -> None:
+    store.write_responses([attempt_row("q1", answer="[first]")])
+    store.write_responses([attempt_row("q1", answer="[second]")])
+    store.write_responses([attempt_row("q1", answer="[third]"), attempt_row("q1", answer="[4th]")])
+    assert _rows(store) == [("q1", 0, "answer", "[first]")]
+
+
+def test_an_error_gives_way_to_a_later_answer_never_the_reverse(store: Store) -> None:
+    store.write_responses([attempt_row("q1", outcome="transient")])
+    assert _rows(store) == [("q1", 0, "transient", None)]
+    store.write_responses([attempt_row("q1", answer="[late]")])
+    store.write_responses([attempt_row("q1", outcome="quota")])
+    assert _rows(store) == [("q1", 0, "answer", "[late]")]
+
+
+def test_within_a_batch_the_first_answer_wins(store: Store) -> None:
+    batch = [
+        attempt_row("q2", outcome="transient"),
+        attempt_row("q2", answer="[a]"),
+        attempt_row("q2", outcome="fatal"),
+        attempt_row("q2", answer="[b]"),
+    ]
+    assert store.write_responses(batch) == 1
+    assert _rows(store) == [("q2", 0, "answer", "[a]")]
+
+
+def test_pending_follows_the_attempts(store: Store) -> None:
+    store.write_responses(
+        [
+            attempt_row("q1", 0, parseable=False, answer="no list"),  # goes on at attempt 1
+            attempt_row("q2", 0, parseable=True),  # complete
+            attempt_row("q3", 0, parseable=False, answer="no"),
+            attempt_row("q3", 1, outcome="transient"),  # errored: attempt 1 again
+        ]
+    )
+    pending = {p.qid: p.next_attempt for p in store.pending()}
+    assert pending == {"q1": 1, "q3": 1}
+    _, status = store.query("SELECT qid, status FROM request_status ORDER BY qid")
+    assert status == [("q1", "pending"), ("q2", "complete"), ("q3", "errored")]
+    store.write_responses(
+        [attempt_row("q1", 1, parseable=False, answer="x"), attempt_row("q1", 2, parseable=False)]
+    )
+    assert {p.qid for p in store.pending()} == {"q3"}  # three unparseable answers: complete
+
+
+def test_a_best_effort_configuration_gets_a_fourth_attempt(tmp_path: Path) -> None:
+    with Store(tmp_path / "exp.duckdb") as s:
+        s.register([_registration(attempts=4)], _grid(["q1"], attempts=4))
+        s.write_responses([attempt_row("q1", a, parseable=False) for a in range(3)])
+        assert [p.next_attempt for p in s.pending()] == [3]
+
+
+def test_another_protocol_under_the_same_name_is_refused(store: Store) -> None:
+    with pytest.raises(ProtocolMismatchError, match="configuration cfg"):
+        store.register([_registration(protocol="b" * 64)], _grid(["q1"]))
+    assert len(store.pending()) == 3  # the refused registration changed nothing
+
+
+def test_a_failing_batch_leaves_nothing(store: Store) -> None:
+    good = attempt_row("q1")
+    bad = list(attempt_row("q2"))
+    bad[RESPONSE_COLUMNS.index("qid")] = None  # a key column may not be null
+    with pytest.raises(duckdb.Error):
+        store.write_responses([good, tuple(bad)])
+    assert _rows(store) == []
+    assert store.take_unscored(10) == []
+
+
+def test_answers_are_queued_for_scoring_once_and_again_after_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "exp.duckdb"
+    with Store(path) as s:
+        s.register([_registration()], _grid(["q1", "q2"]))
+        s.write_responses([attempt_row("q1"), attempt_row("q2", outcome="transient")])
+        jobs = s.take_unscored(10)
+        assert [(j.qid, j.answer) for j in jobs] == [("q1", "[1, 2, 3, 4]")]
+        assert s.take_unscored(10) == []
+    with Store(path) as s:  # not scored before the store closed: queued again
+        assert [j.qid for j in s.take_unscored(10)] == ["q1"]
+        assert s.unscored() == 1
+        score = ("cfg", "base", 8, "q1", 0, True, 0.5, 0.5, 0.5, 0.5, 0.0, True, 0.5, True, None)
+        s.write_scores([(*score, None)], [])
+        s.write_scores([(*score, None)], [])  # a second score of the same key is ignored
+        assert s.unscored() == 0
+        assert s.requeue_unscored() == 0
+
+
+def test_progress_counts_requests_and_rows(store: Store) -> None:
+    store.write_responses([attempt_row("q1"), attempt_row("q2", outcome="transient")])
+    (p,) = store.progress()
+    assert (p.requests, p.complete, p.errored, p.pending) == (3, 1, 1, 2)
+    assert (p.responses, p.answered, p.input_tokens, p.output_tokens) == (2, 1, 10, 5)
+
+
+def test_read_only_refuses_while_a_store_holds_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "exp.duckdb"
+    with pytest.raises(StoreError, match="no such experiment file"):
+        read_only(path)
+    with Store(path):
+        pass
+    with read_only(path) as con, pytest.raises(duckdb.Error):
+        con.execute("DELETE FROM grid")
+
+
+def test_a_file_another_process_writes_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "exp.duckdb"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from runner.store import Store; "
+         f"s = Store({str(path)!r}); print('ready', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreError, match="a run holds the file"):
+            read_only(path)
+        with pytest.raises(StoreError, match="cannot open the store") as caught:
+            Store(path, lock_wait_s=0.3)
+        assert "\n" not in str(caught.value)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+Event = tuple[str, int, str]  # qid, attempt, outcome
+
+
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["q1", "q2"]),
+                st.integers(0, 1),
+                st.sampled_from(["answer", "transient", "fatal"]),
+            ),
+            max_size=6,
+        ),
+        max_size=5,
+    )
+)
+def test_law_the_table_is_the_fold_of_its_batches(batches: list[list[Event]]) -> None:
+    """Whatever the batches, each key holds its first answer, else its last error."""
+    with Store(":memory:") as s:
+        expected: dict[tuple[str, int], tuple[str, str | None]] = {}
+        for n, batch in enumerate(batches):
+            rows = []
+            for i, (qid, attempt, outcome) in enumerate(batch):
+                answer = f"[{n}.{i}]"
+                rows.append(attempt_row(qid, attempt, outcome=outcome, answer=answer))
+                held = expected.get((qid, attempt))
+                if held is None or held[0] != "answer":
+                    expected[(qid, attempt)] = (outcome, answer if outcome == "answer" else None)
+            s.write_responses(rows)
+        _, stored = s.query("SELECT qid, attempt, outcome, answer FROM responses")
+        assert {(q, a): (o, t) for q, a, o, t in stored} == expected

@@ -1,0 +1,99 @@
+"""Experiment files: what they hold, how paths resolve, and one clear line when they are wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conditions import CONDITION_NAMES
+from runner._errors import ConfigError
+from runner.experiment import load_experiment
+
+GOOD = """
+store = "runs/paper.duckdb"
+images = "data/images/train2014"
+budgets = [8, 64]
+
+[cohort]
+root = "data"
+per_source = 20
+
+[backends.qwen]
+provider = "qwen"
+model = "qwen3-vl-plus"
+api_key_env = "MY_QWEN_KEY"
+requests_per_minute = 600
+max_concurrency = 32
+prices = { input_per_mtok = 0.2, output_per_mtok = 1.6 }
+
+[backends.sim]
+provider = "gemini"
+model = "gemini-3-pro-preview"
+base_url = "simulator"
+
+[[configurations]]
+name = "qwen-max"
+backend = "qwen"
+conditions = "all"
+decoding = { thinking = { mode = "on", effort = "max" } }
+
+[[configurations]]
+name = "gemini-high"
+backend = "sim"
+best_effort = true
+"""
+
+
+def _file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "exp" / "experiment.toml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_a_good_file_resolves_paths_against_its_folder(tmp_path: Path) -> None:
+    experiment = load_experiment(_file(tmp_path, GOOD))
+    assert experiment.store == (tmp_path / "exp" / "runs" / "paper.duckdb").resolve()
+    assert experiment.cohort.root == (tmp_path / "exp" / "data").resolve()
+    assert experiment.budgets == (8, 64) and experiment.simulated
+    qwen = experiment.configuration(experiment.configurations[0], None)
+    assert qwen.conditions == CONDITION_NAMES and qwen.decoding.thinking.effort == "max"
+    assert qwen.transport.api_key_env == "MY_QWEN_KEY"
+    assert qwen.transport.requests_per_minute == 600 and qwen.transport.max_concurrency == 32
+    gemini = experiment.configuration(experiment.configurations[1], "http://127.0.0.1:5")
+    assert gemini.transport.base_url == "http://127.0.0.1:5" and gemini.best_effort
+    assert experiment.backends["qwen"].prices.cost(1_000_000, 500_000) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("budgets = [8, 64]", "budgets = [8, 12]"), "budgets must be a non-empty subset"),
+        (('provider = "qwen"', 'provider = "acme"'), "backends.qwen: unknown provider"),
+        (('backend = "sim"', 'backend = "nope"'), "configuration gemini-high: no backend 'nope'"),
+        (("max_concurrency = 32", "max_concurrency = 0"), "backends.qwen.max_concurrency: "),
+        (('api_key_env = "MY_QWEN_KEY"', 'api_key = "sk-123"'), "backends.qwen.api_key: Extra"),
+        (("per_source = 20", "per_source = 20\nper_sauce = 1"), "cohort.per_sauce: Extra"),
+        (('store = "runs/paper.duckdb"', 'store = "x" = 1'), "not valid TOML"),
+    ],
+)
+def test_a_bad_file_is_one_line_naming_the_field(
+    tmp_path: Path, change: tuple[str, str], message: str
+) -> None:
+    path = _file(tmp_path, GOOD.replace(*change))
+    with pytest.raises(ConfigError) as caught:
+        load_experiment(path)
+    text = str(caught.value)
+    assert text.startswith(f"{path}: ") and message in text
+    assert "\n" not in text
+
+
+def test_an_unknown_condition_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"configuration qwen-max: unknown conditions \['warp'\]"):
+        load_experiment(_file(tmp_path, GOOD.replace('"all"', '["base", "warp"]')))
+
+
+def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read the experiment file"):
+        load_experiment(tmp_path / "nope.toml")
