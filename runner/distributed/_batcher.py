@@ -18,9 +18,15 @@ class CommitBatcher(Generic[Row]):
     the busier the run, the larger the batches.
     """
 
-    def __init__(self, write: Callable[[list[Row]], Awaitable[object]], max_rows: int = 4096):
+    def __init__(
+        self,
+        write: Callable[[list[Row]], Awaitable[object]],
+        max_rows: int = 4096,
+        linger_s: float = 0.0,
+    ):
         self._write = write
         self._max_rows = max_rows
+        self._linger_s = linger_s
         self._rows: list[Row] = []
         self._waiters: list[asyncio.Future[None]] = []
         self._drain: asyncio.Task[None] | None = None
@@ -34,7 +40,9 @@ class CommitBatcher(Generic[Row]):
         await waiter
 
     async def _drain_all(self) -> None:
-        await asyncio.sleep(0)  # let the callers that are ready now join the first batch
+        # Let the callers that are ready now, or within the linger, join the first batch: each
+        # write has a fixed cost, and a caller waits the linger at most once.
+        await asyncio.sleep(self._linger_s)
         while self._rows:
             rows, self._rows = self._rows[: self._max_rows], self._rows[self._max_rows :]
             waiters, self._waiters = (

@@ -47,7 +47,7 @@ from runner.backends import (
 )
 from runner.backends._secrets import key_from_env
 from runner.distributed._actors import RemoteBackend, RemoteScorer, RemoteSimulator, RemoteStore
-from runner.distributed._worker import ChunkOutcome
+from runner.distributed._worker import ChunkOutcome, WorkerStats
 from runner.experiment import Experiment
 from runner.store import GridRow, Pending, Progress, Registration
 from scoring import ScoringError
@@ -441,11 +441,17 @@ class _Run:
             done = sum(p.complete for p in progress)
             rate = None if last is None else (done - last[1]) / max(now - last[0], 1e-9)
             last = (now, done)
-            self.echo(progress_line(progress, now - begun, rate))
+            stats = await asyncio.gather(
+                *(b.handle.stats.remote() for b in self.backends), return_exceptions=True
+            )  # an actor being replaced has none to give this time
+            throttled = sum(s.limiter.throttles for s in stats if isinstance(s, WorkerStats))
+            self.echo(progress_line(progress, now - begun, rate, throttled))
 
 
-def progress_line(progress: Sequence[Progress], elapsed_s: float, rate: float | None) -> str:
-    """One plain line: requests complete, errored, scored, the rate, per configuration."""
+def progress_line(
+    progress: Sequence[Progress], elapsed_s: float, rate: float | None, throttled: int = 0
+) -> str:
+    """One plain line: requests complete, errored, scored, the rate, 429s, per configuration."""
     total = sum(p.requests for p in progress)
     done = sum(p.complete for p in progress)
     errored = sum(p.errored for p in progress)
@@ -458,6 +464,7 @@ def progress_line(progress: Sequence[Progress], elapsed_s: float, rate: float | 
     ]
     if rate is not None:
         parts.append(f"{rate:,.1f} requests/s")
+    parts.append(f"{throttled:,} throttled (429)")
     parts.append(" ".join(f"{p.configuration} {p.complete:,}/{p.requests:,}" for p in progress))
     return " · ".join(parts)
 

@@ -33,6 +33,10 @@ from runner.store import Pending, ResponseRow, response_row
 # question by question, so an image is read and encoded once per variant.
 VARIANT_MEMORY = 1024
 
+# How long the first record of a batch waits for others. Each store write has a fixed cost
+# (an actor call, a transaction); a call to a hosted model takes seconds, so 20 ms is nothing.
+WRITE_LINGER_S = 0.02
+
 KeySource = Callable[[Configuration], ApiKey]
 Write = Callable[[list[ResponseRow]], Awaitable[object]]
 
@@ -86,7 +90,7 @@ class BackendWorker:
             transport.tokens_per_minute,
         )
         self._builder = RequestBuilder(cohort, images, VariantCache(cache, memory=VARIANT_MEMORY))
-        self._batcher: CommitBatcher[ResponseRow] = CommitBatcher(write)
+        self._batcher: CommitBatcher[ResponseRow] = CommitBatcher(write, linger_s=WRITE_LINGER_S)
         self._key_for = key_for
         self._backends: dict[str, Backend] = {}
         self._session: aiohttp.ClientSession | None = None

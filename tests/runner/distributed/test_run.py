@@ -98,7 +98,7 @@ def test_a_small_grid_completes_once_with_live_scores_equal_to_offline(
     lines: list[str] = []
     report = _run(path, lines)
     assert report.complete and report.unscored == 0
-    assert any("requests complete" in line for line in lines)
+    assert any("requests complete" in line and "throttled (429)" in line for line in lines)
     _assert_every_key_once(experiment_store)
     attempts = dict(
         _query(experiment_store, "SELECT configuration, max(attempt) FROM responses GROUP BY ALL")
