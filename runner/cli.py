@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import csv
+import json
 import math
 import sys
 from importlib.metadata import version
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
-import duckdb
 import typer
 from pydantic import ValidationError
 from rich.console import Console
@@ -38,7 +39,7 @@ from runner._errors import ConfigError, RunnerError
 from runner._tables import report_table, summary_tables
 from runner.experiment import load_experiment
 from runner.simulator import SimSpec, Simulator, serving
-from runner.store import read_only
+from runner.store import query_store
 from scoring import BUDGETS, PHASES, ScoringError, construction_fidelity
 
 app = typer.Typer(
@@ -49,6 +50,7 @@ app = typer.Typer(
 cohort_app = typer.Typer(no_args_is_help=True, help="Build and inspect cohorts (PROTOCOL §8).")
 app.add_typer(cohort_app, name="cohort")
 console = Console()
+OutputFormat = Literal["table", "csv", "json"]
 
 
 def _show_version(value: bool) -> None:
@@ -232,16 +234,29 @@ def run(
 @app.command()
 def sql(
     store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file.")],
-    query: Annotated[str, typer.Argument(help='A query, e.g. "SELECT * FROM request_status".')],
+    query: Annotated[str, typer.Argument(help='A query, e.g. "SELECT * FROM cell_summary".')],
+    output: Annotated[
+        OutputFormat, typer.Option("--format", help="table, csv or json (one object per row).")
+    ] = "table",
+    address: Annotated[
+        str | None, typer.Option(help="Ray cluster of a running store [default: auto].")
+    ] = None,
 ) -> None:
-    """Query a finished run's store (opened read-only) and print the result as a table."""
-    with read_only(store) as con:
-        try:
-            result = con.execute(query)
-        except duckdb.Error as exc:
-            raise ConfigError(f"{store}: {str(exc).splitlines()[0]}") from None
-        names = [d[0] for d in result.description or []]
-        rows = result.fetchall()
+    """Query an experiment's store, read-only: the file after a run, the run's store during one.
+
+    Views: request_status (one row per request), question_scores (per question, cell and
+    view iou0/iou1/iou2/best_effort), cell_summary (per cell and view).
+    """
+    names, rows = query_store(store, query, address)
+    if output == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(names)
+        writer.writerows(rows)
+        return
+    if output == "json":
+        for row in rows:
+            typer.echo(json.dumps(dict(zip(names, row, strict=True)), default=str))
+        return
     table = Table(show_lines=False)
     for name in names:
         table.add_column(name)

@@ -94,7 +94,8 @@ class StoreActor:
         return self._store.progress()
 
     def query(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-        return self._store.query(sql)
+        """A user's read-only query during the run (``groundbench sql``, the monitor)."""
+        return self._store.read(sql)
 
     def close(self) -> None:
         if self._opened is not None:

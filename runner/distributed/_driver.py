@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hashlib
 import json
 import logging
 import os
@@ -38,6 +37,7 @@ from conditions import (
     write_cohort,
 )
 from runner._errors import ConfigError, RunnerError
+from runner._names import NAMESPACE, actor_name, run_tag
 from runner.backends import (
     BEST_EFFORT_ATTEMPTS,
     HEADLINE_ATTEMPTS,
@@ -56,7 +56,6 @@ CHUNK = 512  # calls per chunk handed to a backend actor
 CHUNKS_IN_FLIGHT = 2  # per backend: one running, one queued behind it
 MAX_BACKEND_RESTARTS = 3  # per backend and run: the driver starts a new actor and re-feeds it
 MAX_SCORING_ROUNDS = 3
-NAMESPACE = "groundbench"
 NAME_WAIT_S = 20.0  # a scorer that dies leaves answers unscored: the driver sends more
 
 Echo = Callable[[str], None]
@@ -492,17 +491,6 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
             + (" (after the quota resets)" if any(b.quota for b in report.backends) else "")
         )
     return lines
-
-
-def run_tag(store: Path) -> str:
-    """A short name for one experiment's run, from its store's path."""
-    return hashlib.sha256(str(store.resolve()).encode()).hexdigest()[:12]
-
-
-def actor_name(tag: str, role: str) -> str:
-    """The name of a run's actor: another run of the same experiment cannot start beside it,
-    and ``ray.get_actor(name, namespace=NAMESPACE)`` finds it (to watch it, or in tests)."""
-    return f"groundbench-{tag}-{role}"
 
 
 async def _start_named(options: Any, *args: Any) -> Any:

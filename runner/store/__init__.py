@@ -4,8 +4,10 @@ Plain Python over DuckDB and Arrow; the run's store actor is a thin wrapper over
 and ``groundbench sql`` opens the same file read-only once no run holds it.
 """
 
-from runner.store._rows import read_only, response_row
+from runner.store._errors import StoreError
+from runner.store._rows import response_row
 from runner.store._schema import KEY, MIGRATIONS, RESPONSE_COLUMNS, SCHEMA_VERSION, Migration
+from runner.store._sql import check_query, query_store, read_only
 from runner.store._store import (
     ControlRow,
     GridRow,
@@ -16,7 +18,6 @@ from runner.store._store import (
     ScoreJob,
     ScoreRow,
     Store,
-    StoreError,
 )
 
 __all__ = [
@@ -35,6 +36,8 @@ __all__ = [
     "ScoreRow",
     "Store",
     "StoreError",
+    "check_query",
+    "query_store",
     "read_only",
     "response_row",
 ]

@@ -21,7 +21,7 @@ import duckdb
 import pyarrow as pa
 
 from conditions import BOX, ensure_same_protocol
-from runner._errors import RunnerError
+from runner.store._errors import StoreError, first_line
 from runner.store._schema import (
     CONTROL_SCHEMA,
     GRID_SCHEMA,
@@ -32,6 +32,7 @@ from runner.store._schema import (
     SCHEMA_VERSION,
     SCORE_SCHEMA,
 )
+from runner.store._sql import check_query, run_query
 
 ResponseRow = tuple[Any, ...]  # in RESPONSE_COLUMNS order
 ScoreRow = tuple[Any, ...]  # in SCORE_SCHEMA order
@@ -42,10 +43,6 @@ _KEY_AT = tuple(RESPONSE_COLUMNS.index(c) for c in KEY)
 _OUTCOME_AT = RESPONSE_COLUMNS.index("outcome")
 _ANSWER_AT = RESPONSE_COLUMNS.index("answer")
 KEY_SCHEMA = pa.schema([RESPONSE_SCHEMA.field(c) for c in KEY])
-
-
-class StoreError(RunnerError):
-    """The experiment file cannot be used as a store."""
 
 
 class Pending(NamedTuple):
@@ -358,6 +355,22 @@ class Store:
         names = [d[0] for d in result.description or []]
         return names, result.fetchall()
 
+    def read(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """A user's query, on this writer's connection: checked to be read-only, and run in
+        a transaction that is rolled back, so nothing it does can stay.
+
+        Raises
+        ------
+        StoreError
+            Not one read-only statement, or the query fails (one line).
+        """
+        check_query(sql)
+        self._con.execute("BEGIN TRANSACTION")
+        try:
+            return run_query(self._con, sql, self.path)
+        finally:
+            self._con.execute("ROLLBACK")
+
     # -- internals --------------------------------------------------------------------------
 
     def _scalar(self, sql: str) -> int:
@@ -411,11 +424,7 @@ def _connect(path: Path, lock_wait_s: float) -> duckdb.DuckDBPyConnection:
             return duckdb.connect(str(path))
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
-                raise StoreError(f"{path}: cannot open the store: {_first_line(exc)}") from None
+                raise StoreError(f"{path}: cannot open the store: {first_line(exc)}") from None
             time.sleep(0.2)
         except duckdb.Error as exc:
-            raise StoreError(f"{path}: not a usable DuckDB file: {_first_line(exc)}") from None
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StoreError(f"{path}: not a usable DuckDB file: {first_line(exc)}") from None

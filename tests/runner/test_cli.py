@@ -177,16 +177,32 @@ def test_run_without_the_key_variable_is_one_line_before_anything_starts(
     assert not (tmp_path / "exp.duckdb").exists()  # nothing was made
 
 
-def test_sql_prints_a_table_and_refuses_to_write(tmp_path: Path, small_cohort: Cohort) -> None:
+def test_sql_prints_a_table_csv_json_and_refuses_to_write(
+    tmp_path: Path, small_cohort: Cohort
+) -> None:
     store = tmp_path / "exp.duckdb"
     write_cohort(store, small_cohort)
+    count = len(small_cohort.questions)
     result = runner.invoke(app, ["sql", str(store), "SELECT count(*) AS n FROM questions"])
     assert result.exit_code == 0, result.output
-    assert f"│ {len(small_cohort.questions)} │" in result.output
-    done = subprocess.run(
-        _groundbench("sql", str(store), "DELETE FROM questions"),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 2
-    assert done.stderr.startswith(f"groundbench: {store}: ") and "read-only" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    assert f"│ {count} │" in result.output
+    as_csv = runner.invoke(app, ["sql", str(store), "SELECT 1 AS a, 'x' AS b", "--format", "csv"])
+    assert as_csv.output == "a,b\n1,x\n"
+    as_json = runner.invoke(app, ["sql", str(store), "SELECT 1 AS a", "--format", "json"])
+    assert as_json.output.strip() == '{"a": 1}'
+    for bad, why in (
+        ("DELETE FROM questions", "not DELETE"),
+        ("SELECT 1; DROP TABLE questions", "one statement at a time"),
+        ("EXPLAIN ANALYZE DELETE FROM questions", "not DELETE"),
+    ):
+        done = subprocess.run(
+            _groundbench("sql", str(store), bad), capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 2, bad
+        assert done.stderr.startswith("groundbench: ") and why in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert runner.invoke(app, ["sql", str(store), "SELECT count(*) FROM questions"]).exit_code == 0
+    assert (
+        f"│ {count} "
+        in runner.invoke(app, ["sql", str(store), "SELECT count(*) FROM questions"]).output
+    )

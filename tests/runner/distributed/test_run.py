@@ -25,11 +25,11 @@ import pytest
 import ray
 
 from conditions import Cohort, DataRoot, ProtocolMismatchError
+from runner._names import NAMESPACE, actor_name, run_tag
 from runner.distributed import RunOptions, RunReport, Scorer, run_experiment
-from runner.distributed._driver import NAMESPACE, actor_name, run_tag
 from runner.experiment import load_experiment
 from runner.simulator import Behaviour, Faults, SimSpec, Simulator
-from runner.store import ScoreJob, read_only
+from runner.store import ScoreJob, StoreError, query_store, read_only
 from tests.runner.distributed.conftest import KEY_ENV, simulator_thread, write_experiment
 
 pytestmark = pytest.mark.slow
@@ -233,6 +233,31 @@ def test_a_killed_backend_actor_is_restarted_and_the_run_completes(
     stored = _query(experiment_store, "SELECT count(*) FROM responses")[0][0]
     paid = sum(sim.stats.statuses.values())
     assert 0 <= paid - stored <= 8  # at most the calls in flight were paid twice
+
+
+def test_sql_answers_during_a_run_through_its_store_and_refuses_writes(
+    local_ray: str,
+    experiment_store: Path,
+    small_root: DataRoot,
+    small_cohort: Cohort,
+    tmp_path: Path,
+) -> None:
+    with _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim):
+        result: list[RunReport] = []
+        runner = threading.Thread(target=lambda: result.append(_run(path)))
+        runner.start()
+        _until(lambda: sim.stats.answered >= 20)
+        try:
+            with pytest.raises(StoreError, match="a run holds the file"):
+                read_only(experiment_store)
+            names, rows = query_store(experiment_store, "SELECT count(*) AS n FROM responses")
+            assert names == ["n"] and rows[0][0] >= 20
+            with pytest.raises(StoreError, match="not DELETE"):
+                query_store(experiment_store, "DELETE FROM responses")
+        finally:
+            runner.join(120)
+    assert result[0].complete
+    _assert_every_key_once(experiment_store)
 
 
 def test_a_driver_killed_mid_run_loses_nothing_and_pays_again_only_for_calls_in_flight(

@@ -20,6 +20,7 @@ from runner.store import (
     Registration,
     Store,
     StoreError,
+    check_query,
     read_only,
 )
 from tests.runner.store.rows import attempt_row
@@ -235,3 +236,92 @@ def test_law_the_table_is_the_fold_of_its_batches(batches: list[list[Event]]) ->
             s.write_responses(rows)
         _, stored = s.query("SELECT qid, attempt, outcome, answer FROM responses")
         assert {(q, a): (o, t) for q, a, o, t in stored} == expected
+
+
+def _score(qid: str, attempt: int, iou: float) -> tuple[object, ...]:
+    return (
+        "cfg",
+        "base",
+        8,
+        qid,
+        attempt,
+        True,
+        iou,
+        iou,
+        iou,
+        iou,
+        0.0,
+        True,
+        iou,
+        True,
+        None,
+        None,
+    )
+
+
+def test_question_scores_lock_the_first_parseable_attempt_of_each_view(store: Store) -> None:
+    store.write_responses(
+        [
+            attempt_row("q1", 0, parseable=False, answer="no list"),
+            attempt_row("q1", 1, parseable=True),
+            attempt_row("q2", 0, parseable=True),  # answered, not scored yet
+        ]
+    )
+    store.write_scores([_score("q1", 1, 0.5)], [])
+    _, rows = store.query(
+        "SELECT qid, view, attempt, settled, parseable, iou, defect FROM question_scores "
+        "WHERE view IN ('iou0', 'iou1', 'iou2') ORDER BY qid, view"
+    )
+    assert rows == [
+        ("q1", "iou0", None, True, False, 0.0, "unparseable"),  # attempt 0 did not parse
+        ("q1", "iou1", 1, True, True, 0.5, None),
+        ("q1", "iou2", 1, True, True, 0.5, None),
+        ("q2", "iou0", 0, False, True, 0.0, None),  # waits for its score
+        ("q2", "iou1", 0, False, True, 0.0, None),
+        ("q2", "iou2", 0, False, True, 0.0, None),
+        ("q3", "iou0", None, False, False, 0.0, "unparseable"),  # nothing yet
+        ("q3", "iou1", None, False, False, 0.0, "unparseable"),
+        ("q3", "iou2", None, False, False, 0.0, "unparseable"),
+    ]
+    _, cells = store.query(
+        "SELECT view, questions, settled, complete, parse_rate, fixed_iou FROM cell_summary "
+        "WHERE view IN ('iou0', 'iou2') ORDER BY view"
+    )
+    assert cells == [("iou0", 3, 1, False, 0.0, 0.0), ("iou2", 3, 1, False, 100.0, 50.0)]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    ["SELECT 1", "WITH a AS (SELECT 1) SELECT * FROM a", "DESCRIBE responses", "SHOW TABLES",
+     "EXPLAIN SELECT 1", "FROM grid", "SUMMARIZE grid"],
+)  # fmt: skip
+def test_queries_are_allowed(sql: str) -> None:
+    check_query(sql)
+
+
+@pytest.mark.parametrize(
+    ("sql", "why"),
+    [
+        ("DELETE FROM grid", "not DELETE"),
+        ("SELECT 1; DROP TABLE grid", "one statement at a time, not 2"),
+        ("EXPLAIN ANALYZE INSERT INTO grid VALUES (1)", "not INSERT"),
+        ("COPY grid TO 'x.csv'", "not COPY"),
+        ("ATTACH 'other.db'", "not ATTACH"),
+        ("SELEC 1", "not valid SQL"),
+        ("", "not 0"),
+    ],
+)
+def test_anything_but_a_query_is_refused(sql: str, why: str) -> None:
+    with pytest.raises(StoreError, match=why):
+        check_query(sql)
+
+
+def test_a_read_on_the_writer_leaves_nothing_behind(store: Store) -> None:
+    names, rows = store.read("SELECT count(*) AS n FROM grid")
+    assert names == ["n"] and rows == [(3,)]
+    with pytest.raises(StoreError, match="not DELETE"):
+        store.read("DELETE FROM grid")
+    with pytest.raises(StoreError, match=r"exp\.duckdb: .*Catalog Error"):
+        store.read("SELECT * FROM no_such_table")
+    store.write_responses([attempt_row("q1")])  # the writer still works after a failed read
+    assert len(store.pending()) == 2
