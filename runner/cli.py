@@ -39,7 +39,7 @@ from runner._errors import ConfigError, RunnerError
 from runner._tables import report_table, summary_tables
 from runner.experiment import load_experiment
 from runner.simulator import SimSpec, Simulator, serving
-from runner.store import query_store
+from runner.store import query_store, read_only
 from scoring import BUDGETS, PHASES, ScoringError, construction_fidelity
 
 app = typer.Typer(
@@ -264,6 +264,43 @@ def sql(
         table.add_row(*("" if v is None else str(v) for v in row))
     console.print(table)
     console.print(f"{len(rows):,} rows")
+
+
+@app.command()
+def report(
+    store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file (after a run).")],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Also write every table as Markdown, CSV and LaTeX, and the figures."),
+    ] = None,
+) -> None:
+    """The paper's Tables 1–5 from a store (incomplete cells marked *), and its figures."""
+    from runner.reports import (
+        FORMATS,
+        SUFFIX,
+        all_tables,
+        load_report_data,
+        render,
+        rich_table,
+        write_figures,
+    )
+
+    with read_only(store) as con:
+        data = load_report_data(con)
+    tables = all_tables(data)
+    for table in tables:
+        console.print(rich_table(table))
+    if out is None:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    for table in tables:
+        for kind in FORMATS:
+            (out / f"{table.name}.{SUFFIX[kind]}").write_text(render(table, kind))
+    figures = write_figures(data, out)
+    console.print(
+        f"wrote {len(tables) * len(FORMATS)} table files and {len(figures)} figures to {out}",
+        soft_wrap=True,
+    )
 
 
 def _echo(line: str) -> None:

@@ -1,0 +1,39 @@
+"""The paper's tables and figures from an experiment's store.
+
+Plain Python over the store's views and the ``scoring`` package: :func:`load_report_data`
+reads the ``iou2`` and best-effort views back as scores, :func:`all_tables` builds Tables 1–5,
+:func:`render` writes one as Markdown, CSV or LaTeX, :func:`write_figures` draws the PNGs.
+"""
+
+from runner.reports._data import Cell, Question, ReportData, ViewScores, load_report_data
+from runner.reports._figures import write_figures
+from runner.reports._render import FORMATS, SUFFIX, render, rich_table
+from runner.reports._tables import (
+    ReportTable,
+    all_tables,
+    table1,
+    table2,
+    table3,
+    table4,
+    table5,
+)
+
+__all__ = [
+    "FORMATS",
+    "SUFFIX",
+    "Cell",
+    "Question",
+    "ReportData",
+    "ReportTable",
+    "ViewScores",
+    "all_tables",
+    "load_report_data",
+    "render",
+    "rich_table",
+    "table1",
+    "table2",
+    "table3",
+    "table4",
+    "table5",
+    "write_figures",
+]

@@ -1,0 +1,140 @@
+"""A store's scores, read back as the ``scoring`` package's values, one view at a time.
+
+Only settled questions carry a score (an unsettled one is still running); a cell with fewer
+settled questions than its grid has is incomplete, and the tables say so rather than average
+what has come in as if it were all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import duckdb
+
+from conditions import BOX
+from scoring import BoxScore, PolygonScore, View
+
+_POLYGON = ("iou", "iou_part", "iou_union", "iou_cont", "iou_distractor", "legal", "legal_iou",
+            "sel", "defect")  # fmt: skip
+
+
+class Cell(NamedTuple):
+    configuration: str
+    condition: str
+    budget: int
+
+
+@dataclass(frozen=True)
+class Question:
+    """What the slices of Table 5 group by."""
+
+    difficulty: str
+    d_bin: str
+    q_bin: str
+    rs_bin: str
+    group: str
+
+
+@dataclass
+class ViewScores:
+    """Every cell's settled questions under one view: ``None`` is no parseable answer."""
+
+    view: View
+    polygons: dict[Cell, dict[str, PolygonScore | None]] = field(default_factory=dict)
+    boxes: dict[Cell, dict[str, BoxScore | None]] = field(default_factory=dict)
+    grid: dict[Cell, int] = field(default_factory=dict)  # questions per cell
+
+    def complete(self, cell: Cell) -> bool:
+        settled = self.boxes.get(cell) if cell.budget == BOX else self.polygons.get(cell)
+        return len(settled or {}) == self.grid.get(cell, 0)
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything the tables and figures read: two views, the questions, ``C_N``."""
+
+    headline: ViewScores  # iou2
+    best_effort: ViewScores
+    questions: dict[str, Question]
+    fidelity: dict[int, float]  # C_N in points
+
+    @property
+    def configurations(self) -> list[str]:
+        return sorted({c.configuration for c in self.headline.grid})
+
+    def conditions_of(self, configuration: str) -> list[str]:
+        return sorted({c.condition for c in self.headline.grid if c.configuration == configuration})
+
+    def budgets_of(self, configuration: str, condition: str = "base") -> list[int]:
+        return sorted(
+            c.budget
+            for c in self.headline.grid
+            if c.configuration == configuration and c.condition == condition and c.budget != BOX
+        )
+
+
+def load_report_data(con: duckdb.DuckDBPyConnection) -> ReportData:
+    """Read the ``iou2`` and best-effort views, the questions and ``C_N`` from a store."""
+    questions = {
+        qid: Question(*rest)
+        for qid, *rest in con.execute(
+            'SELECT qid, difficulty, d_bin, q_bin, rs_bin, "group" FROM questions'
+        ).fetchall()
+    }
+    row = con.execute("SELECT fidelity FROM cohort").fetchone()
+    fidelity = {int(k): float(v) for k, v in json.loads(row[0]).items()} if row else {}
+    controls = _controls(con)
+    return ReportData(
+        headline=_view(con, "iou2", controls),
+        best_effort=_view(con, "best_effort", controls),
+        questions=questions,
+        fidelity=fidelity,
+    )
+
+
+def _view(
+    con: duckdb.DuckDBPyConnection,
+    view: View,
+    controls: dict[tuple[str, str, str, int], dict[int, PolygonScore]],
+) -> ViewScores:
+    out = ViewScores(view)
+    for configuration, condition, budget, count in con.execute(
+        "SELECT configuration, condition, budget, count(*) FROM grid GROUP BY ALL"
+    ).fetchall():
+        out.grid[Cell(configuration, condition, budget)] = count
+    rows = con.execute(
+        f"SELECT configuration, condition, budget, qid, attempt, parseable, box_iou, "
+        f"{', '.join(_POLYGON)} FROM question_scores WHERE view = ? AND settled",
+        [view],
+    ).fetchall()
+    polygons: dict[Cell, dict[str, PolygonScore | None]] = defaultdict(dict)
+    boxes: dict[Cell, dict[str, BoxScore | None]] = defaultdict(dict)
+    for configuration, condition, budget, qid, attempt, parseable, box_iou, *metrics in rows:
+        cell = Cell(configuration, condition, budget)
+        if budget == BOX:
+            control = controls.get((configuration, condition, qid, attempt), {})
+            boxes[cell][qid] = BoxScore(True, box_iou, control) if parseable else None
+        else:
+            polygons[cell][qid] = _polygon(metrics) if parseable else None
+    out.polygons, out.boxes = dict(polygons), dict(boxes)
+    return out
+
+
+def _controls(
+    con: duckdb.DuckDBPyConnection,
+) -> dict[tuple[str, str, str, int], dict[int, PolygonScore]]:
+    out: dict[tuple[str, str, str, int], dict[int, PolygonScore]] = defaultdict(dict)
+    for configuration, condition, qid, attempt, n, parseable, *metrics in con.execute(
+        f"SELECT configuration, condition, qid, attempt, n, parseable, {', '.join(_POLYGON)} "
+        "FROM controls"
+    ).fetchall():
+        out[(configuration, condition, qid, attempt)][n] = _polygon(metrics, parseable)
+    return dict(out)
+
+
+def _polygon(metrics: list[Any], parseable: bool = True) -> PolygonScore:
+    values = dict(zip(_POLYGON, metrics, strict=True))
+    return PolygonScore(parseable=parseable, **values)

@@ -1,0 +1,105 @@
+"""Report tables against hand-computed values on a small hand-made store; renderings; figures."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+
+from conditions import BOX, Cohort, write_cohort
+from runner.reports import (
+    ReportData,
+    all_tables,
+    load_report_data,
+    render,
+    table1,
+    table2,
+    table3,
+    write_figures,
+)
+from runner.store import GridRow, Registration, Store, read_only
+from tests.runner.store.rows import attempt_row
+
+
+def _score(condition: str, budget: int, qid: str, attempt: int, iou: float, legal: bool = True):  # type: ignore[no-untyped-def]
+    return ("cfg", condition, budget, qid, attempt, True, iou, iou, iou, iou, 0.0, legal,
+            iou if legal else 0.0, True, None if legal else "crossing", None)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> ReportData:
+    """base/8: q0 0.5, q1 0.8 (not legal), q2 three unparseable answers, q3 0.6 at attempt 1;
+    base/16: only q0 answered (0.7), the rest still running; no-image/8: q0 0.1, q1 0.2;
+    base/box: q0 and q1 answered, q0 unparseable."""
+    path = tmp_path_factory.mktemp("report") / "exp.duckdb"
+    write_cohort(path, small_cohort)
+    q = [small_cohort.questions[i].qid for i in range(4)]
+    with Store(path) as s:
+        grid = [GridRow("cfg", "base", n, qid, 3) for n in (8, 16, BOX) for qid in q]
+        grid += [GridRow("cfg", "no-image", 8, qid, 3) for qid in q[:2]]
+        s.register([Registration("cfg", "p" * 64, "qwen", "m", 3, "{}")], grid)
+        unparseable = {"parseable": False, "answer": "no list"}
+        s.write_responses(
+            [attempt_row(q[0], budget=8), attempt_row(q[1], budget=8),
+             *(attempt_row(q[2], a, budget=8, **unparseable) for a in range(3)),  # type: ignore[arg-type]
+             attempt_row(q[3], 0, budget=8, **unparseable), attempt_row(q[3], 1, budget=8),  # type: ignore[arg-type]
+             attempt_row(q[0], budget=16),
+             attempt_row(q[0], condition="no-image"), attempt_row(q[1], condition="no-image"),
+             *(attempt_row(q[0], a, budget=BOX, **unparseable) for a in range(3)),  # type: ignore[arg-type]
+             attempt_row(q[1], budget=BOX)]
+        )  # fmt: skip
+        s.write_scores(
+            [_score("base", 8, q[0], 0, 0.5), _score("base", 8, q[1], 0, 0.8, legal=False),
+             _score("base", 8, q[3], 1, 0.6), _score("base", 16, q[0], 0, 0.7),
+             _score("no-image", 8, q[0], 0, 0.1), _score("no-image", 8, q[1], 0, 0.2),
+             ("cfg", "base", BOX, q[1], 0, True, *([None] * 9), 0.75)],
+            [("cfg", "base", q[1], 0, n, True, 0.4, 0.4, 0.4, 0.4, 0.0, True, 0.4, True, None)
+             for n in (8, 16)],
+        )  # fmt: skip
+    with read_only(path) as con:
+        return load_report_data(con)
+
+
+def test_table1_equals_the_hand_computed_cell(data: ReportData) -> None:
+    t = table1(data)
+    rows = {r[1]: dict(zip(t.columns, r, strict=True)) for r in t.rows}
+    n8 = rows["8"]
+    assert n8["Questions"] == "4"
+    assert n8["IoU"] == "47.5 / 63.3"  # (50 + 80 + 0 + 60) / 4; / 3 parseable
+    assert n8["Legal %"] == "50.0 / 66.7"  # q0 and q3 legal, q1 crossing, q2 none
+    assert n8["Legal IoU"] == "27.5 / 36.7"  # (50 + 60) / 4; / 3
+    assert n8["Acc@0.5"] == "75.0 / 100.0"  # three of four at ≥ 0.5
+    assert n8["Acc@0.75"] == "25.0 / 33.3"
+    # The box cell: q1 answered 0.75, q0 three unparseable answers, q2 and q3 not yet.
+    assert n8["Box Acc@0.5"] == "50.0 / 100.0*"
+    assert n8["Box control IoU"] == "20.0*"  # q1's control 0.4 over the 2 settled
+    n16 = rows["16"]
+    assert n16["Questions"] == "1/4*" and n16["IoU"] == "70.0 / 70.0"
+    assert any("incomplete" in note for note in t.notes)
+
+
+def test_contrasts_are_paired_on_the_common_questions(data: ReportData) -> None:
+    (row,) = table2(data).rows
+    assert row[:6] == ("cfg", "no-image", "2", "15.0", "65.0", "-50.0 [-60.0, -40.0]")
+    base, no_image = table3(data).rows
+    assert base[1] == "base" and base[-1] == "—"
+    assert no_image[1:] == ("no-image", "15.0", "—", "-50.0 [-60.0, -40.0]")
+
+
+def test_every_table_renders_as_markdown_csv_and_latex(data: ReportData) -> None:
+    for table in all_tables(data):
+        md = render(table, "markdown")
+        assert md.splitlines()[2].count("|") == len(table.columns) + 1
+        parsed = list(csv.reader(io.StringIO(render(table, "csv"))))
+        assert parsed[0] == list(table.columns) and len(parsed) == len(table.rows) + 1
+        tex = render(table, "latex")
+        assert tex.count(r" \\") == len(table.rows) + 1 and "_" not in tex.replace(r"\_", "")
+
+
+def test_figures_are_written_and_not_empty(data: ReportData, tmp_path: Path) -> None:
+    paths = write_figures(data, tmp_path)
+    assert [p.name for p in paths] == ["iou_by_n.png", "legal_by_n.png", "condition_deltas.png"]
+    for p in paths:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
