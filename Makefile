@@ -1,14 +1,20 @@
-# One command sets up the environment and checks the project: `make test`.
+# Two commands set up the environment and do everything: `make demo` runs the main job on the
+# embedded default, `make test` checks the project.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test lint bench clean
+.PHONY: test demo lint bench clean
 
 test: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# The whole pipeline on the embedded default (synthetic data, simulator, local Ray); a rerun
+# resumes. Everything it makes is under groundbench-demo/.
+demo: $(VENV)/.installed
+	$(BIN)/groundbench demo
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
@@ -34,4 +40,4 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis groundbench-demo

@@ -14,11 +14,12 @@ import math
 import sys
 from importlib.metadata import version
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.live import Live
 from rich.table import Table
 
 from conditions import (
@@ -37,10 +38,14 @@ from conditions import (
 )
 from runner._errors import ConfigError, RunnerError
 from runner._tables import report_table, summary_tables
-from runner.experiment import load_experiment
+from runner.experiment import Experiment, load_experiment
+from runner.monitor import plain_lines, render
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import query_store, read_only
 from scoring import BUDGETS, PHASES, ScoringError, construction_fidelity
+
+if TYPE_CHECKING:
+    from runner.distributed import RunReport
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -216,19 +221,88 @@ def run(
     Running it again resumes: it sends exactly the calls that have no stored answer. Exit
     status 0 when the grid is complete, 3 when calls are left (quota, errors).
     """
+    report = _run_in_view(
+        load_experiment(experiment),
+        experiment,
+        address=address,
+        wait_on_quota=wait_on_quota,
+        quota_waits=quota_waits,
+        progress_every=progress_every,
+    )
+    if not report.complete:
+        raise typer.Exit(code=3)
+
+
+def _run_in_view(
+    experiment: Experiment,
+    where: Path,
+    *,
+    address: str | None = None,
+    wait_on_quota: float | None = None,
+    quota_waits: int = 1,
+    progress_every: float = 5.0,
+) -> RunReport:
+    """Run with the live monitor in front on a terminal, plain progress lines otherwise."""
     from runner.distributed import RunOptions, run_experiment  # Ray loads only for a run
 
     options = RunOptions(
         address=address,
         wait_on_quota_s=wait_on_quota,
         max_quota_waits=quota_waits,
-        progress_every_s=progress_every,
+        progress_every_s=progress_every if not console.is_terminal else min(progress_every, 1.0),
     )
-    report = run_experiment(
-        load_experiment(experiment), options, echo=_echo, experiment_file=experiment
-    )
-    if not report.complete:
+    if not console.is_terminal:
+        return run_experiment(experiment, options, echo=_echo, experiment_file=where)
+    with Live(console=console, refresh_per_second=4, transient=False) as live:
+        return run_experiment(
+            experiment,
+            options,
+            echo=lambda line: live.console.print(line, soft_wrap=True, markup=False),
+            experiment_file=where,
+            show=lambda view: live.update(render(view)),
+        )
+
+
+@app.command()
+def demo(
+    folder: Annotated[Path, typer.Option("--dir", help="Where the demo lives.")] = Path(
+        "groundbench-demo"
+    ),
+    images: Annotated[int, typer.Option(min=20, help="Synthetic images to make.")] = 120,
+    per_source: Annotated[int, typer.Option(min=2, help="Questions per source.")] = 20,
+) -> None:
+    """The whole pipeline on a fresh machine: synthetic data, a cohort, the paper's grid against
+    the built-in simulator on a local Ray, the live monitor, then the tables and figures.
+    Running it again resumes."""
+    from runner.demo import prepare
+
+    path = prepare(folder, images, per_source)
+    console.print(f"experiment {path} (edit it, or run it with `groundbench run`)", soft_wrap=True)
+    result = _run_in_view(load_experiment(path), path, progress_every=2.0)
+    report(path.parent / "demo.duckdb", out=folder / "report")
+    if not result.complete:
         raise typer.Exit(code=3)
+
+
+@app.command()
+def monitor(
+    experiment: Annotated[Path, typer.Argument(help="The experiment file of a running run.")],
+    address: Annotated[
+        str | None, typer.Option(help="Its Ray cluster [default: $RAY_ADDRESS, else auto].")
+    ] = None,
+    every: Annotated[float, typer.Option(min=0.2, help="Seconds between readings.")] = 2.0,
+) -> None:
+    """Attach the live monitor to a run started elsewhere (another terminal, `ray job submit`);
+    it ends when the run does."""
+    from runner.distributed import watch_run
+
+    loaded = load_experiment(experiment)
+    if console.is_terminal:
+        with Live(console=console, refresh_per_second=4) as live:
+            watch_run(loaded, address, every, lambda view: live.update(render(view)))
+    else:
+        watch_run(loaded, address, every, lambda view: _echo("\n".join(plain_lines(view))))
+    console.print("the run has ended", soft_wrap=True)
 
 
 @app.command()

@@ -14,11 +14,11 @@ from runner.distributed._driver import (
     RunReport,
     check_backends,
     ensure_cohort,
-    progress_line,
     run_experiment,
     summary_lines,
 )
 from runner.distributed._scorer import Scorer
+from runner.distributed._watch import read_run, watch_run
 from runner.distributed._worker import BackendWorker, ChunkOutcome, WorkerStats
 
 __all__ = [
@@ -33,7 +33,8 @@ __all__ = [
     "WorkerStats",
     "check_backends",
     "ensure_cohort",
-    "progress_line",
+    "read_run",
     "run_experiment",
     "summary_lines",
+    "watch_run",
 ]

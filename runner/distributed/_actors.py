@@ -26,6 +26,7 @@ from runner.distributed._scorer import Scorer
 from runner.distributed._worker import BackendWorker, ChunkOutcome, WorkerStats
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import (
+    CellProgress,
     ControlRow,
     GridRow,
     Pending,
@@ -92,6 +93,9 @@ class StoreActor:
 
     def progress(self) -> list[Progress]:
         return self._store.progress()
+
+    def cells(self) -> list[CellProgress]:
+        return self._store.cells()
 
     def query(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         """A user's read-only query during the run (``groundbench sql``, the monitor)."""

@@ -47,8 +47,10 @@ from runner.backends import (
 )
 from runner.backends._secrets import key_from_env
 from runner.distributed._actors import RemoteBackend, RemoteScorer, RemoteSimulator, RemoteStore
-from runner.distributed._worker import ChunkOutcome, WorkerStats
+from runner.distributed._watch import read_run
+from runner.distributed._worker import ChunkOutcome
 from runner.experiment import Experiment
+from runner.monitor import Reading, Snapshot, plain_lines, snapshot
 from runner.store import GridRow, Pending, Progress, Registration
 from scoring import ScoringError
 
@@ -59,6 +61,7 @@ MAX_SCORING_ROUNDS = 3
 NAME_WAIT_S = 20.0  # a scorer that dies leaves answers unscored: the driver sends more
 
 Echo = Callable[[str], None]
+Show = Callable[[Snapshot], None]
 
 
 class RunFailed(RunnerError):
@@ -142,8 +145,12 @@ def run_experiment(
     options: RunOptions = RunOptions(),
     echo: Echo = print,
     experiment_file: Path | None = None,
+    show: Show | None = None,
 ) -> RunReport:
     """Run every pending call of ``experiment`` and score the answers; see the module docstring.
+
+    ``show`` receives the live view every ``options.progress_every_s`` (default: its plain
+    lines, through ``echo``); ``echo`` gets the run's messages and its closing summary.
 
     Joins the Ray cluster at ``options.address`` (or ``RAY_ADDRESS``, as under ``ray job
     submit``), else starts a local one; one already initialised in this process is used as is.
@@ -152,11 +159,19 @@ def run_experiment(
     cohort = ensure_cohort(experiment)
     started_ray = _connect(options.address)
     try:
-        run = _Run(experiment, cohort, options, echo, experiment_file)
+        run = _Run(experiment, cohort, options, echo, experiment_file, show or _lines(echo))
         return asyncio.run(run.go())
     finally:
         if started_ray:
             ray.shutdown()
+
+
+def _lines(echo: Echo) -> Show:
+    def show(view: Snapshot) -> None:
+        for line in plain_lines(view):
+            echo(line)
+
+    return show
 
 
 def _connect(address: str | None) -> bool:
@@ -193,7 +208,9 @@ class _Run:
         options: RunOptions,
         echo: Echo,
         experiment_file: Path | None,
+        show: Show,
     ) -> None:
+        self.show = show
         self.experiment = experiment
         self.cohort = cohort
         self.options = options
@@ -432,40 +449,13 @@ class _Run:
     # -- progress ---------------------------------------------------------------------------
 
     async def _watch(self, begun: float) -> None:
-        last: tuple[float, int] | None = None
+        prices = {name: b.prices for name, b in self.experiment.backends.items()}
+        before: Reading | None = None
         while True:
             await asyncio.sleep(self.options.progress_every_s)
-            progress: list[Progress] = await _call(self.store.progress.remote())
-            now = time.monotonic()
-            done = sum(p.complete for p in progress)
-            rate = None if last is None else (done - last[1]) / max(now - last[0], 1e-9)
-            last = (now, done)
-            stats = await asyncio.gather(
-                *(b.handle.stats.remote() for b in self.backends), return_exceptions=True
-            )  # an actor being replaced has none to give this time
-            throttled = sum(s.limiter.throttles for s in stats if isinstance(s, WorkerStats))
-            self.echo(progress_line(progress, now - begun, rate, throttled))
-
-
-def progress_line(
-    progress: Sequence[Progress], elapsed_s: float, rate: float | None, throttled: int = 0
-) -> str:
-    """One plain line: requests complete, errored, scored, the rate, 429s, per configuration."""
-    total = sum(p.requests for p in progress)
-    done = sum(p.complete for p in progress)
-    errored = sum(p.errored for p in progress)
-    scored = sum(p.scored for p in progress)
-    share = 100.0 * done / total if total else 100.0
-    parts = [
-        f"[{elapsed_s:7.1f} s] {done:,}/{total:,} requests complete ({share:.1f}%)",
-        f"{errored:,} errored",
-        f"{scored:,} answers scored",
-    ]
-    if rate is not None:
-        parts.append(f"{rate:,.1f} requests/s")
-    parts.append(f"{throttled:,} throttled (429)")
-    parts.append(" ".join(f"{p.configuration} {p.complete:,}/{p.requests:,}" for p in progress))
-    return " · ".join(parts)
+            now = await read_run(self.store, {b.name: b.handle for b in self.backends})
+            self.show(snapshot(now, before, begun, prices))
+            before = now
 
 
 def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:

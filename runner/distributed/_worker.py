@@ -62,6 +62,9 @@ class WorkerStats:
     errored: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    errors: dict[str, int] = field(default_factory=dict)  # errored attempts by class
+    in_flight: int = 0
+    ceiling: float = 0.0  # the limiter's current ceiling on calls in flight (AIMD)
     limiter: LimiterStats = field(default_factory=LimiterStats)
     quota: str | None = None
 
@@ -178,6 +181,7 @@ class BackendWorker:
             stats.output_tokens += (record.output_tokens or 0) + (record.reasoning_tokens or 0)
         else:
             stats.errored += 1
+            stats.errors[record.outcome] = stats.errors.get(record.outcome, 0) + 1
         await self._batcher.put(response_row(record))
 
     def _stop(self, exc: QuotaExhausted) -> None:
@@ -196,4 +200,6 @@ class BackendWorker:
     def stats(self) -> WorkerStats:
         limiter = next(iter(self._backends.values())).limiter
         self._stats.limiter = limiter.stats
+        self._stats.in_flight = limiter.in_flight
+        self._stats.ceiling = limiter.ceiling
         return self._stats

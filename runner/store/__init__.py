@@ -9,6 +9,7 @@ from runner.store._rows import response_row
 from runner.store._schema import KEY, MIGRATIONS, RESPONSE_COLUMNS, SCHEMA_VERSION, Migration
 from runner.store._sql import check_query, query_store, read_only
 from runner.store._store import (
+    CellProgress,
     ControlRow,
     GridRow,
     Pending,
@@ -25,6 +26,7 @@ __all__ = [
     "MIGRATIONS",
     "RESPONSE_COLUMNS",
     "SCHEMA_VERSION",
+    "CellProgress",
     "ControlRow",
     "GridRow",
     "Migration",

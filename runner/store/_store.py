@@ -105,6 +105,21 @@ class Progress:
         return self.requests - self.complete
 
 
+@dataclass(frozen=True)
+class CellProgress:
+    """One cell of the grid as a run goes: requests by status, live parse rate and fixed IoU."""
+
+    configuration: str
+    condition: str
+    budget: int
+    requests: int
+    complete: int
+    errored: int
+    settled: int | None
+    parse_rate: float | None  # points, over settled questions (None: none yet)
+    fixed_iou: float | None
+
+
 class Store:
     """The run tables of one experiment file, open for writing by this process alone.
 
@@ -348,6 +363,24 @@ class Store:
             """
         ).fetchall()
         return [Progress(r[0], *(int(v) for v in r[1:])) for r in rows]
+
+    def cells(self) -> list[CellProgress]:
+        """Per cell of the grid: requests by status, and the live parse rate and fixed IoU
+        (IoU2, settled questions)."""
+        rows = self._con.execute(
+            """
+            WITH s AS (
+                SELECT configuration, condition, budget, count(*) AS requests,
+                       count(*) FILTER (WHERE status = 'complete') AS complete,
+                       count(*) FILTER (WHERE status = 'errored') AS errored
+                FROM request_status GROUP BY ALL)
+            SELECT s.*, c.settled, c.parse_rate, c.fixed_iou
+            FROM s LEFT JOIN (SELECT * FROM cell_summary WHERE view = 'iou2') c
+                 USING (configuration, condition, budget)
+            ORDER BY configuration, condition, budget
+            """
+        ).fetchall()
+        return [CellProgress(*r) for r in rows]
 
     def query(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         """Column names and rows of ``sql`` (the caller decides what it may run)."""

@@ -97,3 +97,15 @@ def test_an_unknown_condition_is_named(tmp_path: Path) -> None:
 def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read the experiment file"):
         load_experiment(tmp_path / "nope.toml")
+
+
+def test_the_paper_experiment_file_is_the_paper_grid() -> None:
+    from conditions import PAPER_CONFIGURATIONS
+
+    path = Path(__file__).resolve().parents[2] / "ops" / "paper.toml"
+    experiment = load_experiment(path)
+    made = {c.name: experiment.configuration(c, None) for c in experiment.configurations}
+    for paper in PAPER_CONFIGURATIONS:  # the same questions asked the same way
+        mine = made[paper.name]
+        assert mine.output_settings() == paper.output_settings(), paper.name
+        assert mine.conditions == paper.conditions and mine.best_effort == paper.best_effort

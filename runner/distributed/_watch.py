@@ -1,0 +1,91 @@
+"""Reading a run for its live view: the store's progress and cells, each backend's counters."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError
+
+from runner._errors import RunnerError
+from runner._names import NAMESPACE, actor_name, run_tag
+from runner.distributed._worker import WorkerStats
+from runner.experiment import Experiment
+from runner.monitor import Reading, Snapshot, snapshot
+
+
+async def read_run(store: Any, backends: Mapping[str, Any]) -> Reading:
+    """One :class:`Reading` from a run's store actor and backend actors (by backend name).
+
+    A backend actor that cannot answer (being replaced, or already gone) reads as ``None``.
+    """
+    progress, cells = await asyncio.gather(store.progress.remote(), store.cells.remote())
+    names = list(backends)
+    stats = await asyncio.gather(*(_stats(backends[n]) for n in names), return_exceptions=True)
+    return Reading(
+        at=time.monotonic(),
+        progress=progress,
+        cells=cells,
+        backends={
+            n: s if isinstance(s, WorkerStats) else None for n, s in zip(names, stats, strict=True)
+        },
+    )
+
+
+async def _stats(handle: Any) -> WorkerStats | None:
+    if handle is None:
+        return None
+    stats: WorkerStats = await asyncio.wait_for(
+        asyncio.wrap_future(handle.stats.remote().future()), 5.0
+    )
+    return stats
+
+
+def watch_run(
+    experiment: Experiment, address: str | None, every_s: float, show: Callable[[Snapshot], object]
+) -> None:
+    """Show a run started elsewhere every ``every_s`` until it ends.
+
+    Raises
+    ------
+    RunnerError
+        No run of this experiment is going on the Ray cluster reached.
+    """
+    if not ray.is_initialized():
+        ray.init(
+            address=address or os.environ.get("RAY_ADDRESS") or "auto",
+            logging_level=logging.ERROR,
+            log_to_driver=False,
+        )
+    tag = run_tag(experiment.store)
+    store = _actor(actor_name(tag, "store"))
+    if store is None:
+        raise RunnerError(f"{experiment.store}: no run of this experiment is going on this cluster")
+    prices = {name: b.prices for name, b in experiment.backends.items()}
+
+    async def loop() -> None:
+        begun = time.monotonic()
+        before: Reading | None = None
+        while True:
+            backends = {n: _actor(actor_name(tag, f"backend-{n}")) for n in experiment.backends}
+            try:
+                now = await read_run(store, backends)
+            except RayActorError:  # the run ended: its store actor is gone
+                return
+            show(snapshot(now, before, begun, prices))
+            before = now
+            await asyncio.sleep(every_s)
+
+    asyncio.run(loop())
+
+
+def _actor(name: str) -> Any:
+    try:
+        return ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return None

@@ -1,0 +1,198 @@
+"""The live view of a run: what each backend is doing, how far each cell is, when it will end.
+
+Plain Python over what the store and the backend actors report; :class:`Snapshot` is built from
+two consecutive readings (for rates), :func:`render` draws it with rich, :func:`plain_lines`
+writes it as lines for a log when there is no terminal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rich.console import Group, RenderableType
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from runner.experiment import Prices
+from runner.store import CellProgress, Progress
+
+if TYPE_CHECKING:  # the worker's package imports this module for its driver
+    from runner.distributed._worker import WorkerStats
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What was read at one moment: store progress, cells, backend counters."""
+
+    at: float  # monotonic seconds
+    progress: Sequence[Progress]
+    cells: Sequence[CellProgress]
+    backends: Mapping[str, WorkerStats | None]  # None: the actor gave nothing (restarting)
+
+
+@dataclass(frozen=True)
+class BackendView:
+    name: str
+    requests_per_s: float
+    tokens_per_min: float
+    in_flight: int
+    ceiling: float
+    throttled: int  # 429s met (each pauses the backend)
+    transient: int  # attempts that ended in a transient error
+    quota: str | None
+    spend: float  # from the configured prices
+    reachable: bool = True
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    elapsed_s: float
+    backends: tuple[BackendView, ...]
+    cells: tuple[CellProgress, ...]
+    requests: int
+    complete: int
+    errored: int
+    rate: float | None  # requests completed per second since the last reading
+    eta_s: float | None
+    notes: tuple[str, ...] = field(default=())
+
+
+def snapshot(
+    now: Reading, before: Reading | None, begun: float, prices: Mapping[str, Prices]
+) -> Snapshot:
+    """The view at ``now``; rates come from the change since ``before``."""
+    requests = sum(p.requests for p in now.progress)
+    complete = sum(p.complete for p in now.progress)
+    errored = sum(p.errored for p in now.progress)
+    span = (now.at - before.at) if before is not None else 0.0
+    rate = None
+    if before is not None and span > 0:
+        rate = (complete - sum(p.complete for p in before.progress)) / span
+    pending = requests - complete
+    eta = None if rate is None or rate <= 0 else pending / rate
+    if pending == 0:
+        eta = 0.0
+    views = []
+    for name, stats in sorted(now.backends.items()):
+        old = before.backends.get(name) if before is not None else None
+        views.append(_backend_view(name, stats, old, span, prices.get(name, Prices())))
+    return Snapshot(
+        elapsed_s=now.at - begun,
+        backends=tuple(views),
+        cells=tuple(now.cells),
+        requests=requests,
+        complete=complete,
+        errored=errored,
+        rate=rate,
+        eta_s=eta,
+    )
+
+
+def _backend_view(
+    name: str, stats: WorkerStats | None, old: WorkerStats | None, span: float, prices: Prices
+) -> BackendView:
+    if stats is None:
+        return BackendView(name, 0.0, 0.0, 0, 0.0, 0, 0, None, 0.0, reachable=False)
+    per_s = tokens = 0.0
+    if old is not None and span > 0:
+        per_s = (stats.requests - old.requests) / span
+        used = stats.input_tokens + stats.output_tokens - old.input_tokens - old.output_tokens
+        tokens = 60.0 * used / span
+    return BackendView(
+        name=name,
+        requests_per_s=max(per_s, 0.0),
+        tokens_per_min=max(tokens, 0.0),
+        in_flight=stats.in_flight,
+        ceiling=stats.ceiling,
+        throttled=stats.limiter.throttles,
+        transient=stats.errors.get("transient", 0),
+        quota=stats.quota,
+        spend=prices.cost(stats.input_tokens, stats.output_tokens),
+    )
+
+
+def render(view: Snapshot) -> RenderableType:
+    """The run as rich tables: backends, then cells with progress bars, then the totals."""
+    backends = Table(title="Backends", expand=False)
+    for column in ("backend", "req/s", "tokens/min", "in flight", "429s", "transient",
+                   "quota", "spend $"):  # fmt: skip
+        backends.add_column(column, justify="left" if column in ("backend", "quota") else "right")
+    for b in view.backends:
+        quota = "—" if b.quota is None else Text("EXHAUSTED", style="bold red")
+        backends.add_row(
+            b.name if b.reachable else f"{b.name} (restarting)",
+            f"{b.requests_per_s:,.1f}",
+            f"{b.tokens_per_min:,.0f}",
+            f"{b.in_flight}/{b.ceiling:g}",
+            f"{b.throttled:,}",
+            f"{b.transient:,}",
+            quota,
+            f"{b.spend:,.2f}",
+        )
+    cells = Table(title="Cells (IoU2, settled questions)", expand=False)
+    for column in ("configuration", "condition", "N", "progress", "done", "pending", "errored",
+                   "parse %", "fixed IoU"):  # fmt: skip
+        cells.add_column(
+            column, justify="left" if column in ("configuration", "condition") else "right"
+        )
+    for c in view.cells:
+        cells.add_row(
+            c.configuration,
+            c.condition,
+            "box" if c.budget == 0 else str(c.budget),
+            ProgressBar(total=max(c.requests, 1), completed=c.complete, width=20),
+            f"{c.complete:,}",
+            f"{c.requests - c.complete:,}",
+            f"{c.errored:,}",
+            _maybe(c.parse_rate),
+            _maybe(c.fixed_iou),
+        )
+    return Group(backends, cells, Text(summary_line(view)))
+
+
+def summary_line(view: Snapshot) -> str:
+    share = 100.0 * view.complete / view.requests if view.requests else 100.0
+    parts = [
+        f"[{view.elapsed_s:7.1f} s] {view.complete:,}/{view.requests:,} requests complete "
+        f"({share:.1f}%)",
+        f"{view.errored:,} errored",
+    ]
+    if view.rate is not None:
+        parts.append(f"{view.rate:,.1f} requests/s")
+    parts.append(f"ETA {_duration(view.eta_s)}")
+    throttled = sum(b.throttled for b in view.backends)
+    parts.append(f"{throttled:,} throttled (429)")
+    spent = [b.name for b in view.backends if b.quota]
+    if spent:
+        parts.append(f"quota exhausted: {', '.join(spent)}")
+    return " · ".join(parts)
+
+
+def plain_lines(view: Snapshot) -> list[str]:
+    """The snapshot for a log: the summary, then one line per backend."""
+    lines = [summary_line(view)]
+    for b in view.backends:
+        lines.append(
+            f"  {b.name}: {b.requests_per_s:,.1f} req/s, {b.tokens_per_min:,.0f} tokens/min, "
+            f"{b.in_flight}/{b.ceiling:g} in flight, {b.throttled:,} × 429, "
+            f"{b.transient:,} transient, spend ${b.spend:,.2f}"
+            + (f", QUOTA EXHAUSTED ({b.quota})" if b.quota else "")
+        )
+    return lines
+
+
+def _maybe(value: float | None) -> str:
+    return "—" if value is None or math.isnan(value) else f"{value:.1f}"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    seconds = round(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"

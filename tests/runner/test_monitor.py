@@ -1,0 +1,62 @@
+"""The live monitor: rates and ETA from two readings, and what it draws."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from runner.backends import LimiterStats
+from runner.distributed import WorkerStats
+from runner.experiment import Prices
+from runner.monitor import Reading, plain_lines, render, snapshot
+from runner.store import CellProgress, Progress
+
+
+def _progress(complete: int) -> list[Progress]:
+    return [Progress("qwen-max", 1000, complete, 3, 0, 0, 0, 0, 0)]
+
+
+def _cells(complete: int) -> list[CellProgress]:
+    return [
+        CellProgress("qwen-max", "base", 8, 500, complete, 3, complete, 97.5, 61.25),
+        CellProgress("qwen-max", "base", 16, 500, 0, 0, None, None, None),
+    ]
+
+
+def _stats(requests: int, tokens: int, quota: str | None = None) -> WorkerStats:
+    return WorkerStats(
+        requests=requests, input_tokens=tokens, output_tokens=tokens,
+        errors={"transient": 2}, in_flight=7, ceiling=16.0,
+        limiter=LimiterStats(throttles=5), quota=quota,
+    )  # fmt: skip
+
+
+def test_rates_eta_and_spend_come_from_two_readings() -> None:
+    before = Reading(10.0, _progress(100), _cells(100), {"qwen": _stats(120, 50_000), "kimi": None})
+    now = Reading(20.0, _progress(300), _cells(300), {"qwen": _stats(330, 150_000), "kimi": None})
+    view = snapshot(now, before, 0.0, {"qwen": Prices(input_per_mtok=1.0, output_per_mtok=2.0)})
+    assert view.rate == 20.0 and view.eta_s == 35.0  # 700 left at 20 a second
+    qwen = next(b for b in view.backends if b.name == "qwen")
+    assert qwen.requests_per_s == 21.0
+    assert qwen.tokens_per_min == 60 * 200_000 / 10
+    assert qwen.spend == 0.45  # 150k in at $1/M + 150k out at $2/M
+    assert (qwen.in_flight, qwen.ceiling, qwen.throttled, qwen.transient) == (7, 16.0, 5, 2)
+    kimi = next(b for b in view.backends if b.name == "kimi")
+    assert not kimi.reachable
+    assert snapshot(now, None, 0.0, {}).rate is None  # one reading: no rate yet
+
+
+def test_the_view_draws_backends_cells_and_the_totals() -> None:
+    before = Reading(0.0, _progress(100), _cells(100), {"qwen": _stats(0, 0)})
+    now = Reading(10.0, _progress(300), _cells(300), {"qwen": _stats(210, 10, quota="spent")})
+    view = snapshot(now, before, 0.0, {})
+    out = io.StringIO()
+    Console(file=out, width=160, color_system=None).print(render(view))
+    text = out.getvalue()
+    for expected in ("Backends", "qwen", "21.0", "7/16", "EXHAUSTED", "Cells", "base", "61.2",
+                     "97.5", "300/1,000 requests complete", "ETA 0m35s", "━"):  # fmt: skip
+        assert expected in text, expected
+    lines = plain_lines(view)
+    assert lines[0].startswith("[   10.0 s] 300/1,000 requests complete (30.0%)")
+    assert "QUOTA EXHAUSTED (spent)" in lines[1]
