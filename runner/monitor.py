@@ -115,8 +115,15 @@ def _backend_view(
     )
 
 
-def render(view: Snapshot) -> RenderableType:
-    """The run as rich tables: backends, then cells with progress bars, then the totals."""
+MAX_CELLS = 24  # the paper's grid has ~100 cells: a terminal shows the ones moving
+
+
+def render(view: Snapshot, max_cells: int = MAX_CELLS) -> RenderableType:
+    """The run as rich tables: backends, then cells with progress bars, then the totals.
+
+    Cells being worked on come first, then those waiting, then finished ones, ``max_cells`` at
+    most; the rest are counted below the table.
+    """
     backends = Table(title="Backends", expand=False)
     for column in ("backend", "req/s", "tokens/min", "in flight", "429s", "transient",
                    "quota", "spend $"):  # fmt: skip
@@ -133,13 +140,19 @@ def render(view: Snapshot) -> RenderableType:
             quota,
             f"{b.spend:,.2f}",
         )
-    cells = Table(title="Cells (IoU2, settled questions)", expand=False)
+    ordered = sorted(view.cells, key=_cell_order)
+    shown, hidden = ordered[:max_cells], ordered[max_cells:]
+    caption = None
+    if hidden:
+        done = sum(c.complete == c.requests for c in hidden)
+        caption = f"and {len(hidden)} more cells: {done} complete, {len(hidden) - done} waiting"
+    cells = Table(title="Cells (IoU2, settled questions)", caption=caption, expand=False)
     for column in ("configuration", "condition", "N", "progress", "done", "pending", "errored",
                    "parse %", "fixed IoU"):  # fmt: skip
         cells.add_column(
             column, justify="left" if column in ("configuration", "condition") else "right"
         )
-    for c in view.cells:
+    for c in shown:
         cells.add_row(
             c.configuration,
             c.condition,
@@ -152,6 +165,11 @@ def render(view: Snapshot) -> RenderableType:
             _maybe(c.fixed_iou),
         )
     return Group(backends, cells, Text(summary_line(view)))
+
+
+def _cell_order(c: CellProgress) -> tuple[int, str, str, int]:
+    state = 0 if 0 < c.complete < c.requests else 1 if c.complete == 0 else 2
+    return (state, c.configuration, c.condition, c.budget)
 
 
 def summary_line(view: Snapshot) -> str:

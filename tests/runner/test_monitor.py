@@ -57,6 +57,10 @@ def test_the_view_draws_backends_cells_and_the_totals() -> None:
     for expected in ("Backends", "qwen", "21.0", "7/16", "EXHAUSTED", "Cells", "base", "61.2",
                      "97.5", "300/1,000 requests complete", "ETA 0m35s", "━"):  # fmt: skip
         assert expected in text, expected
+    out = io.StringIO()
+    Console(file=out, width=160, color_system=None).print(render(view, max_cells=1))
+    assert "and 1 more cells: 0 complete, 1 waiting" in out.getvalue()  # the moving one shown
+    assert "61.2" in out.getvalue()
     lines = plain_lines(view)
     assert lines[0].startswith("[   10.0 s] 300/1,000 requests complete (30.0%)")
     assert "QUOTA EXHAUSTED (spent)" in lines[1]

@@ -26,8 +26,9 @@ import ray
 
 from conditions import Cohort, DataRoot, ProtocolMismatchError
 from runner._names import NAMESPACE, actor_name, run_tag
-from runner.distributed import RunOptions, RunReport, Scorer, run_experiment
+from runner.distributed import RunOptions, RunReport, Scorer, run_experiment, watch_run
 from runner.experiment import load_experiment
+from runner.monitor import Snapshot
 from runner.simulator import Behaviour, Faults, SimSpec, Simulator
 from runner.store import ScoreJob, StoreError, query_store, read_only
 from tests.runner.distributed.conftest import KEY_ENV, simulator_thread, write_experiment
@@ -258,6 +259,27 @@ def test_sql_answers_during_a_run_through_its_store_and_refuses_writes(
             runner.join(120)
     assert result[0].complete
     _assert_every_key_once(experiment_store)
+
+
+def test_the_monitor_attaches_to_a_run_going_elsewhere_and_ends_with_it(
+    local_ray: str,
+    experiment_store: Path,
+    small_root: DataRoot,
+    small_cohort: Cohort,
+    tmp_path: Path,
+) -> None:
+    with _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim):
+        result: list[RunReport] = []
+        runner = threading.Thread(target=lambda: result.append(_run(path)))
+        runner.start()
+        _until(lambda: sim.stats.answered >= 10)
+        views: list[Snapshot] = []
+        watch_run(load_experiment(path), None, 0.3, views.append)  # returns when the run ends
+        runner.join(120)
+    assert result[0].complete
+    assert len(views) >= 2 and [b.name for b in views[-1].backends] == ["a"]
+    assert views[-1].complete > views[0].complete > 0
+    assert any(c.fixed_iou is not None for c in views[-1].cells)  # scores live during the run
 
 
 def test_a_driver_killed_mid_run_loses_nothing_and_pays_again_only_for_calls_in_flight(
