@@ -360,7 +360,7 @@ def report(
     )
 
     with read_only(store) as con:
-        data = load_report_data(con)
+        data = load_report_data(con, store)
     tables = all_tables(data)
     for table in tables:
         console.print(rich_table(table))

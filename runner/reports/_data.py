@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 import duckdb
 
 from conditions import BOX
+from runner.store import StoreError
+from runner.store._errors import first_line
 from scoring import BoxScore, PolygonScore, View
 
 _POLYGON = ("iou", "iou_part", "iou_union", "iou_cont", "iou_distractor", "legal", "legal_iou",
@@ -76,8 +78,24 @@ class ReportData:
         )
 
 
-def load_report_data(con: duckdb.DuckDBPyConnection) -> ReportData:
-    """Read the ``iou2`` and best-effort views, the questions and ``C_N`` from a store."""
+def load_report_data(con: duckdb.DuckDBPyConnection, where: object = "the store") -> ReportData:
+    """Read the ``iou2`` and best-effort views, the questions and ``C_N`` from a store.
+
+    Raises
+    ------
+    StoreError
+        The store has no run yet, or was last opened by an older groundbench (a run of this
+        one brings its tables up to date).
+    """
+    try:
+        return _load(con)
+    except duckdb.CatalogException as exc:
+        raise StoreError(
+            f"{where}: no run results to report ({first_line(exc)}); run the experiment first"
+        ) from None
+
+
+def _load(con: duckdb.DuckDBPyConnection) -> ReportData:
     questions = {
         qid: Question(*rest)
         for qid, *rest in con.execute(

@@ -19,7 +19,7 @@ from runner.reports import (
     table3,
     write_figures,
 )
-from runner.store import GridRow, Registration, Store, read_only
+from runner.store import GridRow, Registration, Store, StoreError, read_only
 from tests.runner.store.rows import attempt_row
 
 
@@ -103,3 +103,10 @@ def test_figures_are_written_and_not_empty(data: ReportData, tmp_path: Path) -> 
     assert [p.name for p in paths] == ["iou_by_n.png", "legal_by_n.png", "condition_deltas.png"]
     for p in paths:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+
+
+def test_a_store_without_a_run_is_one_clear_line(tmp_path: Path, small_cohort: Cohort) -> None:
+    path = tmp_path / "exp.duckdb"
+    write_cohort(path, small_cohort)  # a cohort, no run yet
+    with read_only(path) as con, pytest.raises(StoreError, match="no run results to report"):
+        load_report_data(con, path)
