@@ -20,10 +20,9 @@ from typing import Any
 import ray
 
 from conditions import Cohort, Configuration, VariantCache
-from runner.backends import ApiKey, provider_named
-from runner.backends._secrets import key_from_env
+from runner.backends import ApiKey, key_from_env, provider_named
 from runner.distributed._scorer import Scorer
-from runner.distributed._worker import BackendWorker, ChunkOutcome, WorkerStats
+from runner.distributed._worker import BackendWorker, ChunkOutcome, KeySource, WorkerStats
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import (
     CellProgress,
@@ -107,7 +106,7 @@ class StoreActor:
             self._opened = None
 
 
-def key_for(simulator_key: str | None) -> Any:
+def key_for(simulator_key: str | None) -> KeySource:
     """How a backend gets its key: the simulator's for a simulated backend (a real key never
     goes to the simulator), else the configured variable of the actor's own environment."""
 

@@ -43,9 +43,9 @@ from runner.backends import (
     HEADLINE_ATTEMPTS,
     ApiKey,
     Backend,
+    key_from_env,
     provider_named,
 )
-from runner.backends._secrets import key_from_env
 from runner.distributed._actors import RemoteBackend, RemoteScorer, RemoteSimulator, RemoteStore
 from runner.distributed._watch import read_run
 from runner.distributed._worker import ChunkOutcome

@@ -301,9 +301,6 @@ class Store:
         self._to_score = deque(ScoreJob(*r) for r in rows)
         return len(self._to_score)
 
-    def queued(self) -> int:
-        return len(self._to_score)
-
     def write_scores(self, scores: Sequence[ScoreRow], controls: Sequence[ControlRow]) -> None:
         """Store score rows (and a box answer's control rows); a key scored twice keeps the
         first, which is the same score: scoring is deterministic."""

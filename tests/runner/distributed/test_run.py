@@ -220,14 +220,13 @@ def test_a_killed_backend_actor_is_restarted_and_the_run_completes(
     small_cohort: Cohort,
     tmp_path: Path,
 ) -> None:
-    with _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim):
-        result: list[RunReport] = []
-        runner = threading.Thread(target=lambda: result.append(_run(path)))
-        runner.start()
+    with (
+        _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim),
+        _in_background(path) as result,
+    ):
         name = actor_name(run_tag(experiment_store), "backend-a")
         _until(lambda: sim.stats.answered >= 40)
         ray.kill(ray.get_actor(name, namespace=NAMESPACE), no_restart=False)
-        runner.join(120)
     (report,) = result
     assert report.complete and report.backends[0].restarts == 1
     _assert_every_key_once(experiment_store)
@@ -243,20 +242,17 @@ def test_sql_answers_during_a_run_through_its_store_and_refuses_writes(
     small_cohort: Cohort,
     tmp_path: Path,
 ) -> None:
-    with _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim):
-        result: list[RunReport] = []
-        runner = threading.Thread(target=lambda: result.append(_run(path)))
-        runner.start()
+    with (
+        _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim),
+        _in_background(path) as result,
+    ):
         _until(lambda: sim.stats.answered >= 20)
-        try:
-            with pytest.raises(StoreError, match="a run holds the file"):
-                read_only(experiment_store)
-            names, rows = query_store(experiment_store, "SELECT count(*) AS n FROM responses")
-            assert names == ["n"] and rows[0][0] >= 20
-            with pytest.raises(StoreError, match="not DELETE"):
-                query_store(experiment_store, "DELETE FROM responses")
-        finally:
-            runner.join(120)
+        with pytest.raises(StoreError, match="a run holds the file"):
+            read_only(experiment_store)
+        names, rows = query_store(experiment_store, "SELECT count(*) AS n FROM responses")
+        assert names == ["n"] and rows[0][0] >= 20
+        with pytest.raises(StoreError, match="not DELETE"):
+            query_store(experiment_store, "DELETE FROM responses")
     assert result[0].complete
     _assert_every_key_once(experiment_store)
 
@@ -268,14 +264,13 @@ def test_the_monitor_attaches_to_a_run_going_elsewhere_and_ends_with_it(
     small_cohort: Cohort,
     tmp_path: Path,
 ) -> None:
-    with _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim):
-        result: list[RunReport] = []
-        runner = threading.Thread(target=lambda: result.append(_run(path)))
-        runner.start()
+    with (
+        _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim),
+        _in_background(path) as result,
+    ):
         _until(lambda: sim.stats.answered >= 10)
         views: list[Snapshot] = []
-        watch_run(load_experiment(path), None, 0.3, views.append)  # returns when the run ends
-        runner.join(120)
+        watch_run(load_experiment(path), None, 0.3, views.append)  # ends with the run
     assert result[0].complete
     assert len(views) >= 2 and [b.name for b in views[-1].backends] == ["a"]
     assert views[-1].complete > views[0].complete > 0
@@ -329,6 +324,18 @@ def _slow_run(
             [{"name": "qa", "backend": "a", "conditions": ["base", "no-image"]}],
         )  # fmt: skip
         yield path, sim
+
+
+@contextmanager
+def _in_background(path: Path) -> Iterator[list[RunReport]]:
+    """The run of ``path`` in a thread; its report lands in the yielded list by the exit."""
+    result: list[RunReport] = []
+    runner = threading.Thread(target=lambda: result.append(_run(path)))
+    runner.start()
+    try:
+        yield result
+    finally:
+        runner.join(120)
 
 
 def _until(condition: Callable[[], bool], timeout_s: float = 90.0) -> None:
