@@ -35,11 +35,16 @@ from runner.store import (
     ScoreJob,
     ScoreRow,
     Store,
+    StoreError,
 )
 
 SCORE_BATCH = 512  # answers a scorer takes at most at once
 SMALL_BATCH = 64  # fewer than this: wait a little before asking again, so batches grow
 IDLE_POLL_S = 0.05  # how long a scorer with little to do waits before asking again
+
+
+class StoreClosed(StoreError):
+    """The run's store actor is not serving (its run has ended)."""
 
 
 class StoreActor:
@@ -58,7 +63,9 @@ class StoreActor:
     @property
     def _store(self) -> Store:
         if self._opened is None:
-            raise RuntimeError("the store actor was not opened")
+            # Not yet opened, or closed as its run ends: a watcher or a query that comes
+            # in between is told the run is over (the file is free to open read-only).
+            raise StoreClosed(f"{self._path}: the run's store is closed")
         return self._opened
 
     def register(self, configurations: Sequence[Registration], grid: Sequence[GridRow]) -> None:

@@ -10,10 +10,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError
+from ray.exceptions import RayActorError, RayTaskError
 
 from runner._errors import RunnerError
 from runner._names import NAMESPACE, actor_name, run_tag
+from runner.distributed._actors import StoreClosed
 from runner.distributed._worker import WorkerStats
 from runner.experiment import Experiment
 from runner.monitor import Reading, Snapshot, snapshot
@@ -75,8 +76,12 @@ def watch_run(
             backends = {n: _actor(actor_name(tag, f"backend-{n}")) for n in experiment.backends}
             try:
                 now = await read_run(store, backends)
-            except RayActorError:  # the run ended: its store actor is gone
+            except (RayActorError, StoreClosed):  # the run ended: its store is closed or gone
                 return
+            except RayTaskError as exc:
+                if isinstance(exc.cause, StoreClosed):
+                    return
+                raise
             show(snapshot(now, before, begun, prices))
             before = now
             await asyncio.sleep(every_s)
