@@ -30,6 +30,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks.store_write
 	$(BIN)/python -m benchmarks.resume_scan
 	$(BIN)/python -m benchmarks.end_to_end
+	$(BIN)/python -m benchmarks.paper_grid
 
 # The stamp is rebuilt whenever pyproject.toml changes, so a new dependency is installed
 # by the next `make test` without deleting the environment by hand.

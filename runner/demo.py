@@ -9,6 +9,7 @@ in one folder; running it again resumes the run instead of starting over.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from conditions import PAPER_CONFIGURATIONS, SynthSpec, generate_synthetic
@@ -19,8 +20,11 @@ STORE = "demo.duckdb"
 # Each paper configuration on its own simulated backend; Qwen runs the whole grid, so it gets
 # the higher limit. The simulator adds latency and a little server trouble, so the monitor has
 # something to show and the retries something to do.
-_LIMITS = {"qwen-max": 12000, "doubao": 3000, "kimi": 3000, "gemini-high": 3000}
-_SIMULATOR = {"seed": 0, "faults": {"server_error": 0.01, "latency_s": [0.05, 0.3]}}
+_LIMITS: Mapping[str, int] = {"qwen-max": 12000, "doubao": 3000, "kimi": 3000, "gemini-high": 3000}
+_SIMULATOR: Mapping[str, object] = {
+    "seed": 0,
+    "faults": {"server_error": 0.01, "latency_s": [0.05, 0.3]},
+}
 
 
 def prepare(folder: Path, images: int, per_source: int, seed: int = 0) -> Path:
@@ -35,12 +39,23 @@ def prepare(folder: Path, images: int, per_source: int, seed: int = 0) -> Path:
     return experiment
 
 
-def experiment_text(per_source: int) -> str:
-    """The demo's experiment file: the paper's configurations against the simulator."""
+def experiment_text(
+    per_source: int,
+    *,
+    store: str = STORE,
+    limits: Mapping[str, int] = _LIMITS,
+    concurrency: int = 32,
+    simulator: Mapping[str, object] = _SIMULATOR,
+) -> str:
+    """The demo's experiment file: the paper's configurations against the simulator.
+
+    ``limits`` (requests per minute per configuration), ``concurrency`` and the simulator's
+    spec are the demo's unless given (the paper-sized benchmark runs the same grid flat out).
+    """
     lines = [
         "# groundbench demo: the paper's configurations against the built-in simulator.",
         "# Point base_url at a provider (and set its key variable) to run the real thing.",
-        f'store = "{STORE}"',
+        f'store = "{store}"',
         'images = "data/images/train2014"',
         "",
         "[cohort]",
@@ -48,7 +63,7 @@ def experiment_text(per_source: int) -> str:
         f"per_source = {per_source}",
         f"matched = {per_source}",
         "",
-        f"[simulator]\n{_inline_fields(_SIMULATOR)}",
+        f"[simulator]\n{_inline_fields(simulator)}",
     ]
     for c in PAPER_CONFIGURATIONS:
         lines += [
@@ -57,8 +72,8 @@ def experiment_text(per_source: int) -> str:
             f'provider = "{c.provider}"',
             f'model = "{c.model}"',
             'base_url = "simulator"',
-            f"requests_per_minute = {_LIMITS.get(c.name, 3000)}",
-            "max_concurrency = 32",
+            f"requests_per_minute = {limits.get(c.name, 3000)}",
+            f"max_concurrency = {concurrency}",
         ]
     for c in PAPER_CONFIGURATIONS:
         lines += [
@@ -82,5 +97,5 @@ def _inline(value: object) -> str:
     return json.dumps(value)
 
 
-def _inline_fields(table: dict[str, object]) -> str:
+def _inline_fields(table: Mapping[str, object]) -> str:
     return "\n".join(f"{k} = {_inline(v)}" for k, v in table.items())
