@@ -278,8 +278,9 @@ def demo(
 
     path = prepare(folder, images, per_source)
     console.print(f"experiment {path} (edit it, or run it with `groundbench run`)", soft_wrap=True)
-    result = _run_in_view(load_experiment(path), path, progress_every=2.0)
-    report(path.parent / "demo.duckdb", out=folder / "report")
+    experiment = load_experiment(path)
+    result = _run_in_view(experiment, path, progress_every=2.0)
+    report(experiment.store, out=folder / "report")
     if not result.complete:
         raise typer.Exit(code=3)
 

@@ -225,6 +225,7 @@ class _Run:
         self.simulator: Any = None
         self.backends: list[_BackendRun] = []
         self.scorers: list[Any] = []
+        self._last_reading: Reading | None = None
 
     async def go(self) -> RunReport:
         begun = time.monotonic()
@@ -269,6 +270,7 @@ class _Run:
             unscored = await self._score_to_the_end(scoring, cohort_ref)
         finally:
             watcher.cancel()
+        await self._show(begun)  # the view's last frame: the run as it ends
         progress = tuple(await _call(self.store.progress.remote()))
         calls = await _call(self.simulator.calls.remote()) if self.simulator is not None else None
         report = RunReport(
@@ -449,13 +451,15 @@ class _Run:
     # -- progress ---------------------------------------------------------------------------
 
     async def _watch(self, begun: float) -> None:
-        prices = {name: b.prices for name, b in self.experiment.backends.items()}
-        before: Reading | None = None
         while True:
             await asyncio.sleep(self.options.progress_every_s)
-            now = await read_run(self.store, {b.name: b.handle for b in self.backends})
-            self.show(snapshot(now, before, begun, prices))
-            before = now
+            await self._show(begun)
+
+    async def _show(self, begun: float) -> None:
+        prices = {name: b.prices for name, b in self.experiment.backends.items()}
+        now = await read_run(self.store, {b.name: b.handle for b in self.backends})
+        self.show(snapshot(now, self._last_reading, begun, prices))
+        self._last_reading = now
 
 
 def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
