@@ -251,16 +251,25 @@ def _run_in_view(
         max_quota_waits=quota_waits,
         progress_every_s=progress_every if not console.is_terminal else min(progress_every, 1.0),
     )
-    if not console.is_terminal:
-        return run_experiment(experiment, options, echo=_echo, experiment_file=where)
-    with Live(console=console, refresh_per_second=4, transient=False) as live:
-        return run_experiment(
-            experiment,
-            options,
-            echo=lambda line: live.console.print(line, soft_wrap=True, markup=False),
-            experiment_file=where,
-            show=lambda view: live.update(render(view)),
+    try:
+        if not console.is_terminal:
+            return run_experiment(experiment, options, echo=_echo, experiment_file=where)
+        with Live(console=console, refresh_per_second=4, transient=False) as live:
+            return run_experiment(
+                experiment,
+                options,
+                echo=lambda line: live.console.print(line, soft_wrap=True, markup=False),
+                experiment_file=where,
+                show=lambda view: live.update(render(view)),
+            )
+    except KeyboardInterrupt:
+        # Every attempt is stored before its worker sends again: nothing stored is lost.
+        typer.echo(
+            f"groundbench: interrupted; everything stored is kept: run `groundbench run {where}` "
+            "again to resume",
+            err=True,
         )
+        raise typer.Exit(code=130) from None
 
 
 @app.command()

@@ -398,6 +398,19 @@ class _Run:
         """
         chunks = [list(calls[i : i + CHUNK]) for i in range(0, len(calls), CHUNK)]
         running: dict[asyncio.Future[ChunkOutcome], list[Pending]] = {}
+        try:
+            return await self._feed_chunks(backend, chunks, running)
+        except BaseException:
+            for future in running:  # interrupted: nobody will read these any more
+                future.cancel()
+            raise
+
+    async def _feed_chunks(
+        self,
+        backend: _BackendRun,
+        chunks: list[list[Pending]],
+        running: dict[asyncio.Future[ChunkOutcome], list[Pending]],
+    ) -> str | None:
         quota: str | None = None
         died = False
         while chunks or running:

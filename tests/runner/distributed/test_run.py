@@ -285,12 +285,7 @@ def test_a_driver_killed_mid_run_loses_nothing_and_pays_again_only_for_calls_in_
     tmp_path: Path,
 ) -> None:
     with _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim):
-        driver = subprocess.Popen(
-            [sys.executable, "-c", "from runner.cli import main; main()", "run", str(path),
-             "--address", local_ray, "--progress-every", "0.3"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
-        )  # fmt: skip
+        driver = _driver(path, local_ray, tmp_path)
         _until(lambda: sim.stats.answered >= 40 or driver.poll() is not None)
         driver.send_signal(signal.SIGKILL)
         output = driver.communicate(timeout=30)[0]
@@ -342,6 +337,38 @@ def _until(condition: Callable[[], bool], timeout_s: float = 90.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition() and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def test_ctrl_c_ends_a_run_in_one_line_and_the_rerun_completes(
+    local_ray: str,
+    experiment_store: Path,
+    small_root: DataRoot,
+    small_cohort: Cohort,
+    tmp_path: Path,
+) -> None:
+    with _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim):
+        driver = _driver(path, local_ray, tmp_path)
+        _until(lambda: sim.stats.answered >= 20 or driver.poll() is not None)
+        driver.send_signal(signal.SIGINT)
+        output = driver.communicate(timeout=60)[0]
+        assert driver.returncode == 130, output
+        assert output.strip().splitlines()[-1] == (
+            f"groundbench: interrupted; everything stored is kept: run `groundbench run {path}` "
+            "again to resume"
+        )
+        assert len(_stored_after_kill(experiment_store)) >= 10
+        assert _run(path).complete
+        _assert_every_key_once(experiment_store)
+
+
+def _driver(path: Path, address: str, cwd: Path) -> subprocess.Popen[str]:
+    """``groundbench run`` in a process of its own, joining the test's Ray."""
+    return subprocess.Popen(
+        [sys.executable, "-c", "from runner.cli import main; main()", "run", str(path),
+         "--address", address, "--progress-every", "0.3"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
+    )  # fmt: skip
 
 
 def _stored_after_kill(store: Path) -> dict[object, object]:
