@@ -110,10 +110,11 @@ def ensure_cohort(experiment: Experiment) -> Cohort:
     Raises
     ------
     ConfigError
-        The store holds no cohort and the experiment says nowhere to build one from.
+        The store holds no cohort and the experiment says nowhere to build one from, or it
+        holds a cohort drawn otherwise than ``[cohort]`` now asks (one store, one cohort).
     """
+    section = experiment.cohort
     if stored_cohort_hash(experiment.store) is None:
-        section = experiment.cohort
         if section.root is None:
             raise ConfigError(
                 f"{experiment.store}: holds no cohort, and the experiment has no [cohort] root "
@@ -122,7 +123,16 @@ def ensure_cohort(experiment: Experiment) -> Cohort:
         cohort = build_cohort(DataRoot.at(section.root, section.images), section.spec())
         write_cohort(experiment.store, cohort)
         return cohort
-    return load_cohort(experiment.store)
+    cohort = load_cohort(experiment.store)
+    if section.root is not None and section.spec() != cohort.spec:
+        asked, held = section.spec(), cohort.spec
+        raise ConfigError(
+            f"{experiment.store}: holds a cohort drawn with seed {held.seed}, {held.per_source} "
+            f"per source, {held.matched} matched; [cohort] asks for seed {asked.seed}, "
+            f"{asked.per_source} per source, {asked.matched} matched. One store holds one "
+            "cohort: use a new store for another"
+        )
+    return cohort
 
 
 def check_backends(experiment: Experiment) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conditions import CONDITION_NAMES
+from conditions import CONDITION_NAMES, DataRoot
 from runner._errors import ConfigError
 from runner.experiment import load_experiment
 
@@ -109,3 +109,23 @@ def test_the_paper_experiment_file_is_the_paper_grid() -> None:
         mine = made[paper.name]
         assert mine.output_settings() == paper.output_settings(), paper.name
         assert mine.conditions == paper.conditions and mine.best_effort == paper.best_effort
+
+
+def test_a_store_keeps_its_cohort_and_refuses_another_spec(
+    tmp_path: Path, small_root: DataRoot
+) -> None:
+    from runner.distributed import ensure_cohort
+
+    text = (
+        f'store = "exp.duckdb"\nimages = "{small_root.images}"\n'
+        f'[cohort]\nroot = "{small_root.root}"\nper_source = 4\nmatched = 4\n'
+        '[backends.q]\nprovider = "qwen"\nmodel = "m"\n'
+        '[[configurations]]\nname = "q"\nbackend = "q"\n'
+    )
+    path = _file(tmp_path, text)
+    built = ensure_cohort(load_experiment(path))  # drawn into the store on the first run
+    assert len(built.questions) == 12
+    assert ensure_cohort(load_experiment(path)).hash == built.hash  # then read back
+    path.write_text(text.replace("per_source = 4", "per_source = 5"))
+    with pytest.raises(ConfigError, match=r"4 per source.*asks for .* 5 per source.*new store"):
+        ensure_cohort(load_experiment(path))
