@@ -8,6 +8,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,28 @@ def experiment_store(tmp_path: Path, small_cohort: Cohort) -> Path:
     path = tmp_path / "exp.duckdb"
     write_cohort(path, small_cohort)
     return path
+
+
+@dataclass(frozen=True)
+class RunSetup:
+    """What a run test needs: the session's Ray, a store holding the small cohort, its data."""
+
+    ray_address: str
+    store: Path
+    root: DataRoot
+    cohort: Cohort
+    tmp: Path
+
+
+@pytest.fixture
+def run(
+    local_ray: str,
+    experiment_store: Path,
+    small_root: DataRoot,
+    small_cohort: Cohort,
+    tmp_path: Path,
+) -> RunSetup:
+    return RunSetup(local_ray, experiment_store, small_root, small_cohort, tmp_path)
 
 
 @contextmanager

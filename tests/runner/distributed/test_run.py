@@ -24,14 +24,19 @@ import duckdb
 import pytest
 import ray
 
-from conditions import Cohort, DataRoot, ProtocolMismatchError
+from conditions import ProtocolMismatchError
 from runner._names import NAMESPACE, actor_name, run_tag
 from runner.distributed import RunOptions, RunReport, Scorer, run_experiment, watch_run
 from runner.experiment import load_experiment
 from runner.monitor import Snapshot
 from runner.simulator import Behaviour, Faults, SimSpec, Simulator
 from runner.store import ScoreJob, StoreError, query_store, read_only
-from tests.runner.distributed.conftest import KEY_ENV, simulator_thread, write_experiment
+from tests.runner.distributed.conftest import (
+    KEY_ENV,
+    RunSetup,
+    simulator_thread,
+    write_experiment,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -74,18 +79,12 @@ def _assert_every_key_once(store: Path) -> None:
     assert orphans == [(0,)]
 
 
-def test_a_small_grid_completes_once_with_live_scores_equal_to_offline(
-    local_ray: str,
-    experiment_store: Path,
-    small_root: DataRoot,
-    small_cohort: Cohort,
-    tmp_path: Path,
-) -> None:
+def test_a_small_grid_completes_once_with_live_scores_equal_to_offline(run: RunSetup) -> None:
     sim = {"base_url": "simulator", **FAST}
     path = write_experiment(
-        tmp_path / "exp.toml",
-        experiment_store,
-        small_root,
+        run.tmp / "exp.toml",
+        run.store,
+        run.root,
         {
             "qwen": {"provider": "qwen", "model": "qwen3-vl-plus", **sim},
             "gemini": {"provider": "gemini", "model": "gemini-3-pro-preview", **sim},
@@ -100,30 +99,28 @@ def test_a_small_grid_completes_once_with_live_scores_equal_to_offline(
     report = _run(path, lines)
     assert report.complete and report.unscored == 0
     assert any("requests complete" in line and "throttled (429)" in line for line in lines)
-    _assert_every_key_once(experiment_store)
+    _assert_every_key_once(run.store)
     attempts = dict(
-        _query(experiment_store, "SELECT configuration, max(attempt) FROM responses GROUP BY ALL")
+        _query(run.store, "SELECT configuration, max(attempt) FROM responses GROUP BY ALL")
     )
     assert attempts["qwen-max"] <= 2 and attempts["gemini-high"] <= 3
-    assert (
-        report.simulator_calls == _query(experiment_store, "SELECT count(*) FROM responses")[0][0]
-    )
+    assert report.simulator_calls == _query(run.store, "SELECT count(*) FROM responses")[0][0]
 
     # Live scores are the scores of the stored answers, computed again offline.
     answers = _query(
-        experiment_store,
+        run.store,
         "SELECT configuration, condition, budget, qid, attempt, answer FROM responses "
         "WHERE outcome = 'answer' ORDER BY ALL",
     )
-    offline, _ = Scorer(small_cohort).score(ScoreJob(*a) for a in answers)
+    offline, _ = Scorer(run.cohort).score(ScoreJob(*a) for a in answers)
     live = _query(
-        experiment_store,
+        run.store,
         "SELECT * FROM scores ORDER BY configuration, condition, budget, qid, attempt",
     )
     assert live == sorted(offline, key=lambda r: r[:5])
-    controls = _query(experiment_store, "SELECT count(*) FROM controls")[0][0]
+    controls = _query(run.store, "SELECT count(*) FROM controls")[0][0]
     boxes = _query(
-        experiment_store, "SELECT count(*) FROM responses WHERE budget = 0 AND outcome = 'answer'"
+        run.store, "SELECT count(*) FROM responses WHERE budget = 0 AND outcome = 'answer'"
     )[0][0]
     assert controls == 5 * boxes > 0
 
@@ -135,21 +132,15 @@ def test_a_small_grid_completes_once_with_live_scores_equal_to_offline(
     path.write_text(path.read_text().replace('"qwen3-vl-plus"', '"qwen3-vl-max"'))
     with pytest.raises(ProtocolMismatchError, match=r"configuration qwen-max.*must not be mixed"):
         _run(path)
-    assert _query(experiment_store, "SELECT count(*) FROM configurations") == [(2,)]
-    _assert_every_key_once(experiment_store)
+    assert _query(run.store, "SELECT count(*) FROM configurations") == [(2,)]
+    _assert_every_key_once(run.store)
 
 
-def test_waiting_on_quota_tries_again_and_stores_every_call(
-    local_ray: str,
-    experiment_store: Path,
-    small_root: DataRoot,
-    small_cohort: Cohort,
-    tmp_path: Path,
-) -> None:
+def test_waiting_on_quota_tries_again_and_stores_every_call(run: RunSetup) -> None:
     spent = SimSpec(behaviour=CLEAN, faults=Faults(quota_after=30))
-    with simulator_thread(small_cohort, small_root, tmp_path / "v", spent) as (url, sim):
+    with simulator_thread(run.cohort, run.root, run.tmp / "v", spent) as (url, sim):
         path = write_experiment(
-            tmp_path / "exp.toml", experiment_store, small_root, {"a": _at(url)},
+            run.tmp / "exp.toml", run.store, run.root, {"a": _at(url)},
             [{"name": "qa", "backend": "a"}],
         )  # fmt: skip
         lines: list[str] = []
@@ -161,25 +152,19 @@ def test_waiting_on_quota_tries_again_and_stores_every_call(
     calls = sim.stats.admitted_at
     # A pause of the wait between two calls: calls were made again after it.
     assert max(b - a for a, b in itertools.pairwise(calls)) >= 0.2
-    rows = dict(_query(experiment_store, "SELECT outcome, count(*) FROM responses GROUP BY ALL"))
+    rows = dict(_query(run.store, "SELECT outcome, count(*) FROM responses GROUP BY ALL"))
     assert rows["answer"] == 30  # every answer paid for is stored
     # The quota errors of the second try replace those of the first for the same attempts: an
     # error holds its attempt only until something newer comes.
     assert 1 <= rows["quota"] <= sim.stats.faults["quota"]
 
 
-def test_quota_stops_one_backend_and_a_rerun_sends_exactly_the_missing_keys(
-    local_ray: str,
-    experiment_store: Path,
-    small_root: DataRoot,
-    small_cohort: Cohort,
-    tmp_path: Path,
-) -> None:
+def test_quota_stops_one_backend_and_a_rerun_sends_exactly_the_missing_keys(run: RunSetup) -> None:
     def experiment(url_a: str, url_b: str) -> Path:
         return write_experiment(
-            tmp_path / "exp.toml",
-            experiment_store,
-            small_root,
+            run.tmp / "exp.toml",
+            run.store,
+            run.root,
             {"a": _at(url_a), "b": _at(url_b, "kimi", "kimi-k2.6")},
             [{"name": "qa", "backend": "a"}, {"name": "kb", "backend": "b"}],
         )
@@ -187,8 +172,8 @@ def test_quota_stops_one_backend_and_a_rerun_sends_exactly_the_missing_keys(
     spent = SimSpec(behaviour=CLEAN, faults=Faults(quota_after=40))
     clean = SimSpec(behaviour=CLEAN)
     with (
-        simulator_thread(small_cohort, small_root, tmp_path / "va", spent) as (url_a, sim_a),
-        simulator_thread(small_cohort, small_root, tmp_path / "vb", clean) as (url_b, sim_b),
+        simulator_thread(run.cohort, run.root, run.tmp / "va", spent) as (url_a, sim_a),
+        simulator_thread(run.cohort, run.root, run.tmp / "vb", clean) as (url_b, sim_b),
     ):
         lines: list[str] = []
         first = _run(experiment(url_a, url_b), lines)
@@ -203,69 +188,51 @@ def test_quota_stops_one_backend_and_a_rerun_sends_exactly_the_missing_keys(
     missing = by_config["qa"].pending
 
     with (
-        simulator_thread(small_cohort, small_root, tmp_path / "va", clean) as (url_a, sim_a),
-        simulator_thread(small_cohort, small_root, tmp_path / "vb", clean) as (url_b, sim_b),
+        simulator_thread(run.cohort, run.root, run.tmp / "va", clean) as (url_a, sim_a),
+        simulator_thread(run.cohort, run.root, run.tmp / "vb", clean) as (url_b, sim_b),
     ):
         second = _run(experiment(url_a, url_b))
     assert second.complete
     assert sum(sim_a.stats.statuses.values()) == missing  # exactly the missing keys
     assert sum(sim_b.stats.statuses.values()) == 0
-    _assert_every_key_once(experiment_store)
+    _assert_every_key_once(run.store)
 
 
-def test_a_killed_backend_actor_is_restarted_and_the_run_completes(
-    local_ray: str,
-    experiment_store: Path,
-    small_root: DataRoot,
-    small_cohort: Cohort,
-    tmp_path: Path,
-) -> None:
+def test_a_killed_backend_actor_is_restarted_and_the_run_completes(run: RunSetup) -> None:
     with (
-        _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim),
+        _slow_run(run) as (path, sim),
         _in_background(path) as result,
     ):
-        name = actor_name(run_tag(experiment_store), "backend-a")
+        name = actor_name(run_tag(run.store), "backend-a")
         _until(lambda: sim.stats.answered >= 40)
         ray.kill(ray.get_actor(name, namespace=NAMESPACE), no_restart=False)
     (report,) = result
     assert report.complete and report.backends[0].restarts == 1
-    _assert_every_key_once(experiment_store)
-    stored = _query(experiment_store, "SELECT count(*) FROM responses")[0][0]
+    _assert_every_key_once(run.store)
+    stored = _query(run.store, "SELECT count(*) FROM responses")[0][0]
     paid = sum(sim.stats.statuses.values())
     assert 0 <= paid - stored <= 8  # at most the calls in flight were paid twice
 
 
-def test_sql_answers_during_a_run_through_its_store_and_refuses_writes(
-    local_ray: str,
-    experiment_store: Path,
-    small_root: DataRoot,
-    small_cohort: Cohort,
-    tmp_path: Path,
-) -> None:
+def test_sql_answers_during_a_run_through_its_store_and_refuses_writes(run: RunSetup) -> None:
     with (
-        _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim),
+        _slow_run(run) as (path, sim),
         _in_background(path) as result,
     ):
         _until(lambda: sim.stats.answered >= 20)
         with pytest.raises(StoreError, match="a run holds the file"):
-            read_only(experiment_store)
-        names, rows = query_store(experiment_store, "SELECT count(*) AS n FROM responses")
+            read_only(run.store)
+        names, rows = query_store(run.store, "SELECT count(*) AS n FROM responses")
         assert names == ["n"] and rows[0][0] >= 20
         with pytest.raises(StoreError, match="not DELETE"):
-            query_store(experiment_store, "DELETE FROM responses")
+            query_store(run.store, "DELETE FROM responses")
     assert result[0].complete
-    _assert_every_key_once(experiment_store)
+    _assert_every_key_once(run.store)
 
 
-def test_the_monitor_attaches_to_a_run_going_elsewhere_and_ends_with_it(
-    local_ray: str,
-    experiment_store: Path,
-    small_root: DataRoot,
-    small_cohort: Cohort,
-    tmp_path: Path,
-) -> None:
+def test_the_monitor_attaches_to_a_run_going_elsewhere_and_ends_with_it(run: RunSetup) -> None:
     with (
-        _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim),
+        _slow_run(run) as (path, sim),
         _in_background(path) as result,
     ):
         _until(lambda: sim.stats.answered >= 10)
@@ -278,44 +245,38 @@ def test_the_monitor_attaches_to_a_run_going_elsewhere_and_ends_with_it(
 
 
 def test_a_driver_killed_mid_run_loses_nothing_and_pays_again_only_for_calls_in_flight(
-    local_ray: str,
-    experiment_store: Path,
-    small_root: DataRoot,
-    small_cohort: Cohort,
-    tmp_path: Path,
+    run: RunSetup,
 ) -> None:
-    with _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim):
-        driver = _driver(path, local_ray, tmp_path)
+    with _slow_run(run) as (path, sim):
+        driver = _driver(path, run.ray_address, run.tmp)
         _until(lambda: sim.stats.answered >= 40 or driver.poll() is not None)
         driver.send_signal(signal.SIGKILL)
         output = driver.communicate(timeout=30)[0]
         assert driver.returncode == -signal.SIGKILL, output
-        kept = _stored_after_kill(experiment_store)
+        kept = _stored_after_kill(run.store)
         assert len(kept) >= 20  # the kill came mid-run, with answers stored
 
         report = _run(path)
         assert report.complete
         final = dict(
             _query(
-                experiment_store,
+                run.store,
                 "SELECT (configuration, condition, budget, qid, attempt), answer FROM responses",
             )
         )
         assert all(final[k] == answer for k, answer in kept.items())  # nothing stored was lost
-        _assert_every_key_once(experiment_store)
+        _assert_every_key_once(run.store)
         paid = sum(sim.stats.statuses.values())
         assert 0 <= paid - len(final) <= 8  # paid twice: at most the calls in flight
 
 
 @contextmanager
-def _slow_run(
-    cohort: Cohort, root: DataRoot, store: Path, tmp_path: Path
-) -> Iterator[tuple[Path, Simulator]]:
+def _slow_run(run: RunSetup) -> Iterator[tuple[Path, Simulator]]:
     """An experiment against a simulator slow enough (50–150 ms a call) to be stopped mid-run."""
     slow = SimSpec(behaviour=CLEAN, faults=Faults(latency_s=(0.05, 0.15)))
-    with simulator_thread(cohort, root, tmp_path / "v", slow) as (url, sim):
+    with simulator_thread(run.cohort, run.root, run.tmp / "v", slow) as (url, sim):
         path = write_experiment(
-            tmp_path / "exp.toml", store, root, {"a": _at(url)},
+            run.tmp / "exp.toml", run.store, run.root, {"a": _at(url)},
             [{"name": "qa", "backend": "a", "conditions": ["base", "no-image"]}],
         )  # fmt: skip
         yield path, sim
@@ -339,15 +300,9 @@ def _until(condition: Callable[[], bool], timeout_s: float = 90.0) -> None:
         time.sleep(0.05)
 
 
-def test_ctrl_c_ends_a_run_in_one_line_and_the_rerun_completes(
-    local_ray: str,
-    experiment_store: Path,
-    small_root: DataRoot,
-    small_cohort: Cohort,
-    tmp_path: Path,
-) -> None:
-    with _slow_run(small_cohort, small_root, experiment_store, tmp_path) as (path, sim):
-        driver = _driver(path, local_ray, tmp_path)
+def test_ctrl_c_ends_a_run_in_one_line_and_the_rerun_completes(run: RunSetup) -> None:
+    with _slow_run(run) as (path, sim):
+        driver = _driver(path, run.ray_address, run.tmp)
         _until(lambda: sim.stats.answered >= 20 or driver.poll() is not None)
         driver.send_signal(signal.SIGINT)
         output = driver.communicate(timeout=60)[0]
@@ -356,9 +311,9 @@ def test_ctrl_c_ends_a_run_in_one_line_and_the_rerun_completes(
             f"groundbench: interrupted; everything stored is kept: run `groundbench run {path}` "
             "again to resume"
         )
-        assert len(_stored_after_kill(experiment_store)) >= 10
+        assert len(_stored_after_kill(run.store)) >= 10
         assert _run(path).complete
-        _assert_every_key_once(experiment_store)
+        _assert_every_key_once(run.store)
 
 
 def _driver(path: Path, address: str, cwd: Path) -> subprocess.Popen[str]:
