@@ -239,14 +239,18 @@ class _Run:
 
     async def go(self) -> RunReport:
         begun = time.monotonic()
-        self.store = await _start_named(
-            RemoteStore.options(
-                num_cpus=0,
-                scheduling_strategy=self.node,
-                name=actor_name(self.tag, "store"),
-                namespace=NAMESPACE,
-            ),
-            self.experiment.store,
+        options = RemoteStore.options(
+            num_cpus=0,
+            scheduling_strategy=self.node,
+            name=actor_name(self.tag, "store"),
+            namespace=NAMESPACE,
+        )
+        # Opening is the store actor's readiness: its errors (lock, schema) come back whole.
+        self.store = await _when_name_free(
+            lambda: options.remote(self.experiment.store),
+            lambda store: store.open.remote(),
+            "another run of this experiment is still going (its store actor is alive); "
+            "wait for it or stop it",
         )
         try:
             return await self._go(begun)
@@ -510,22 +514,21 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
     return lines
 
 
-async def _start_named(options: Any, *args: Any) -> Any:
-    """Start a named actor and open it; wait a little while a killed run's actor of that name
-    goes away."""
+async def _when_name_free(
+    start: Callable[[], Any], ready: Callable[[Any], Any], failure: str
+) -> Any:
+    """Start a named actor and wait until ``ready`` says it serves; while an actor of that
+    name (a killed run's, a dead backend's) is still going away, try again for a while."""
     deadline = time.monotonic() + NAME_WAIT_S
     while True:
         try:
-            handle = options.remote(*args)
-            await _call(handle.open.remote())
+            handle = start()
+            await _call(ready(handle))
             return handle
         except ValueError as exc:  # Ray: the name is taken
             if time.monotonic() >= deadline:
-                raise RunFailed(
-                    "another run of this experiment is still going (its store actor is alive); "
-                    f"wait for it or stop it: {exc}"
-                ) from None
-            await asyncio.sleep(0.5)
+                raise RunFailed(f"{failure}: {exc}") from None
+            await asyncio.sleep(0.2)
 
 
 def _make(options: dict[str, Any], args: tuple[Any, ...]) -> Any:
@@ -535,16 +538,11 @@ def _make(options: dict[str, Any], args: tuple[Any, ...]) -> Any:
 async def _restarted(backend: _BackendRun) -> Any:
     """A new actor for ``backend``, once the dead one's name is free."""
     ray.kill(backend.handle, no_restart=True)
-    deadline = time.monotonic() + NAME_WAIT_S
-    while True:
-        try:
-            handle = backend.start()
-            await _call(handle.__ray_ready__.remote())
-            return handle
-        except ValueError:  # the dead actor still holds the name
-            if time.monotonic() >= deadline:
-                raise RunFailed(f"backend {backend.name}: cannot restart its actor") from None
-            await asyncio.sleep(0.2)
+    return await _when_name_free(
+        backend.start,
+        lambda handle: handle.__ray_ready__.remote(),
+        f"backend {backend.name}: cannot restart its actor",
+    )
 
 
 def _key(p: Pending) -> tuple[str, str, int, str]:

@@ -122,47 +122,43 @@ class Migration:
     statements: tuple[str, ...]
 
 
-MIGRATIONS: tuple[Migration, ...] = (
-    Migration(
-        1,
-        "run tables: configurations, grid, responses, scores, controls",
-        (
-            """CREATE TABLE configurations (
-                name VARCHAR PRIMARY KEY, protocol VARCHAR NOT NULL, provider VARCHAR,
-                model VARCHAR, attempts INTEGER, settings JSON,
-                first_run TIMESTAMPTZ DEFAULT current_timestamp)""",
-            _table("grid", GRID_SCHEMA, REQUEST),
-            # seq orders rows as they land (scoring consumes them in that order); stored_at
-            # is when the store committed the row.
-            _table(
-                "responses",
-                RESPONSE_SCHEMA,
-                KEY,
-                ", seq BIGINT NOT NULL, stored_at TIMESTAMPTZ DEFAULT current_timestamp",
-            ),
-            _table("scores", SCORE_SCHEMA, KEY),
-            _table(
-                "controls", CONTROL_SCHEMA, ("configuration", "condition", "qid", "attempt", "n")
-            ),
-            # One row per request of the latest run's grid: how far it got. A request is
-            # complete once an attempt parsed or its last allowed attempt answered; answered
-            # attempts are numbered 0..k-1, so k is the next attempt to send. An errored
-            # attempt leaves the request pending: the run sends it again.
-            """CREATE VIEW request_status AS
-            WITH answered AS (
-                SELECT configuration, condition, budget, qid,
-                       count(*) FILTER (WHERE outcome = 'answer') AS answers,
-                       coalesce(bool_or(parseable), false) AS parsed,
-                       bool_or(outcome <> 'answer') AS errored
-                FROM responses GROUP BY ALL)
-            SELECT g.configuration, g.condition, g.budget, g.qid, g.attempts,
-                   coalesce(a.answers, 0)::INTEGER AS next_attempt,
-                   CASE WHEN coalesce(a.parsed, false) OR coalesce(a.answers, 0) >= g.attempts
-                        THEN 'complete'
-                        WHEN coalesce(a.errored, false) THEN 'errored'
-                        ELSE 'pending' END AS status
-            FROM grid g LEFT JOIN answered a USING (configuration, condition, budget, qid)""",
+_RUN_TABLES = Migration(
+    1,
+    "run tables: configurations, grid, responses, scores, controls",
+    (
+        """CREATE TABLE configurations (
+            name VARCHAR PRIMARY KEY, protocol VARCHAR NOT NULL, provider VARCHAR,
+            model VARCHAR, attempts INTEGER, settings JSON,
+            first_run TIMESTAMPTZ DEFAULT current_timestamp)""",
+        _table("grid", GRID_SCHEMA, REQUEST),
+        # seq orders rows as they land (scoring consumes them in that order); stored_at
+        # is when the store committed the row.
+        _table(
+            "responses",
+            RESPONSE_SCHEMA,
+            KEY,
+            ", seq BIGINT NOT NULL, stored_at TIMESTAMPTZ DEFAULT current_timestamp",
         ),
+        _table("scores", SCORE_SCHEMA, KEY),
+        _table("controls", CONTROL_SCHEMA, ("configuration", "condition", "qid", "attempt", "n")),
+        # One row per request of the latest run's grid: how far it got. A request is
+        # complete once an attempt parsed or its last allowed attempt answered; answered
+        # attempts are numbered 0..k-1, so k is the next attempt to send. An errored
+        # attempt leaves the request pending: the run sends it again.
+        """CREATE VIEW request_status AS
+        WITH answered AS (
+            SELECT configuration, condition, budget, qid,
+                   count(*) FILTER (WHERE outcome = 'answer') AS answers,
+                   coalesce(bool_or(parseable), false) AS parsed,
+                   bool_or(outcome <> 'answer') AS errored
+            FROM responses GROUP BY ALL)
+        SELECT g.configuration, g.condition, g.budget, g.qid, g.attempts,
+               coalesce(a.answers, 0)::INTEGER AS next_attempt,
+               CASE WHEN coalesce(a.parsed, false) OR coalesce(a.answers, 0) >= g.attempts
+                    THEN 'complete'
+                    WHEN coalesce(a.errored, false) THEN 'errored'
+                    ELSE 'pending' END AS status
+        FROM grid g LEFT JOIN answered a USING (configuration, condition, budget, qid)""",
     ),
 )
 _VIEWS = "(VALUES ('iou0', 1), ('iou1', 2), ('iou2', 3), ('best_effort', 4)) AS v(view, span)"
@@ -175,58 +171,58 @@ _METRICS = ", ".join(
     )
 )  # fmt: skip
 
-MIGRATIONS = (
-    *MIGRATIONS,
-    Migration(
-        2,
-        "views: question_scores (one row per question, cell and view), cell_summary",
-        (
-            # The view's locked attempt is the first parseable one inside its window (PROTOCOL
-            # §6); a question is settled for a view once that attempt is scored, or once every
-            # attempt of the window answered unparseable. Unsettled questions are still running.
-            f"""CREATE VIEW question_scores AS
-            WITH att AS (
-                SELECT r.configuration, r.condition, r.budget, r.qid, r.attempt, r.outcome,
-                       r.parseable AS answer_parses, s.parseable AS scored,
-                       s.iou, s.iou_part, s.iou_union, s.iou_cont, s.iou_distractor, s.legal,
-                       s.legal_iou, s.sel, s.defect, s.box_iou
-                FROM responses r LEFT JOIN scores s
-                     USING (configuration, condition, budget, qid, attempt)),
-            locked AS (
-                SELECT g.configuration, g.condition, g.budget, g.qid, v.view,
-                       least(v.span, g.attempts) AS span,
-                       min(a.attempt) FILTER (WHERE a.answer_parses AND a.attempt < v.span)
-                           AS attempt,
-                       count(a.attempt) FILTER (WHERE a.outcome = 'answer'
-                                                AND a.attempt < v.span) AS answers
-                FROM grid g CROSS JOIN {_VIEWS}
-                     LEFT JOIN att a USING (configuration, condition, budget, qid)
-                GROUP BY ALL)
-            SELECT l.configuration, l.condition, l.budget, l.qid, l.view, l.attempt,
-                   (l.attempt IS NOT NULL AND a.scored IS NOT NULL)
-                       OR (l.attempt IS NULL AND l.answers >= l.span) AS settled,
-                   l.attempt IS NOT NULL AS parseable, {_METRICS},
-                   CASE WHEN l.attempt IS NULL THEN 'unparseable' ELSE a.defect END AS defect
-            FROM locked l LEFT JOIN att a
-                 ON a.configuration = l.configuration AND a.condition = l.condition
-                AND a.budget = l.budget AND a.qid = l.qid AND a.attempt = l.attempt""",
-            # Quick aggregates per cell and view, in points, over settled questions (an
-            # unparseable answer counts 0 in the fixed means); reports compute the rest.
-            """CREATE VIEW cell_summary AS
-            SELECT configuration, condition, budget, view,
-                   count(*) AS questions,
-                   count(*) FILTER (WHERE settled) AS settled,
-                   count(*) FILTER (WHERE settled) = count(*) AS complete,
-                   100 * avg(parseable::INTEGER) FILTER (WHERE settled) AS parse_rate,
-                   100 * avg(CASE WHEN budget = 0 THEN box_iou ELSE iou END)
-                       FILTER (WHERE settled) AS fixed_iou,
-                   100 * avg(CASE WHEN budget = 0 THEN box_iou ELSE iou END)
-                       FILTER (WHERE settled AND parseable) AS parseable_iou,
-                   100 * avg(legal::INTEGER) FILTER (WHERE settled AND budget > 0) AS legal_pct,
-                   100 * avg(legal_iou) FILTER (WHERE settled AND budget > 0) AS legal_iou,
-                   100 * avg(sel::INTEGER) FILTER (WHERE settled AND budget > 0) AS sel_pct
-            FROM question_scores GROUP BY ALL""",
-        ),
+_VIEWS_OF_SCORES = Migration(
+    2,
+    "views: question_scores (one row per question, cell and view), cell_summary",
+    (
+        # The view's locked attempt is the first parseable one inside its window (PROTOCOL
+        # §6); a question is settled for a view once that attempt is scored, or once every
+        # attempt of the window answered unparseable. Unsettled questions are still running.
+        f"""CREATE VIEW question_scores AS
+        WITH att AS (
+            SELECT r.configuration, r.condition, r.budget, r.qid, r.attempt, r.outcome,
+                   r.parseable AS answer_parses, s.parseable AS scored,
+                   s.iou, s.iou_part, s.iou_union, s.iou_cont, s.iou_distractor, s.legal,
+                   s.legal_iou, s.sel, s.defect, s.box_iou
+            FROM responses r LEFT JOIN scores s
+                 USING (configuration, condition, budget, qid, attempt)),
+        locked AS (
+            SELECT g.configuration, g.condition, g.budget, g.qid, v.view,
+                   least(v.span, g.attempts) AS span,
+                   min(a.attempt) FILTER (WHERE a.answer_parses AND a.attempt < v.span)
+                       AS attempt,
+                   count(a.attempt) FILTER (WHERE a.outcome = 'answer'
+                                            AND a.attempt < v.span) AS answers
+            FROM grid g CROSS JOIN {_VIEWS}
+                 LEFT JOIN att a USING (configuration, condition, budget, qid)
+            GROUP BY ALL)
+        SELECT l.configuration, l.condition, l.budget, l.qid, l.view, l.attempt,
+               (l.attempt IS NOT NULL AND a.scored IS NOT NULL)
+                   OR (l.attempt IS NULL AND l.answers >= l.span) AS settled,
+               l.attempt IS NOT NULL AS parseable, {_METRICS},
+               CASE WHEN l.attempt IS NULL THEN 'unparseable' ELSE a.defect END AS defect
+        FROM locked l LEFT JOIN att a
+             ON a.configuration = l.configuration AND a.condition = l.condition
+            AND a.budget = l.budget AND a.qid = l.qid AND a.attempt = l.attempt""",
+        # Quick aggregates per cell and view, in points, over settled questions (an
+        # unparseable answer counts 0 in the fixed means); reports compute the rest.
+        """CREATE VIEW cell_summary AS
+        SELECT configuration, condition, budget, view,
+               count(*) AS questions,
+               count(*) FILTER (WHERE settled) AS settled,
+               count(*) FILTER (WHERE settled) = count(*) AS complete,
+               100 * avg(parseable::INTEGER) FILTER (WHERE settled) AS parse_rate,
+               100 * avg(CASE WHEN budget = 0 THEN box_iou ELSE iou END)
+                   FILTER (WHERE settled) AS fixed_iou,
+               100 * avg(CASE WHEN budget = 0 THEN box_iou ELSE iou END)
+                   FILTER (WHERE settled AND parseable) AS parseable_iou,
+               100 * avg(legal::INTEGER) FILTER (WHERE settled AND budget > 0) AS legal_pct,
+               100 * avg(legal_iou) FILTER (WHERE settled AND budget > 0) AS legal_iou,
+               100 * avg(sel::INTEGER) FILTER (WHERE settled AND budget > 0) AS sel_pct
+        FROM question_scores GROUP BY ALL""",
     ),
 )
+
+# Append only: a file records the versions it has, and is brought up to date from there.
+MIGRATIONS: tuple[Migration, ...] = (_RUN_TABLES, _VIEWS_OF_SCORES)
 SCHEMA_VERSION = MIGRATIONS[-1].version
