@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks._figures import record
 from benchmarks._sim import QWEN, requests, small_cohort
 from conditions import Request, Transport, VariantCache, write_cohort
 from runner.backends import PROVIDERS, ApiKey, AttemptRecord, Backend, OpenAIChat, ask
@@ -132,6 +133,7 @@ def main() -> None:
           f"{wall:.2f} s = {done / wall:.0f} requests/s (goal ≥ 1,500)")  # fmt: skip
     print(f"  client core busy {100 * client_cpu / wall:.0f}%, "
           f"simulator core busy {100 * server_cpu / wall:.0f}% (includes its warm-up)")  # fmt: skip
+    record(requests_per_s=done / wall)
 
 
 if __name__ == "__main__":

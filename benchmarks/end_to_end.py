@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 
+from benchmarks._figures import record
 from benchmarks._sim import small_cohort
 from conditions import write_cohort
 from runner.distributed import RunOptions, run_experiment
@@ -84,6 +85,7 @@ def main() -> None:
     print(f"completed requests/s (first to last response stored, {span:.1f} s): "
           f"{requests / span:,.0f} (goal ≥ 1,000)")  # fmt: skip
     print(f"attempts/s: {responses / span:,.0f}; wall time incl. Ray and actor start: {wall:.1f} s")
+    record(requests_per_s=requests / span, complete=report.complete)
 
 
 def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:

@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks._figures import record
 from conditions import (
     PAPER_CONFIGURATIONS,
     CohortSpec,
@@ -141,6 +142,10 @@ def main() -> None:
     top = sorted(memory.peaks.items(), key=lambda kv: -kv[1])[:12]
     print("peak PSS by process: "
           + ", ".join(f"{memory.labels[pid]} {kb / 1024:.0f} MB" for pid, kb in top))  # fmt: skip
+    record(
+        wall_s=wall, peak_pss_gb=memory.peak_pss / 1024**2, requests=requests,
+        complete=report.complete and report.unscored == 0,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks._figures import record
 from benchmarks._sim import QWEN, requests, small_cohort
 from conditions import Transport, VariantCache
 from runner.backends import ApiKey, AttemptRecord, Backend, ask
@@ -47,6 +48,7 @@ async def _run(seconds: float, rpm: float, concurrency: int, work: Path) -> None
     print(f"  achieved rate, first to last call: {sending:.1f}/min = {100 * sending / rpm:.2f}%")
     print(f"  completed over the whole run:      {overall:.1f}/min = {100 * overall / rpm:.2f}%")
     print(f"  limiter: {backend.limiter.stats}")
+    record(utilisation_pct=100 * sending / rpm, throttled=sim.stats.statuses[429])
 
 
 def main() -> None:

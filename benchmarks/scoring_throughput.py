@@ -32,6 +32,7 @@ import shapely
 from PIL import Image, ImageDraw
 
 from benchmarks._data import generated_answers, real_referents
+from benchmarks._figures import record
 from scoring import SCALE, Referent, legality_defect, parse_list, score_polygon
 
 Mask = npt.NDArray[np.bool_]
@@ -184,6 +185,8 @@ def main() -> None:
     for label, (fast, plain) in rates.items():
         count = counts.get(label, "-")
         print(f"{label:<14}{count:>7}{fast:>16,.0f}{plain:>14,.0f}{fast / plain:>7.1f}×")
+    (fast, plain), (mix_fast, mix_plain) = rates["all"], rates["paper D mix"]
+    record(per_s=fast, baseline_per_s=plain, mix_per_s=mix_fast, mix_baseline_per_s=mix_plain)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ instances and hint terms, and one content hash over all of it."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -162,6 +163,14 @@ class Cohort:
 
     def question(self, qid: str) -> Question:
         return self._by_qid[qid]
+
+    def for_asking(self) -> Cohort:
+        """The cohort without what only scoring reads (instances, targets): what a backend
+        holds, a fraction of the memory. Its :attr:`hash` stays the whole cohort's, which
+        the requests it builds are bound to."""
+        slim = dataclasses.replace(self, instances=(), targets={}, _by_qid={})
+        slim.__dict__["hash"] = self.hash  # the cached_property's slot
+        return slim
 
     def target(self, qid: str, n: int, phase: int = 0) -> list[tuple[float, float]]:
         """``G_N`` of question ``qid`` at ``phase``, as ``(x, y)`` pixels."""

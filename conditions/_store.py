@@ -173,40 +173,57 @@ def load_cohort(path: Path | str) -> Cohort:
     Raises
     ------
     DataFileError
-        The file is missing, is not a DuckDB file, holds no cohort, or its cohort no longer
-        matches its hash (edited after it was built).
+        The file is missing, is not a DuckDB file, holds no cohort, is damaged, or its cohort
+        no longer matches its hash (edited after it was built).
     """
     path = Path(path)
     if not path.exists():
         raise DataFileError(path, "no such experiment file")
-    with _connect(path, read_only=True) as con:
-        row = None
-        if _stored_hash(con) is not None:
-            row = con.execute(
-                "SELECT hash, spec, thresholds, fidelity, reports FROM cohort"
-            ).fetchone()
-        if row is None:
-            raise DataFileError(path, "holds no cohort (build one with `groundbench cohort build`)")
-        stored, spec, thresholds, fidelity, reports = row
-        names = list(_QUESTION_COLUMNS)
-        questions = tuple(
-            Question.model_validate(dict(zip(names, r, strict=True)))
-            for r in con.execute(
-                f"SELECT {_quoted(names)} FROM questions ORDER BY rowid"
-            ).fetchall()
-        )
-        targets: dict[TargetKey, tuple[float, ...]] = {
-            (q, b, ph): tuple(v)
-            for q, b, ph, v in con.execute(
-                "SELECT qid, budget, phase, vertices FROM targets"
-            ).fetchall()
-        }
-        instances = tuple(
-            Instance(qid=q, ann_id=a, role=role, parts=tuple(tuple(p) for p in parts))
-            for q, a, role, parts in con.execute(
-                "SELECT qid, ann_id, role, parts FROM instances ORDER BY rowid"
-            ).fetchall()
-        )
+    try:
+        with _connect(path, read_only=True) as con:
+            stored, cohort = _read_cohort(con, path)
+    except DataFileError:
+        raise
+    except (
+        duckdb.Error,
+        ValueError,
+        TypeError,
+        KeyError,
+    ) as exc:  # ValidationError is a ValueError
+        # A damaged file: DuckDB finds a bad checksum or a short read only when it gets to
+        # the block, and damaged values fail their models; one line, whatever the cause.
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DataFileError(path, f"cannot read its cohort (damaged?): {detail}") from None
+    if cohort.hash != stored:
+        raise DataFileError(path, f"cohort content no longer matches its hash {stored[:12]}")
+    return cohort
+
+
+def _read_cohort(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, Cohort]:
+    """The stored hash and the cohort of an open experiment file."""
+    row = None
+    if _stored_hash(con) is not None:
+        row = con.execute("SELECT hash, spec, thresholds, fidelity, reports FROM cohort").fetchone()
+    if row is None:
+        raise DataFileError(path, "holds no cohort (build one with `groundbench cohort build`)")
+    stored, spec, thresholds, fidelity, reports = row
+    names = list(_QUESTION_COLUMNS)
+    questions = tuple(
+        Question.model_validate(dict(zip(names, r, strict=True)))
+        for r in con.execute(f"SELECT {_quoted(names)} FROM questions ORDER BY rowid").fetchall()
+    )
+    targets: dict[TargetKey, tuple[float, ...]] = {
+        (q, b, ph): tuple(v)
+        for q, b, ph, v in con.execute(
+            "SELECT qid, budget, phase, vertices FROM targets"
+        ).fetchall()
+    }
+    instances = tuple(
+        Instance(qid=q, ann_id=a, role=role, parts=tuple(tuple(p) for p in parts))
+        for q, a, role, parts in con.execute(
+            "SELECT qid, ann_id, role, parts FROM instances ORDER BY rowid"
+        ).fetchall()
+    )
     cohort = Cohort(
         spec=CohortSpec.model_validate_json(spec),
         thresholds=Thresholds.model_validate_json(thresholds),
@@ -216,9 +233,7 @@ def load_cohort(path: Path | str) -> Cohort:
         fidelity={int(k): v for k, v in json.loads(fidelity).items()},
         reports=tuple(SourceReport.model_validate(r) for r in json.loads(reports)),
     )
-    if cohort.hash != stored:
-        raise DataFileError(path, f"cohort content no longer matches its hash {stored[:12]}")
-    return cohort
+    return str(stored), cohort
 
 
 def _quoted(names: list[str]) -> str:

@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -61,6 +62,15 @@ from runner.simulator import SimSpec
 from scoring import BUDGETS
 
 SIMULATOR = "simulator"
+
+
+def _usable(path: Path) -> Path:
+    if "\x00" in str(path):  # the OS refuses it, and much later than this file is read
+        raise ValueError("a path cannot hold a NUL character")
+    return path
+
+
+UsablePath = Annotated[Path, AfterValidator(_usable)]
 
 
 class _Frozen(BaseModel):
@@ -118,8 +128,8 @@ class ConfigurationSpec(_Frozen):
 class CohortSection(_Frozen):
     """Where the cohort comes from when the store has none yet."""
 
-    root: Path | None = None  # a data root in the RefCOCO layout
-    images: Path | None = None  # default: ROOT/images/train2014
+    root: UsablePath | None = None  # a data root in the RefCOCO layout
+    images: UsablePath | None = None  # default: ROOT/images/train2014
     seed: int = CohortSpec().seed
     per_source: PositiveInt = 500
     matched: PositiveInt = 500
@@ -131,8 +141,8 @@ class CohortSection(_Frozen):
 class Experiment(_Frozen):
     """A whole experiment file, paths resolved against the file's folder."""
 
-    store: Path
-    images: Path
+    store: UsablePath
+    images: UsablePath
     cohort: CohortSection = CohortSection()
     budgets: tuple[int, ...] = BUDGETS
     box: bool = True  # run the box question where the condition has one

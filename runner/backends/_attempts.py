@@ -56,7 +56,7 @@ async def ask(
     for attempt in range(first, limit):
         started = datetime.now(UTC)
         try:
-            exchange = await backend.send(request)
+            exchange = await backend.send(request, attempt)
         except QuotaExhausted as exc:
             if exc.sent:
                 record = error_record(backend, request, attempt, exc, started)

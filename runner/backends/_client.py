@@ -43,6 +43,14 @@ log = logging.getLogger("groundbench.backends")
 
 IMAGE_PATCH = 28  # pixels per image token side: a rough, provider-neutral estimate
 DEFAULT_OUTPUT_ESTIMATE = 1024  # tokens expected per answer before any usage is reported
+# OpenAI's header for a client-chosen request id (echoed in its logs for support); other
+# providers ignore it. The simulator answers by it, so a resent call is the same call.
+CALL_ID_HEADER = "X-Client-Request-Id"
+
+
+def call_id(request: Request, attempt: int) -> str:
+    """The id of one attempt at ``request``: the same for each transport retry and resend."""
+    return f"gb-{request.fingerprint[:24]}-r{request.replicate}-a{attempt}"
 
 
 @dataclass(frozen=True)
@@ -153,8 +161,8 @@ class Backend:
         """The quota error that stopped this backend, if one has."""
         return self._spent
 
-    async def send(self, request: Request) -> Exchange:
-        """One attempt at ``request``: post it, retrying transport failures.
+    async def send(self, request: Request, attempt: int = 0) -> Exchange:
+        """Attempt number ``attempt`` at ``request``: post it, retrying transport failures.
 
         Raises
         ------
@@ -166,6 +174,7 @@ class Backend:
         if self._spent is not None:
             raise self._refused()
         body = self.protocol.encode(request)
+        headers = {**self.protocol.headers(self._key), CALL_ID_HEADER: call_id(request, attempt)}
         estimate = self._estimate(request)
         started_at = datetime.now(UTC)
         transport = self.configuration.transport
@@ -179,16 +188,23 @@ class Backend:
         )
         tries = 0
         try:
-            async for attempt in retrying:
-                with attempt:
+            async for retry in retrying:
+                with retry:
                     tries += 1
-                    return await self._post(body, estimate, tries - 1, started_at)
+                    return await self._post(body, headers, estimate, tries - 1, started_at)
         except CallError as exc:
             exc.transport_retries = tries - 1
             raise
         raise AssertionError("tenacity neither returned nor raised")  # pragma: no cover
 
-    async def _post(self, body: Body, estimate: int, retries: int, started: datetime) -> Exchange:
+    async def _post(
+        self,
+        body: Body,
+        headers: Mapping[str, str],
+        estimate: int,
+        retries: int,
+        started: datetime,
+    ) -> Exchange:
         if self._spent is not None:  # spent while this request waited to retry
             raise self._refused()
         session = self._session
@@ -200,7 +216,7 @@ class Backend:
                 async with session.post(
                     self.url,
                     data=PartsPayload(body),
-                    headers=self.protocol.headers(self._key),
+                    headers=headers,
                     timeout=self._timeout,
                 ) as response:
                     raw = await response.read()

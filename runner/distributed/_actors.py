@@ -107,6 +107,9 @@ class StoreActor:
         """A user's read-only query during the run (``groundbench sql``, the monitor)."""
         return self._store.read(sql)
 
+    def node(self) -> str:
+        return _node()
+
     def close(self) -> None:
         if self._opened is not None:
             self._opened.close()
@@ -159,6 +162,9 @@ class BackendActor:
     def stats(self) -> WorkerStats:
         return self._worker.stats()
 
+    def node(self) -> str:
+        return _node()
+
 
 class ScoringActor:
     """Scores stored answers as they land, until the run is over and none is left."""
@@ -167,6 +173,9 @@ class ScoringActor:
         self._scorer = Scorer(cohort)
         gc.collect()
         gc.freeze()
+
+    def node(self) -> str:
+        return _node()
 
     def run(self, store: Any, batch: int = SCORE_BATCH) -> int:
         scored = 0
@@ -207,6 +216,12 @@ class SimulatorActor:
 
     async def stop(self) -> None:
         await self._stack.aclose()
+
+
+def _node() -> str:
+    """The id of the Ray node this actor runs on (for placement checks and the cluster page)."""
+    node: str = ray.get_runtime_context().get_node_id()
+    return node
 
 
 # Ray's handles for the classes above; resources and placement are set where they start.

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
 import json
 import logging
 import os
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -204,6 +206,7 @@ class _BackendRun:
     configurations: tuple[Configuration, ...]
     start: Callable[[], Any]  # makes the backend's actor (again, after it died)
     handle: Any = None
+    node: str | None = None  # where its actor was started last
     quota: str | None = None
     restarts: int = 0
     sent: int = 0
@@ -235,6 +238,9 @@ class _Run:
         self.simulator: Any = None
         self.backends: list[_BackendRun] = []
         self.scorers: list[Any] = []
+        token = secrets.token_hex(3)
+        self._turn = itertools.count()  # backends take the cluster's nodes in turn
+        self._scorer_names = (f"scorer-{token}-{n}" for n in itertools.count())
         self._last_reading: Reading | None = None
 
     async def go(self) -> RunReport:
@@ -274,7 +280,9 @@ class _Run:
             self.experiment.configuration(c, url) for c in self.experiment.configurations
         ]
         await _call(self.store.register.remote(*self._grid(configurations)))
-        self.backends = backends = self._start_backends(configurations, cohort_ref)
+        # Backends build requests: the questions are all they need of the cohort.
+        asking_ref = ray.put(self.cohort.for_asking())
+        self.backends = backends = self._start_backends(configurations, asking_ref)
         self.scorers = self._start_scorers(cohort_ref, self.experiment.scorers)
         scoring = [s.run.remote(self.store) for s in self.scorers]  # live: scored as they land
         watcher = asyncio.create_task(self._watch(begun))
@@ -353,21 +361,54 @@ class _Run:
                 "name": actor_name(self.tag, f"backend-{name}"),
                 "namespace": NAMESPACE,
             }
-            if spec.simulated:  # the simulator listens on the driver node's loopback
-                options["scheduling_strategy"] = self.node
             key = (self.experiment.simulator.api_key or "simulator") if spec.simulated else None
             args = (members, cohort_ref, self.experiment.images, self.cache, self.store, key)
-            run = _BackendRun(name, members, functools.partial(_make, options, args))
+            run = _BackendRun(name, members, lambda: None)
+            run.start = functools.partial(self._place, run, spec.simulated, options, args)
             run.handle = run.start()
             runs.append(run)
         return runs
+
+    def _place(
+        self, run: _BackendRun, simulated: bool, options: dict[str, Any], args: tuple[Any, ...]
+    ) -> Any:
+        """Start ``run``'s actor. The built-in simulator listens on the driver node's loopback,
+        so its backends stay there; others take the cluster's live nodes in turn (each
+        backend's encoding and connections on a node of its own when there are enough), and
+        a restart avoids the node its last actor died on."""
+        if simulated:
+            run.node = self.node.node_id
+        else:
+            run.node = self._next_node(avoid=run.node)
+        # Hard affinity: Ray's SPREAD and soft affinity both left actors that ask for no CPU
+        # on the driver's node, and soft affinity to a node that just died fails the actor.
+        strategy = NodeAffinitySchedulingStrategy(node_id=run.node, soft=False)
+        return RemoteBackend.options(**options, scheduling_strategy=strategy).remote(*args)
+
+    def _next_node(self, avoid: str | None) -> str:
+        own = self.node.node_id
+        alive = [n["NodeID"] for n in ray.nodes() if n["Alive"]]  # type: ignore[no-untyped-call]
+        others = sorted(node for node in alive if node not in (own, avoid))
+        order: list[str] = [*others, own]  # the driver's node last: it holds the store
+        return order[next(self._turn) % len(order)]
 
     def _start_scorers(self, cohort_ref: Any, wanted: int) -> list[Any]:
         # Each scorer holds a CPU; never ask for more than the cluster has, or some would wait
         # for ever.
         cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
         count = max(1, min(wanted, cpus))
-        return [RemoteScorer.options(num_cpus=1).remote(cohort_ref) for _ in range(count)]
+        return [
+            RemoteScorer.options(
+                num_cpus=1,
+                max_concurrency=2,  # a second thread answers node() while run() works
+                scheduling_strategy="SPREAD",
+                # Named, so a watcher can find them; unique, since a scorer of a killed run
+                # may still be dying when the next run starts.
+                name=actor_name(self.tag, next(self._scorer_names)),
+                namespace=NAMESPACE,
+            ).remote(cohort_ref)
+            for _ in range(count)
+        ]
 
     # -- feeding a backend ------------------------------------------------------------------
 
@@ -529,10 +570,6 @@ async def _when_name_free(
             if time.monotonic() >= deadline:
                 raise RunFailed(f"{failure}: {exc}") from None
             await asyncio.sleep(0.2)
-
-
-def _make(options: dict[str, Any], args: tuple[Any, ...]) -> Any:
-    return RemoteBackend.options(**options).remote(*args)
 
 
 async def _restarted(backend: _BackendRun) -> Any:

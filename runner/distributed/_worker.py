@@ -30,8 +30,10 @@ from runner.distributed._batcher import CommitBatcher
 from runner.store import Pending, ResponseRow, response_row
 
 # Enough blobs for every variant of the questions that the workers hold at once: calls come
-# question by question, so an image is read and encoded once per variant.
-VARIANT_MEMORY = 1024
+# question by question (a question's calls of one configuration are 13 conditions × 6
+# budgets at most, over 3 variants), so 64 calls in flight span a few questions and an image
+# is read and encoded once per variant. Each blob is ~200 KB of base64.
+VARIANT_MEMORY = 96
 
 # How long the first record of a batch waits for others. Each store write has a fixed cost
 # (an actor call, a transaction); a call to a hosted model takes seconds, so 20 ms is nothing.

@@ -42,6 +42,8 @@ _SPATIAL = re.compile(r"Hint: the object is in the (.+?) of the image\.")
 _COLOUR = re.compile(r"Hint: the object is mostly (\w+)\.")
 _GEMINI_PATH = re.compile(r"/models/([^/:]+):generateContent$")
 _IMAGE_TOKEN = 28
+# The request id a client may choose (OpenAI's name for it): one per call, kept on retries.
+CALL_ID_HEADER = "X-Client-Request-Id"
 # Most requests send the full image: index those first, the rarer variants only when needed.
 _INDEX_PASSES: tuple[tuple[Variant, ...], ...] = (("full",), ("half", "grey"))
 
@@ -55,6 +57,13 @@ class SimStats:
     admitted_at: list[float] = field(default_factory=list)  # monotonic times of admitted calls
     throttled_at: list[float] = field(default_factory=list)  # and of calls answered 429
     answered: int = 0
+    paid: Counter[str] = field(default_factory=Counter)  # answers made, per call
+    delays_s: list[float] = field(default_factory=list)  # injected latencies
+
+    @property
+    def paid_twice(self) -> int:
+        """Answers made again for a call already answered: what a client paid more than once."""
+        return sum(n - 1 for n in self.paid.values())
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,7 @@ class Simulator:
         self._image_index: dict[str, tuple[str, Variant]] = {}
         self._indexed: set[tuple[str, Variant]] = set()
         self._occurrences: Counter[str] = Counter()
+        self._arrivals: Counter[str] = Counter()
         self._calls = 0
         faults = spec.faults
         self._rate = (faults.requests_per_minute or 0.0) / 60.0
@@ -125,19 +135,22 @@ class Simulator:
             return self._error(wire, 400, "invalid_request_error", str(exc), headers)
         image = _digest(parsed.image_b64) if parsed.image_b64 is not None else None
         seen = self._see(parsed, image)
-        rng = self._generator(parsed, image)
-        fault = self._fault(rng)
+        call, rng, luck = self._generators(parsed, image, request.headers.get(CALL_ID_HEADER))
+        fault = self._fault(luck)
         if fault == "reset":
             return await self._reset(request)
         low, high = self.spec.faults.latency_s
         if high > 0:
-            await asyncio.sleep(rng.uniform(low, high))
+            delay = luck.uniform(low, high)
+            self.stats.delays_s.append(delay)
+            await asyncio.sleep(delay)
         if fault == "server_error":
-            return self._error(wire, rng.choice((500, 503)), "server_error", "internal", headers)
+            return self._error(wire, luck.choice((500, 503)), "server_error", "internal", headers)
         if fault == "overloaded":
             return self._overloaded(wire, headers)
         reply = answer(seen, self.cohort, self.spec.behaviour, rng)
         self.stats.answered += 1
+        self.stats.paid[call] += 1  # the model did the work: billed, whatever reaches the client
         body = _reply_body(wire, parsed, reply, self.stats.answered, self._image_tokens(seen))
         if fault == "malformed":
             return self._send(200, body[: len(body) // 3].replace(b"{", b"<"), headers)
@@ -210,15 +223,30 @@ class Simulator:
         w, h = q.width * scale, q.height * scale
         return math.ceil(w / _IMAGE_TOKEN) * math.ceil(h / _IMAGE_TOKEN)
 
-    def _generator(self, parsed: Parsed, image: str | None) -> random.Random:
-        """A generator for this request: seed, content, and how often it was seen before."""
+    def _generators(
+        self, parsed: Parsed, image: str | None, call: str | None
+    ) -> tuple[str, random.Random, random.Random]:
+        """The call's name, and generators for its answer and for what goes wrong with it.
+
+        A call is named by the client's request id when it sends one (the runner sends one per
+        attempt, the same on every retry and resend), else by its content and how often that
+        content was seen before. The answer depends on the seed and the call only, so faults,
+        retries and crashes never change what a call answers; the faults of each arrival are
+        drawn apart from it.
+        """
         content = hashlib.sha256(
             f"{parsed.model}\x00{parsed.prompt}\x00{parsed.thinking}\x00{parsed.temperature}"
             f"\x00{image or ''}".encode()
         ).hexdigest()
-        n = self._occurrences[content]
-        self._occurrences[content] += 1
-        return random.Random(f"{self.spec.seed}:{content}:{n}")
+        if call is None:
+            call = f"{content}:{self._occurrences[content]}"
+            self._occurrences[content] += 1
+        else:
+            call = f"{content}:{call}"
+        arrival = self._arrivals[call]
+        self._arrivals[call] += 1
+        seed = self.spec.seed
+        return call, random.Random(f"{seed}:{call}"), random.Random(f"{seed}:{call}:{arrival}")
 
     def _fault(self, rng: random.Random) -> str | None:
         f = self.spec.faults
@@ -378,7 +406,17 @@ _IMAGE_MARKERS: dict[Wire, bytes] = {"openai": b";base64,", "gemini": b'"data":"
 
 
 def _parse(wire: Wire, path: str, raw: bytes) -> Parsed:
-    raw, lifted = _lift_image(wire, raw)
+    emptied, lifted = _lift_image(wire, raw)
+    if lifted is not None:
+        parsed = _decode(wire, path, emptied)
+        # What was cut out is the image only if the image is what came out empty (a prompt
+        # may hold the marker too; the image comes before the text in both protocols).
+        if parsed.image_b64 == b"":
+            return replace(parsed, image_b64=lifted)
+    return _decode(wire, path, raw)
+
+
+def _decode(wire: Wire, path: str, raw: bytes) -> Parsed:
     try:
         doc = json.loads(raw)
     except ValueError as exc:
@@ -386,10 +424,9 @@ def _parse(wire: Wire, path: str, raw: bytes) -> Parsed:
     if not isinstance(doc, dict):
         raise BadRequest("body is not a JSON object")
     try:
-        parsed = _parse_gemini(path, doc) if wire == "gemini" else _parse_openai(doc)
+        return _parse_gemini(path, doc) if wire == "gemini" else _parse_openai(doc)
     except (KeyError, IndexError, TypeError, AttributeError) as exc:
         raise BadRequest(f"request is missing a field: {exc}") from None
-    return parsed if lifted is None else replace(parsed, image_b64=lifted)
 
 
 def _lift_image(wire: Wire, raw: bytes) -> tuple[bytes, bytes | None]:

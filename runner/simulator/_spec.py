@@ -1,8 +1,11 @@
 """What the simulator does: how its model behaves, and which faults its server injects.
 
-Rates are probabilities per response; every draw comes from a generator seeded by the spec's
-seed, the request's content and how many times that same request was seen before, so a run is
-reproducible and a stateless retry of the same request can still answer differently.
+Rates are probabilities per response. A call's answer is drawn from a generator seeded by the
+spec's seed and the call: the client's request id when it sends one (the runner names each
+attempt, the same on every retry and resend), else the request's content and how many times
+that content was seen before. Faults are drawn apart, per arrival of the call, so a run with
+faults ends with the answers of a run without them, and a stateless retry that the client
+makes as a new attempt can still answer differently.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 from collections import Counter
 from pathlib import Path
 
@@ -231,3 +232,14 @@ def test_a_root_with_no_eligible_question_is_an_error_not_an_empty_cohort(
     index = SourceIndex.load(real_root, source_named("refcoco"))
     assert index.referent(2190839) == "no same-category distractor (D0)"
     assert index.referent(2190842) == "crowd"
+
+
+def test_the_cohort_for_asking_keeps_questions_and_hash_and_drops_the_rest(
+    small_cohort: Cohort,
+) -> None:
+    slim = small_cohort.for_asking()
+    assert slim.hash == small_cohort.hash and slim.questions == small_cohort.questions
+    assert slim.question(small_cohort.questions[3].qid) == small_cohort.questions[3]
+    assert not slim.instances and not slim.targets
+    assert len(pickle.dumps(slim)) < len(pickle.dumps(small_cohort)) / 2
+    assert pickle.loads(pickle.dumps(slim)).hash == small_cohort.hash  # as Ray ships it

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import conditions._store as store
 from conditions import (
@@ -109,3 +112,48 @@ def test_missing_or_foreign_files_are_named(tmp_path: Path, content: bytes | str
     with pytest.raises(DataFileError) as err:
         load_cohort(path)
     assert str(err.value).startswith(str(path))
+
+
+@dataclass(frozen=True)
+class _Good:
+    """A good experiment file's bytes and its cohort's hash (short repr: hypothesis prints it)."""
+
+    data: bytes = field(repr=False)
+    cohort_hash: str
+
+
+@pytest.fixture(scope="module")
+def good_file(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> _Good:
+    path = tmp_path_factory.mktemp("cohort") / "experiment.duckdb"
+    write_cohort(path, small_cohort)
+    return _Good(path.read_bytes(), small_cohort.hash)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    cuts=st.lists(st.tuples(st.floats(0.0, 1.0), st.binary(min_size=1, max_size=64)), max_size=4),
+    keep=st.none() | st.floats(0.0, 1.0),
+)
+def test_a_damaged_cohort_file_is_one_clear_line_and_is_left_as_it_was(
+    good_file: _Good,
+    tmp_path_factory: pytest.TempPathFactory,
+    cuts: list[tuple[float, bytes]],
+    keep: float | None,
+) -> None:
+    damaged = bytearray(good_file.data)
+    for where, garbage in cuts:  # overwrite bytes somewhere
+        at = int(where * (len(damaged) - len(garbage)))
+        damaged[at : at + len(garbage)] = garbage
+    if keep is not None:  # or cut the file short
+        damaged = damaged[: int(keep * len(damaged))]
+    path = tmp_path_factory.mktemp("damaged") / "experiment.duckdb"
+    path.write_bytes(bytes(damaged))
+    try:
+        loaded = load_cohort(path)
+    except DataFileError as exc:
+        text = str(exc)
+        assert text.startswith(str(path)) and "\n" not in text
+    else:
+        assert loaded.hash == good_file.cohort_hash  # the damage missed the cohort's content
+    assert path.read_bytes() == bytes(damaged)  # nothing written
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]

@@ -295,3 +295,25 @@ def test_no_key_appears_in_records_logs_or_errors(
     assert "retry" in caplog.text  # the retries were logged
     for secret in (KEY, "sk-wrong-key-but-still-secret-42", "sk-wr", "sk-gr"):
         assert secret not in text
+
+
+def test_faults_and_retries_never_change_what_a_call_answers(
+    small_cohort: Cohort, small_root: DataRoot, cache: VariantCache
+) -> None:
+    def answers(faults: Faults) -> tuple[dict[tuple[object, ...], str | None], Simulator]:
+        """Every attempt's answer, keyed by request and attempt number (last)."""
+        sim = Simulator(small_cohort, small_root.images, cache, SimSpec(seed=3, faults=faults))
+        records = _run(
+            sim, QWEN, lambda c: _requests(small_cohort, small_root, cache, c, 40), _ask_all,
+            max_retry_time_s=60.0,
+        )  # fmt: skip
+        return {
+            (*k, r.attempt): r.answer for k, rs in _by_request(records).items() for r in rs
+        }, sim
+
+    clean, _ = answers(Faults())
+    faulty, sim = answers(Faults(server_error=0.2, reset=0.1, malformed=0.1, truncated=0.1))
+    assert faulty == clean  # attempts included: the same calls, the same answers
+    assert any(key[-1] != 0 for key in clean)  # re-asked attempts answer anew
+    # A broken body was paid for and asked again; nothing else was paid twice.
+    assert sim.stats.paid_twice == sim.stats.faults["malformed"] + sim.stats.faults["truncated"] > 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conditions import CONDITION_NAMES, DataRoot
 from runner._errors import ConfigError
@@ -76,6 +78,7 @@ def test_a_good_file_resolves_paths_against_its_folder(tmp_path: Path) -> None:
         (('api_key_env = "MY_QWEN_KEY"', 'api_key = "sk-123"'), "backends.qwen.api_key: Extra"),
         (("per_source = 20", "per_source = 20\nper_sauce = 1"), "cohort.per_sauce: Extra"),
         (('store = "runs/paper.duckdb"', 'store = "x" = 1'), "not valid TOML"),
+        (('root = "data"', 'root = "da\\u0000ta"'), "cohort.root: a path cannot hold a NUL"),
     ],
 )
 def test_a_bad_file_is_one_line_naming_the_field(
@@ -129,3 +132,43 @@ def test_a_store_keeps_its_cohort_and_refuses_another_spec(
     path.write_text(text.replace("per_source = 4", "per_source = 5"))
     with pytest.raises(ConfigError, match=r"4 per source.*asks for .* 5 per source.*new store"):
         ensure_cohort(load_experiment(path))
+
+
+FRAGMENTS = [
+    '"', "'", "=", "[", "]", "{", "}", ",", "\n", "#", "[[configurations]]", "[backends.x]",
+    'name = "x"', 'backend = "qwen"', "conditions = []", 'conditions = "none"', "-1", "0", "1e999",
+    "nan", "true", '"all"', "budgets = []", "budgets = [8, 8]", "store = 3", "images = 1",
+    'base_url = ""', 'api_key_env = "1BAD"', "requests_per_minute = -5", "\\u0000", "é",
+]  # fmt: skip
+edits = st.tuples(
+    st.floats(0.0, 1.0),
+    st.integers(0, 12),
+    st.sampled_from(FRAGMENTS) | st.text(st.characters(exclude_categories=["Cs"]), max_size=6),
+)
+
+
+@settings(max_examples=2_000)
+@given(st.lists(edits, min_size=1, max_size=3))
+def test_a_mangled_file_loads_or_is_one_line_naming_it_and_writes_nothing(
+    tmp_path_factory: pytest.TempPathFactory, changes: list[tuple[float, int, str]]
+) -> None:
+    text = GOOD
+    for where, drop, insert in changes:  # delete a few characters somewhere, insert others
+        at = int(where * len(text))
+        text = text[:at] + insert + text[at + drop :]
+    path = _file(tmp_path_factory.mktemp("mangled"), text)
+    try:
+        load_experiment(path)
+    except ConfigError as exc:
+        message = str(exc)
+        assert message.startswith(f"{path}: ") and "\n" not in message
+    assert [p.name for p in path.parent.iterdir()] == ["experiment.toml"]
+
+
+@pytest.mark.parametrize("data", [b"\xff\xfe\x00", b'store = "\xc3\x28"\n', b"\x00" * 64])
+def test_a_file_that_is_not_text_is_one_line(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "experiment.toml"
+    path.write_bytes(data)
+    with pytest.raises(ConfigError, match="not valid TOML") as caught:
+        load_experiment(path)
+    assert "\n" not in str(caught.value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
@@ -161,6 +162,33 @@ def test_the_parser_never_raises_on_decoded_bytes(data: bytes) -> None:
     for text in (data.decode("latin-1"), data.decode("utf-8", errors="replace")):
         parsed = parse_list(text, 8)
         assert parsed is None or len(parsed.values) == 8
+
+
+# Answer-shaped text: the pieces hosted models write, in any order, so that the fuzzing reaches
+# the list finder's every branch rather than stopping at text with no digits.
+PIECES = st.one_of(
+    st.integers(-2000, 2000).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(
+        [" ", ", ", ";", "\n", "(", ")", "[", "]", "{", "}", ".", "-", "+", "e", "e9", "1e999",
+         "nan", "inf", "x:", "Answer:", "```json", "```", "vertices", "I cannot.", "\u00a0"]
+    ),
+)  # fmt: skip
+
+
+@settings(max_examples=10_000)
+@given(st.lists(PIECES, max_size=60).map("".join), st.sampled_from([4, 8, 16]))
+def test_any_answer_shaped_text_parses_to_the_rule_or_to_nothing(text: str, count: int) -> None:
+    parsed = parse_list(text, count)
+    if parsed is not None:
+        assert len(parsed.values) == count and all(map(math.isfinite, parsed.values))
+        if parsed.integers:
+            assert all(v.is_integer() for v in parsed.values)
+        assert parsed.in_range == all(0.0 <= v <= 999.0 for v in parsed.values)
+    polygon = parse_answer(text, count // 2)
+    assert (polygon is None) == (parsed is None)
+    box = parse_box(text)
+    assert box is None or len(box) == 4
 
 
 numbers = st.one_of(

@@ -9,24 +9,17 @@ the calls in flight.
 from __future__ import annotations
 
 import itertools
-import os
 import signal
-import subprocess
-import sys
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-import duckdb
 import pytest
 import ray
 
 from conditions import ProtocolMismatchError
 from runner._names import NAMESPACE, actor_name, run_tag
-from runner.distributed import RunOptions, RunReport, Scorer, run_experiment, watch_run
+from runner.distributed import RunOptions, Scorer, watch_run
 from runner.experiment import load_experiment
 from runner.monitor import Snapshot
 from runner.simulator import Behaviour, Faults, SimSpec, Simulator
@@ -36,6 +29,15 @@ from tests.runner.distributed.conftest import (
     RunSetup,
     simulator_thread,
     write_experiment,
+)
+from tests.runner.distributed.runs import (
+    assert_every_key_once,
+    driver_process,
+    in_background,
+    query,
+    run_once,
+    stored_after_kill,
+    until,
 )
 
 pytestmark = pytest.mark.slow
@@ -47,36 +49,6 @@ FAST = {"requests_per_minute": 60000, "max_concurrency": 8}
 def _at(url: str, provider: str = "qwen", model: str = "qwen3-vl-plus") -> dict[str, object]:
     """A backend at a test-owned simulator, its key from the environment."""
     return {"provider": provider, "model": model, "base_url": url, "api_key_env": KEY_ENV, **FAST}
-
-
-def _run(
-    path: Path, lines: list[str] | None = None, options: RunOptions | None = None
-) -> RunReport:
-    echo = lines.append if lines is not None else lambda _: None
-    return run_experiment(load_experiment(path), options or RunOptions(progress_every_s=0.5), echo)
-
-
-def _query(store: Path, sql: str) -> list[tuple[Any, ...]]:
-    with read_only(store) as con:
-        return con.execute(sql).fetchall()
-
-
-def _assert_every_key_once(store: Path) -> None:
-    """Every request complete, its answered attempts numbered 0..k-1 with no gap."""
-    statuses = _query(store, "SELECT status, count(*) FROM request_status GROUP BY ALL")
-    assert [s for s, _ in statuses] == ["complete"]
-    gaps = _query(
-        store,
-        "SELECT configuration, condition, budget, qid, count(*), max(attempt) FROM responses "
-        "WHERE outcome = 'answer' GROUP BY ALL HAVING count(*) <> max(attempt) + 1",
-    )
-    assert gaps == []
-    orphans = _query(
-        store,
-        "SELECT count(*) FROM responses "
-        "ANTI JOIN grid USING (configuration, condition, budget, qid)",
-    )
-    assert orphans == [(0,)]
 
 
 def test_a_small_grid_completes_once_with_live_scores_equal_to_offline(run: RunSetup) -> None:
@@ -96,44 +68,44 @@ def test_a_small_grid_completes_once_with_live_scores_equal_to_offline(run: RunS
         extra="[simulator.behaviour]\nrefusal = 0.3",  # unparseable answers: more attempts
     )
     lines: list[str] = []
-    report = _run(path, lines)
+    report = run_once(path, lines)
     assert report.complete and report.unscored == 0
     assert any("requests complete" in line and "throttled (429)" in line for line in lines)
-    _assert_every_key_once(run.store)
+    assert_every_key_once(run.store)
     attempts = dict(
-        _query(run.store, "SELECT configuration, max(attempt) FROM responses GROUP BY ALL")
+        query(run.store, "SELECT configuration, max(attempt) FROM responses GROUP BY ALL")
     )
     assert attempts["qwen-max"] <= 2 and attempts["gemini-high"] <= 3
-    assert report.simulator_calls == _query(run.store, "SELECT count(*) FROM responses")[0][0]
+    assert report.simulator_calls == query(run.store, "SELECT count(*) FROM responses")[0][0]
 
     # Live scores are the scores of the stored answers, computed again offline.
-    answers = _query(
+    answers = query(
         run.store,
         "SELECT configuration, condition, budget, qid, attempt, answer FROM responses "
         "WHERE outcome = 'answer' ORDER BY ALL",
     )
     offline, _ = Scorer(run.cohort).score(ScoreJob(*a) for a in answers)
-    live = _query(
+    live = query(
         run.store,
         "SELECT * FROM scores ORDER BY configuration, condition, budget, qid, attempt",
     )
     assert live == sorted(offline, key=lambda r: r[:5])
-    controls = _query(run.store, "SELECT count(*) FROM controls")[0][0]
-    boxes = _query(
+    controls = query(run.store, "SELECT count(*) FROM controls")[0][0]
+    boxes = query(
         run.store, "SELECT count(*) FROM responses WHERE budget = 0 AND outcome = 'answer'"
     )[0][0]
     assert controls == 5 * boxes > 0
 
-    again = _run(path)  # a rerun of a complete grid sends nothing
+    again = run_once(path)  # a rerun of a complete grid sends nothing
     assert again.complete and again.sent_requests == 0 and again.simulator_calls == 0
 
     # Another model under the same configuration name is another protocol: refused, and the
     # store is left as it was.
     path.write_text(path.read_text().replace('"qwen3-vl-plus"', '"qwen3-vl-max"'))
     with pytest.raises(ProtocolMismatchError, match=r"configuration qwen-max.*must not be mixed"):
-        _run(path)
-    assert _query(run.store, "SELECT count(*) FROM configurations") == [(2,)]
-    _assert_every_key_once(run.store)
+        run_once(path)
+    assert query(run.store, "SELECT count(*) FROM configurations") == [(2,)]
+    assert_every_key_once(run.store)
 
 
 def test_waiting_on_quota_tries_again_and_stores_every_call(run: RunSetup) -> None:
@@ -145,14 +117,14 @@ def test_waiting_on_quota_tries_again_and_stores_every_call(run: RunSetup) -> No
         )  # fmt: skip
         lines: list[str] = []
         options = RunOptions(progress_every_s=0.5, wait_on_quota_s=0.2, max_quota_waits=1)
-        report = _run(path, lines, options)
+        report = run_once(path, lines, options)
     assert any("quota exhausted; trying again in 0.2 s" in line for line in lines)
     assert not report.complete and report.backends[0].quota is not None
     assert sim.stats.answered == 30  # the quota never came back: no answer after the wait
     calls = sim.stats.admitted_at
     # A pause of the wait between two calls: calls were made again after it.
     assert max(b - a for a, b in itertools.pairwise(calls)) >= 0.2
-    rows = dict(_query(run.store, "SELECT outcome, count(*) FROM responses GROUP BY ALL"))
+    rows = dict(query(run.store, "SELECT outcome, count(*) FROM responses GROUP BY ALL"))
     assert rows["answer"] == 30  # every answer paid for is stored
     # The quota errors of the second try replace those of the first for the same attempts: an
     # error holds its attempt only until something newer comes.
@@ -176,7 +148,7 @@ def test_quota_stops_one_backend_and_a_rerun_sends_exactly_the_missing_keys(run:
         simulator_thread(run.cohort, run.root, run.tmp / "vb", clean) as (url_b, sim_b),
     ):
         lines: list[str] = []
-        first = _run(experiment(url_a, url_b), lines)
+        first = run_once(experiment(url_a, url_b), lines)
     assert not first.complete
     by_config = {p.configuration: p for p in first.progress}
     assert by_config["kb"].pending == 0  # the other backend went on to the end
@@ -191,25 +163,25 @@ def test_quota_stops_one_backend_and_a_rerun_sends_exactly_the_missing_keys(run:
         simulator_thread(run.cohort, run.root, run.tmp / "va", clean) as (url_a, sim_a),
         simulator_thread(run.cohort, run.root, run.tmp / "vb", clean) as (url_b, sim_b),
     ):
-        second = _run(experiment(url_a, url_b))
+        second = run_once(experiment(url_a, url_b))
     assert second.complete
     assert sum(sim_a.stats.statuses.values()) == missing  # exactly the missing keys
     assert sum(sim_b.stats.statuses.values()) == 0
-    _assert_every_key_once(run.store)
+    assert_every_key_once(run.store)
 
 
 def test_a_killed_backend_actor_is_restarted_and_the_run_completes(run: RunSetup) -> None:
     with (
         _slow_run(run) as (path, sim),
-        _in_background(path) as result,
+        in_background(path) as result,
     ):
         name = actor_name(run_tag(run.store), "backend-a")
-        _until(lambda: sim.stats.answered >= 40)
+        until(lambda: sim.stats.answered >= 40)
         ray.kill(ray.get_actor(name, namespace=NAMESPACE), no_restart=False)
     (report,) = result
     assert report.complete and report.backends[0].restarts == 1
-    _assert_every_key_once(run.store)
-    stored = _query(run.store, "SELECT count(*) FROM responses")[0][0]
+    assert_every_key_once(run.store)
+    stored = query(run.store, "SELECT count(*) FROM responses")[0][0]
     paid = sum(sim.stats.statuses.values())
     assert 0 <= paid - stored <= 8  # at most the calls in flight were paid twice
 
@@ -217,9 +189,9 @@ def test_a_killed_backend_actor_is_restarted_and_the_run_completes(run: RunSetup
 def test_sql_answers_during_a_run_through_its_store_and_refuses_writes(run: RunSetup) -> None:
     with (
         _slow_run(run) as (path, sim),
-        _in_background(path) as result,
+        in_background(path) as result,
     ):
-        _until(lambda: sim.stats.answered >= 20)
+        until(lambda: sim.stats.answered >= 20)
         with pytest.raises(StoreError, match="a run holds the file"):
             read_only(run.store)
         names, rows = query_store(run.store, "SELECT count(*) AS n FROM responses")
@@ -227,15 +199,15 @@ def test_sql_answers_during_a_run_through_its_store_and_refuses_writes(run: RunS
         with pytest.raises(StoreError, match="not DELETE"):
             query_store(run.store, "DELETE FROM responses")
     assert result[0].complete
-    _assert_every_key_once(run.store)
+    assert_every_key_once(run.store)
 
 
 def test_the_monitor_attaches_to_a_run_going_elsewhere_and_ends_with_it(run: RunSetup) -> None:
     with (
         _slow_run(run) as (path, sim),
-        _in_background(path) as result,
+        in_background(path) as result,
     ):
-        _until(lambda: sim.stats.answered >= 10)
+        until(lambda: sim.stats.answered >= 10)
         views: list[Snapshot] = []
         watch_run(load_experiment(path), None, 0.3, views.append)  # ends with the run
     assert result[0].complete
@@ -248,24 +220,24 @@ def test_a_driver_killed_mid_run_loses_nothing_and_pays_again_only_for_calls_in_
     run: RunSetup,
 ) -> None:
     with _slow_run(run) as (path, sim):
-        driver = _driver(path, run.ray_address, run.tmp)
-        _until(lambda: sim.stats.answered >= 40 or driver.poll() is not None)
+        driver = driver_process(path, run.ray_address, run.tmp)
+        until(lambda: sim.stats.answered >= 40 or driver.poll() is not None)
         driver.send_signal(signal.SIGKILL)
         output = driver.communicate(timeout=30)[0]
         assert driver.returncode == -signal.SIGKILL, output
-        kept = _stored_after_kill(run.store)
+        kept = stored_after_kill(run.store)
         assert len(kept) >= 20  # the kill came mid-run, with answers stored
 
-        report = _run(path)
+        report = run_once(path)
         assert report.complete
         final = dict(
-            _query(
+            query(
                 run.store,
                 "SELECT (configuration, condition, budget, qid, attempt), answer FROM responses",
             )
         )
         assert all(final[k] == answer for k, answer in kept.items())  # nothing stored was lost
-        _assert_every_key_once(run.store)
+        assert_every_key_once(run.store)
         paid = sum(sim.stats.statuses.values())
         assert 0 <= paid - len(final) <= 8  # paid twice: at most the calls in flight
 
@@ -282,28 +254,10 @@ def _slow_run(run: RunSetup) -> Iterator[tuple[Path, Simulator]]:
         yield path, sim
 
 
-@contextmanager
-def _in_background(path: Path) -> Iterator[list[RunReport]]:
-    """The run of ``path`` in a thread; its report lands in the yielded list by the exit."""
-    result: list[RunReport] = []
-    runner = threading.Thread(target=lambda: result.append(_run(path)))
-    runner.start()
-    try:
-        yield result
-    finally:
-        runner.join(120)
-
-
-def _until(condition: Callable[[], bool], timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
 def test_ctrl_c_ends_a_run_in_one_line_and_the_rerun_completes(run: RunSetup) -> None:
     with _slow_run(run) as (path, sim):
-        driver = _driver(path, run.ray_address, run.tmp)
-        _until(lambda: sim.stats.answered >= 20 or driver.poll() is not None)
+        driver = driver_process(path, run.ray_address, run.tmp)
+        until(lambda: sim.stats.answered >= 20 or driver.poll() is not None)
         driver.send_signal(signal.SIGINT)
         output = driver.communicate(timeout=60)[0]
         assert driver.returncode == 130, output
@@ -311,33 +265,6 @@ def test_ctrl_c_ends_a_run_in_one_line_and_the_rerun_completes(run: RunSetup) ->
             f"groundbench: interrupted; everything stored is kept: run `groundbench run {path}` "
             "again to resume"
         )
-        assert len(_stored_after_kill(run.store)) >= 10
-        assert _run(path).complete
-        _assert_every_key_once(run.store)
-
-
-def _driver(path: Path, address: str, cwd: Path) -> subprocess.Popen[str]:
-    """``groundbench run`` in a process of its own, joining the test's Ray."""
-    return subprocess.Popen(
-        [sys.executable, "-c", "from runner.cli import main; main()", "run", str(path),
-         "--address", address, "--progress-every", "0.3"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
-    )  # fmt: skip
-
-
-def _stored_after_kill(store: Path) -> dict[object, object]:
-    """The answers in the store once the killed run's store actor has let the file go."""
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with duckdb.connect(str(store), read_only=True) as con:
-                rows = con.execute(
-                    "SELECT (configuration, condition, budget, qid, attempt), answer "
-                    "FROM responses WHERE outcome = 'answer'"
-                ).fetchall()
-                return dict(rows)
-        except duckdb.IOException:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+        assert len(stored_after_kill(run.store)) >= 10
+        assert run_once(path).complete
+        assert_every_key_once(run.store)

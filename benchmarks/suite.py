@@ -1,0 +1,145 @@
+"""Every benchmark in one command, with one table of its headline figures against the goals.
+
+Each benchmark runs in a process of its own (so one's memory or Ray does not weigh on the
+next), in this order: scoring throughput against its baseline, store writes against theirs,
+the resume scan, the client ceiling, the end-to-end ceiling, rate-limit utilisation (two
+minutes against a 600/min server), and the paper-sized grid (about 120,000 calls on a
+1,500-question synthetic cohort, simulator flat out) with its wall time and peak memory. Their
+own reports go to ``--logs`` (default: a temporary folder, named at the end); the table is
+printed last. About 10 minutes on the 2-core machine. Run:
+
+    .venv/bin/python -m benchmarks.suite [--skip paper_grid] [--logs DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from benchmarks._figures import OUT_VARIABLE
+
+Figures = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: a figure of a benchmark, what it is set against, and its goal."""
+
+    benchmark: str
+    what: str
+    value: Callable[[Figures], str]
+    against: Callable[[Figures], str]
+    goal: str
+    met: Callable[[Figures], bool]
+
+
+def _against(key: str, base: str, name: str = "baseline") -> Callable[[Figures], str]:
+    return lambda f: f"{name} {f[base]:,.0f}/s ({f[key] / f[base]:.1f}×)"
+
+
+def _scoring_goal(key: str, base: str) -> Callable[[Figures], bool]:
+    return lambda f: f[key] >= 3000 and f[key] >= 10 * f[base]
+
+
+ROWS = [
+    Row("scoring_throughput", "scoring, full record (one core)",
+        lambda f: f"{f['per_s']:,.0f}/s", _against("per_s", "baseline_per_s"),
+        "≥ 3,000/s, ≥ 10× baseline", _scoring_goal("per_s", "baseline_per_s")),
+    Row("scoring_throughput", "scoring, the paper's distractor mix",
+        lambda f: f"{f['mix_per_s']:,.0f}/s", _against("mix_per_s", "mix_baseline_per_s"),
+        "≥ 3,000/s, ≥ 10× baseline", _scoring_goal("mix_per_s", "mix_baseline_per_s")),
+    Row("store_write", "store, response rows written",
+        lambda f: f"{f['rows_per_s']:,.0f}/s",
+        _against("rows_per_s", "baseline_rows_per_s", "executemany"),
+        "≥ 20,000/s", lambda f: f["rows_per_s"] >= 20_000),
+    Row("resume_scan", "resume scan, 120,000-request grid",
+        lambda f: f"{f['scan_s']:.3f} s", lambda f: f"{f['pending']:,} pending",
+        "< 2 s", lambda f: f["scan_s"] < 2.0),
+    Row("client_ceiling", "client ceiling, one backend, one core",
+        lambda f: f"{f['requests_per_s']:,.0f} req/s", lambda f: "",
+        "≥ 1,500 req/s", lambda f: f["requests_per_s"] >= 1500),
+    Row("end_to_end", "end-to-end ceiling (Ray, store, scoring)",
+        lambda f: f"{f['requests_per_s']:,.0f} req/s", lambda f: "",
+        "≥ 1,000 req/s", lambda f: f["requests_per_s"] >= 1000 and f["complete"]),
+    Row("rate_utilisation", "rate-limit utilisation, 600/min",
+        lambda f: f"{f['utilisation_pct']:.2f}%", lambda f: f"{f['throttled']} × 429",
+        "≥ 98%, no 429", lambda f: f["utilisation_pct"] >= 98.0 and f["throttled"] == 0),
+    Row("paper_grid", "paper grid: wall time",
+        lambda f: f"{f['wall_s'] / 60:.1f} min", lambda f: f"{f['requests']:,} requests",
+        "< 20 min, complete", lambda f: f["wall_s"] < 1200 and f["complete"]),
+    Row("paper_grid", "paper grid: peak memory (PSS)",
+        lambda f: f"{f['peak_pss_gb']:.2f} GB", lambda f: "driver + every Ray process",
+        "< 3 GB", lambda f: f["peak_pss_gb"] < 3.0),
+]  # fmt: skip
+
+
+def run(benchmark: str, logs: Path) -> tuple[Figures | None, float]:
+    """Run one benchmark; its figures (None if it failed) and how long it took."""
+    out = logs / f"{benchmark}.json"
+    out.unlink(missing_ok=True)
+    begun = time.perf_counter()
+    with (logs / f"{benchmark}.log").open("w") as log:
+        done = subprocess.run(
+            [sys.executable, "-m", f"benchmarks.{benchmark}"],
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, OUT_VARIABLE: str(out)},
+        )  # fmt: skip
+    took = time.perf_counter() - begun
+    if done.returncode != 0 or not out.exists():
+        return None, took
+    figures: Figures = json.loads(out.read_text())
+    return figures, took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip", nargs="*", default=[], help="benchmarks to leave out")
+    parser.add_argument("--logs", type=Path, help="keep each benchmark's report here")
+    args = parser.parse_args()
+    logs = args.logs or Path(tempfile.mkdtemp(prefix="groundbench-bench-"))
+    logs.mkdir(parents=True, exist_ok=True)
+    console = Console()
+    results: dict[str, tuple[Figures | None, float]] = {}
+    for benchmark in dict.fromkeys(r.benchmark for r in ROWS):
+        if benchmark in args.skip:
+            continue
+        console.print(f"running {benchmark} …", style="dim")
+        results[benchmark] = run(benchmark, logs)
+    console.print(_table(results))
+    console.print(f"each benchmark's own report: {logs}/<name>.log", style="dim")
+
+
+def _table(results: dict[str, tuple[Figures | None, float]]) -> Table:
+    table = Table(title="groundbench benchmarks (this machine; compare ratios within one run)")
+    for column in ("figure", "value", "beside it", "goal", "met", "benchmark (s)"):
+        table.add_column(
+            column, justify="right" if column in ("value", "benchmark (s)") else "left"
+        )
+    for row in ROWS:
+        if row.benchmark not in results:
+            continue
+        figures, took = results[row.benchmark]
+        if figures is None:
+            table.add_row(row.what, "failed", "see its log", row.goal, "✗", f"{took:.0f}")
+            continue
+        met = row.met(figures)
+        table.add_row(
+            row.what, row.value(figures), row.against(figures), row.goal,
+            "[green]yes[/]" if met else "[red]no[/]", f"{row.benchmark} {took:.0f}",
+        )  # fmt: skip
+    return table
+
+
+if __name__ == "__main__":
+    main()

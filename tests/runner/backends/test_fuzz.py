@@ -1,0 +1,90 @@
+"""Fuzzing the request builders: 10,000 random requests over every provider, each body read
+back by ``json`` and by the simulator's server parser (the other end of the wire).
+
+Prompts mix arbitrary text with the strings that the builders and the server treat specially
+(the image slot, the markers around the image, quotes, backslashes, NULs), so a builder that
+let a prompt reach into the image, or a server that took a prompt for an image, would show.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conditions import Decoding, ImageBlob, Request, RequestKey, Thinking
+from runner._errors import ConfigError
+from runner.backends import protocol_for, provider_named
+from runner.backends._providers import PROVIDERS, thinking_fields
+from runner.backends._wire import IMAGE_SLOT
+from runner.simulator._server import _parse
+
+TRICKY = [
+    IMAGE_SLOT, ";base64,", '"data":"', "data:image/jpeg;base64,", '"', "\\", "\x00", "\n",
+    "\u2028", "😀", "{", "}", '"text":', "Hint: the object is mostly red.",
+]  # fmt: skip
+
+prompts = st.lists(st.one_of(st.text(max_size=16), st.sampled_from(TRICKY)), max_size=8).map(
+    "".join
+)
+thinking = st.one_of(
+    st.just(Thinking(mode="off")),
+    st.builds(
+        Thinking,
+        mode=st.just("on"),
+        effort=st.none() | st.sampled_from(["low", "medium", "high", "max"]),
+        budget_tokens=st.none() | st.integers(1, 65_536),
+    ),
+)
+decodings = st.builds(
+    Decoding,
+    thinking=thinking,
+    temperature=st.none() | st.floats(0.0, 2.0),
+    max_output_tokens=st.integers(1, 1_000_000),
+)
+images = st.none() | st.builds(
+    ImageBlob,
+    data=st.binary(max_size=256),
+    media_type=st.sampled_from(["image/jpeg", "image/png"]),
+    width=st.integers(1, 4000),
+    height=st.integers(1, 4000),
+)
+
+
+@settings(max_examples=10_000)
+@given(
+    provider=st.sampled_from(sorted(PROVIDERS)),
+    model=st.from_regex(r"[a-z0-9][a-z0-9.\-]{0,30}", fullmatch=True),
+    prompt=prompts,
+    image=images,
+    decoding=decodings,
+)
+def test_every_request_body_reads_back_exactly_what_was_asked(
+    provider: str, model: str, prompt: str, image: ImageBlob | None, decoding: Decoding
+) -> None:
+    request = Request(RequestKey("c", "base", "q1", 8), "p", prompt, image, decoding, 0)
+    protocol = protocol_for(provider_named(provider), model)
+    try:
+        expected_fields = thinking_fields(provider, decoding.thinking)
+    except ConfigError:
+        expected_fields = None
+    try:
+        body = bytes(protocol.encode(request))
+    except ConfigError:
+        assert expected_fields is None  # refused exactly when the API cannot say it
+        return
+    assert expected_fields is not None
+    doc = json.loads(body)
+    assert isinstance(doc, dict)
+    wire = PROVIDERS[provider].protocol
+    path = protocol.url("http://h/v1").removeprefix("http://h")
+    seen = _parse(wire, path, body)
+    assert seen.model == model and seen.prompt == prompt
+    if image is None:
+        assert seen.image_b64 is None
+    else:
+        assert seen.image_b64 is not None and base64.b64decode(seen.image_b64) == image.data
+    assert seen.temperature == decoding.temperature
+    assert seen.thinking == (decoding.thinking.mode == "on")
