@@ -21,16 +21,7 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff format --check .
 
 bench: $(VENV)/.installed
-	$(BIN)/python -m benchmarks.scoring_throughput
-	$(BIN)/python -m benchmarks.targets_speed
-	$(BIN)/python -m benchmarks.fidelity
-	$(BIN)/python -m benchmarks.cohort_build
-	$(BIN)/python -m benchmarks.rate_utilisation
-	$(BIN)/python -m benchmarks.client_ceiling
-	$(BIN)/python -m benchmarks.store_write
-	$(BIN)/python -m benchmarks.resume_scan
-	$(BIN)/python -m benchmarks.end_to_end
-	$(BIN)/python -m benchmarks.paper_grid
+	$(BIN)/python -m benchmarks.suite
 
 # The stamp is rebuilt whenever pyproject.toml changes, so a new dependency is installed
 # by the next `make test` without deleting the environment by hand.

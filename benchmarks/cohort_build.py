@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 
+from benchmarks._figures import record
 from conditions import (
     CohortSpec,
     DataRoot,
@@ -60,6 +61,7 @@ def main() -> None:
           f"targets alone by executemany: {baseline:.2f} s")  # fmt: skip
     print(f"load and re-check the hash: {t4 - t3:.2f} s")
     print(f"cohort {cohort.hash}")
+    record(build_s=t2 - t1, questions=len(cohort.questions), write_s=t3 - t2, baseline_s=baseline)
 
 
 def _executemany_targets(targets: Mapping[tuple[str, int, int], tuple[float, ...]]) -> float:

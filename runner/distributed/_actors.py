@@ -204,7 +204,8 @@ class SimulatorActor:
     """The built-in model APIs, on loopback of the driver's node."""
 
     def __init__(self, cohort: Cohort, images: Path, cache: Path, spec: SimSpec) -> None:
-        self._simulator = Simulator(cohort, images, VariantCache(cache), spec)
+        # The server reads each variant once, to index its fingerprint: few need stay in memory.
+        self._simulator = Simulator(cohort, images, VariantCache(cache, memory=32), spec)
         self._stack = contextlib.AsyncExitStack()
 
     async def start(self) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import itertools
 import json
 import logging
@@ -204,7 +203,9 @@ def _connect(address: str | None) -> bool:
 class _BackendRun:
     name: str
     configurations: tuple[Configuration, ...]
-    start: Callable[[], Any]  # makes the backend's actor (again, after it died)
+    simulated: bool  # on the built-in simulator, which listens on the driver node's loopback
+    options: dict[str, Any]  # its actor's Ray options, placement aside
+    args: tuple[Any, ...]  # its actor's constructor arguments
     handle: Any = None
     node: str | None = None  # where its actor was started last
     quota: str | None = None
@@ -363,27 +364,30 @@ class _Run:
             }
             key = (self.experiment.simulator.api_key or "simulator") if spec.simulated else None
             args = (members, cohort_ref, self.experiment.images, self.cache, self.store, key)
-            run = _BackendRun(name, members, lambda: None)
-            run.start = functools.partial(self._place, run, spec.simulated, options, args)
-            run.handle = run.start()
+            run = _BackendRun(name, members, spec.simulated, options, args)
+            run.handle = self._place(run)
             runs.append(run)
         return runs
 
-    def _place(
-        self, run: _BackendRun, simulated: bool, options: dict[str, Any], args: tuple[Any, ...]
-    ) -> Any:
-        """Start ``run``'s actor. The built-in simulator listens on the driver node's loopback,
-        so its backends stay there; others take the cluster's live nodes in turn (each
+    def _place(self, run: _BackendRun) -> Any:
+        """Start ``run``'s actor (again, after it died). A simulated backend stays on the
+        driver's node, by its simulator; others take the cluster's live nodes in turn (each
         backend's encoding and connections on a node of its own when there are enough), and
         a restart avoids the node its last actor died on."""
-        if simulated:
-            run.node = self.node.node_id
-        else:
-            run.node = self._next_node(avoid=run.node)
+        run.node = self.node.node_id if run.simulated else self._next_node(avoid=run.node)
         # Hard affinity: Ray's SPREAD and soft affinity both left actors that ask for no CPU
         # on the driver's node, and soft affinity to a node that just died fails the actor.
         strategy = NodeAffinitySchedulingStrategy(node_id=run.node, soft=False)
-        return RemoteBackend.options(**options, scheduling_strategy=strategy).remote(*args)
+        return RemoteBackend.options(**run.options, scheduling_strategy=strategy).remote(*run.args)
+
+    async def _restarted(self, backend: _BackendRun) -> Any:
+        """A new actor for ``backend``, once the dead one's name is free."""
+        ray.kill(backend.handle, no_restart=True)
+        return await _when_name_free(
+            lambda: self._place(backend),
+            lambda handle: handle.__ray_ready__.remote(),
+            f"backend {backend.name}: cannot restart its actor",
+        )
 
     def _next_node(self, avoid: str | None) -> str:
         own = self.node.node_id
@@ -426,7 +430,7 @@ class _Run:
                     )
                 lost = {_key(p) for p in backend.lost}
                 backend.lost = []
-                backend.handle = await _restarted(backend)
+                backend.handle = await self._restarted(backend)
                 now = await _call(self.store.pending.remote(names))
                 calls = [p for p in now if _key(p) in lost]
                 self.echo(f"backend {backend.name}: actor restarted; {len(calls)} calls re-sent")
@@ -570,16 +574,6 @@ async def _when_name_free(
             if time.monotonic() >= deadline:
                 raise RunFailed(f"{failure}: {exc}") from None
             await asyncio.sleep(0.2)
-
-
-async def _restarted(backend: _BackendRun) -> Any:
-    """A new actor for ``backend``, once the dead one's name is free."""
-    ray.kill(backend.handle, no_restart=True)
-    return await _when_name_free(
-        backend.start,
-        lambda handle: handle.__ray_ready__.remote(),
-        f"backend {backend.name}: cannot restart its actor",
-    )
 
 
 def _key(p: Pending) -> tuple[str, str, int, str]:
