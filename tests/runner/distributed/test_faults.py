@@ -129,8 +129,11 @@ def _late(sim: Simulator, transport: dict[str, object]) -> int:
 
 
 SCENARIOS = {
+    # The server allows 15 calls/s, one at a time, and says nothing of its limit until it
+    # throttles; the client believes it may send 1,000/s.
     "429-storm": Scenario(
-        Faults(requests_per_minute=1500, burst=3, retry_after="ms"), injected=("rate-limited",)
+        Faults(requests_per_minute=900, burst=1, ratelimit_headers=False, retry_after="ms"),
+        injected=("rate-limited",),
     ),
     "quota-exhausted": Scenario(Faults(quota_after=40), top_up=True, injected=("quota",)),
     "5xx-bursts": Scenario(
