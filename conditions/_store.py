@@ -184,14 +184,10 @@ def load_cohort(path: Path | str) -> Cohort:
             stored, cohort = _read_cohort(con, path)
     except DataFileError:
         raise
-    except (
-        duckdb.Error,
-        ValueError,
-        TypeError,
-        KeyError,
-    ) as exc:  # ValidationError is a ValueError
+    except (duckdb.Error, ValueError, TypeError, KeyError) as exc:
         # A damaged file: DuckDB finds a bad checksum or a short read only when it gets to
-        # the block, and damaged values fail their models; one line, whatever the cause.
+        # the block, and damaged values fail their models (pydantic's errors are ValueErrors);
+        # one line, whatever the cause.
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DataFileError(path, f"cannot read its cohort (damaged?): {detail}") from None
     if cohort.hash != stored:
