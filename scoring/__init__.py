@@ -8,7 +8,8 @@ Plain Python over numpy, pycocotools, shapely and pyclipper; it never imports ``
 - views: :func:`locked_attempt` picks the score ``IoU0``/``IoU1``/``IoU2``/best-effort locks;
 - cells: :func:`summarise_cell`, :func:`paired_contrast`, :func:`construction_fidelity`;
 - box benchmarks (§10): :func:`judge_box` under a :class:`BoxProtocol` and a coordinate
-  convention, :func:`accuracy_at`, :func:`mean_accuracy`, :func:`rejection_accuracy`.
+  convention, :func:`accuracy_at`, :func:`mean_accuracy`, :func:`rejection_accuracy`, and each
+  paper's main-table row (:func:`ref_adv_row`, :func:`groundingme_row`, :func:`refbench_pro_row`).
 """
 
 from scoring._aggregate import (
@@ -25,6 +26,18 @@ from scoring._aggregate import (
     per_question,
     summarise_box_cell,
     summarise_cell,
+)
+from scoring._box_tables import (
+    DISTRACTOR_GROUPS,
+    GROUNDINGME_DIMENSIONS,
+    REFBENCH_PERCEPTION,
+    REFBENCH_REASONING,
+    REFBENCH_REJECT,
+    JudgedQuestion,
+    groundingme_row,
+    groundingme_subdimensions,
+    ref_adv_row,
+    refbench_pro_row,
 )
 from scoring._boxes import (
     BOX_PROTOCOLS,
@@ -81,8 +94,13 @@ from scoring._views import HEADLINE_VIEW, VIEW_ATTEMPTS, View, locked_attempt
 __all__ = [
     "BOX_PROTOCOLS",
     "BUDGETS",
+    "DISTRACTOR_GROUPS",
+    "GROUNDINGME_DIMENSIONS",
     "HEADLINE_VIEW",
     "PHASES",
+    "REFBENCH_PERCEPTION",
+    "REFBENCH_REASONING",
+    "REFBENCH_REJECT",
     "SCALE",
     "THRESHOLDS",
     "UNPARSEABLE",
@@ -101,6 +119,7 @@ __all__ = [
     "Defect",
     "DegeneratePartError",
     "Distractor",
+    "JudgedQuestion",
     "Metric",
     "Pair",
     "ParsedList",
@@ -122,6 +141,8 @@ __all__ = [
     "control_scores",
     "corner_iou",
     "find_box",
+    "groundingme_row",
+    "groundingme_subdimensions",
     "group_by",
     "judge_box",
     "legality_defect",
@@ -136,6 +157,8 @@ __all__ = [
     "parse_list",
     "per_question",
     "rasterize",
+    "ref_adv_row",
+    "refbench_pro_row",
     "rejection_accuracy",
     "ring_from_flat",
     "says_absent",
