@@ -11,6 +11,15 @@ Plain Python; it uses ``scoring`` for targets and never imports ``runner`` or Ra
   exactly, and :func:`protocol_hash` says which results may be pooled.
 """
 
+from conditions._boxsets import (
+    BENCHMARKS,
+    READERS,
+    Benchmark,
+    BoxQuestion,
+    read_groundingme,
+    read_ref_adv,
+    read_refbench_pro,
+)
 from conditions._coco import (
     CocoAnnotation,
     CocoCategory,
@@ -69,6 +78,7 @@ from conditions._synthetic import SynthSpec
 from conditions._synthetic import generate as generate_synthetic
 
 __all__ = [
+    "BENCHMARKS",
     "BOX",
     "BOX_CONDITIONS",
     "CELLS",
@@ -79,9 +89,12 @@ __all__ = [
     "MAX_SIDE",
     "PALETTE",
     "PAPER_CONFIGURATIONS",
+    "READERS",
     "SOURCES",
     "SOURCE_NAMES",
     "VARIANTS",
+    "Benchmark",
+    "BoxQuestion",
     "CocoAnnotation",
     "CocoCategory",
     "CocoImage",
@@ -129,6 +142,9 @@ __all__ = [
     "plan",
     "polygon_prompt",
     "protocol_hash",
+    "read_groundingme",
+    "read_ref_adv",
+    "read_refbench_pro",
     "render",
     "semantic_group",
     "source_named",
