@@ -11,6 +11,7 @@ Plain Python; it uses ``scoring`` for targets and never imports ``runner`` or Ra
   exactly, and :func:`protocol_hash` says which results may be pooled.
 """
 
+from conditions._box_prompts import BOX_BENCHMARK_PROMPTS, Reasoning, box_benchmark_prompt
 from conditions._boxsets import (
     BENCHMARKS,
     READERS,
@@ -80,6 +81,7 @@ from conditions._synthetic import generate as generate_synthetic
 __all__ = [
     "BENCHMARKS",
     "BOX",
+    "BOX_BENCHMARK_PROMPTS",
     "BOX_CONDITIONS",
     "CELLS",
     "COLOURS",
@@ -112,6 +114,7 @@ __all__ = [
     "Instance",
     "ProtocolMismatchError",
     "Question",
+    "Reasoning",
     "Ref",
     "Request",
     "RequestBuilder",
@@ -127,6 +130,7 @@ __all__ = [
     "Transport",
     "Variant",
     "VariantCache",
+    "box_benchmark_prompt",
     "box_prompt",
     "build_cohort",
     "cell_of_box",

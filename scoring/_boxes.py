@@ -33,7 +33,9 @@ _SCALE: dict[Convention, float] = {"norm999": 999.0, "norm1000": 1000.0, "unit":
 _FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _BBOX_2D = re.compile(r"\{.*\"bbox_2d\".*\}", re.DOTALL)
 _FOUR_NUMBERS = re.compile(r"(-?\d+(?:\.\d+)?)" + r"[\s,]+(-?\d+(?:\.\d+)?)" * 3)
-_BRACKETED = re.compile(r"\[(.*?)\]", re.DOTALL)
+# Within one line, as RefBench-PRO's reader has it: Qwen's multi-line JSON list
+# ``[\n {"bbox_2d": [x1, y1, x2, y2], …}\n]`` yields the inner list.
+_BRACKETED = re.compile(r"\[(.*?)\]")
 # The keys Ref-Adv's reader looks in first for boxes inside a JSON answer.
 _BOX_KEYS = ("bboxes", "boxes", "bbox", "bbox_2d", "predictions", "results", "objects",
              "coordinates")  # fmt: skip

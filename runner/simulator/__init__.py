@@ -4,18 +4,21 @@ For users, a dry run of a grid before paying for it (``groundbench simulate``); 
 and benchmarks, a server on loopback with behaviour profiles and fault injection.
 """
 
+from runner.simulator._boxes import box_answer
 from runner.simulator._model import Answer, Seen, answer
 from runner.simulator._server import SimStats, Simulator, serving
-from runner.simulator._spec import Behaviour, Faults, SimSpec
+from runner.simulator._spec import Behaviour, BoxBehaviour, Faults, SimSpec
 
 __all__ = [
     "Answer",
     "Behaviour",
+    "BoxBehaviour",
     "Faults",
     "Seen",
     "SimSpec",
     "SimStats",
     "Simulator",
     "answer",
+    "box_answer",
     "serving",
 ]

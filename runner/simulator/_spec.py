@@ -21,6 +21,18 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class BoxBehaviour(_Frozen):
+    """The simulated model on the box benchmarks (PROTOCOL §10): hosted models rarely say
+    a described object is absent (the papers report rejection near 0%), and reasoning helps
+    a little."""
+
+    edge_noise: NonNegativeFloat = 0.08  # σ of each edge, as a fraction of the box's side
+    wrong_object: Probability = 0.3  # boxes another region of the image
+    hallucinate: Probability = 0.95  # on a rejection question, boxes something anyway
+    hallucinate_thinking: Probability = 0.85  # the same with reasoning on
+    false_absent: Probability = 0.02  # on a question with a target, says it is absent
+
+
 class Behaviour(_Frozen):
     """The simulated model: how well it outlines, and how the conditions move it."""
 
@@ -39,6 +51,7 @@ class Behaviour(_Frozen):
     true_cue_help: Probability = 0.5  # distractor rate cut by a hint
     thinking_noise: PositiveFloat = 0.85  # noise factor with reasoning on (off: its inverse)
     temperature_noise: NonNegativeFloat = 0.25  # noise grows by this per unit of temperature
+    boxes: BoxBehaviour = BoxBehaviour()
 
 
 class Faults(_Frozen):

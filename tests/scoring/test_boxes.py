@@ -81,7 +81,8 @@ def test_the_same_box_in_any_convention_is_the_same_pixels(
         ("groundingme", "maybe 1, 2, 3, 4 or rather 5 6 7 8", (5, 6, 7, 8)),
         ("groundingme", "Nothing matches.", None),
         ("refbench-pro", "[1, 2] then [10, 20, 30, 40] and [a, b]", (10, 20, 30, 40)),
-        ("refbench-pro", "[[1, 2, 3, 4]]", None),  # its reader takes no nested list
+        ("refbench-pro", "[[1, 2, 3, 4]]", None),  # its reader takes no nested list …
+        ("refbench-pro", '[\n  {"bbox_2d": [1, 2, 3, 4]}\n]', (1, 2, 3, 4)),  # … across lines
         ("refbench-pro", '{"bbox_2d": [1.5, 2, 3, 4], "label": "x"}', (1.5, 2, 3, 4)),
     ],
 )
