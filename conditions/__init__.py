@@ -46,7 +46,7 @@ from conditions._cues import (
     wrong_cell,
     wrong_colour,
 )
-from conditions._errors import ConditionsError, DataFileError
+from conditions._errors import ConditionsError, DataFileError, one_line
 from conditions._grid import (
     BOX_CONDITIONS,
     CONDITION_NAMES,
@@ -143,6 +143,7 @@ __all__ = [
     "load_instances",
     "load_plain_pickle",
     "load_refs",
+    "one_line",
     "plan",
     "polygon_prompt",
     "protocol_hash",

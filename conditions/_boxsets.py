@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from PIL import Image, UnidentifiedImageError
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
 
-from conditions._errors import DataFileError
+from conditions._errors import DataFileError, one_line
 
 Benchmark = Literal["ref-adv", "groundingme", "refbench-pro"]
 BENCHMARKS: tuple[Benchmark, ...] = ("ref-adv", "groundingme", "refbench-pro")
@@ -122,7 +122,7 @@ def _read(
         except KeyError as exc:
             raise DataFileError(path, f"{where}: missing field {exc}") from None
         except (ValidationError, ValueError, TypeError) as exc:
-            raise DataFileError(path, f"{where}: {_first_line(exc)}") from None
+            raise DataFileError(path, f"{where}: {one_line(exc)}") from None
         blob = _image_bytes(image, path, where)
         if blob is not None:
             _check_size(blob, question, path, where)
@@ -177,15 +177,6 @@ def _write_atomically(target: Path, data: bytes) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-
-
-def _first_line(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        error = exc.errors()[0]
-        field = ".".join(str(p) for p in error["loc"])
-        message = str(error["msg"]).removeprefix("Value error, ")  # a validator's own words
-        return f"{field}: {message}" if field else message
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _image_name(image: Any, fallback: str) -> str:

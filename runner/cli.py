@@ -23,6 +23,7 @@ from rich.live import Live
 from rich.table import Table
 
 from conditions import (
+    READERS,
     SOURCE_NAMES,
     CohortSpec,
     ConditionsError,
@@ -54,6 +55,14 @@ app = typer.Typer(
 )
 cohort_app = typer.Typer(no_args_is_help=True, help="Build and inspect cohorts (PROTOCOL §8).")
 app.add_typer(cohort_app, name="cohort")
+boxes_app = typer.Typer(
+    no_args_is_help=True,
+    help="The box benchmarks (Ref-Adv, GroundingME, RefBench-PRO): read their files, score "
+    "answers collected elsewhere by their own protocols (PROTOCOL §10).",
+)
+app.add_typer(boxes_app, name="boxes")
+BenchmarkName = Literal["ref-adv", "groundingme", "refbench-pro"]
+ConventionName = Literal["norm999", "norm1000", "unit", "pixels"]
 console = Console()
 OutputFormat = Literal["table", "csv", "json"]
 
@@ -157,6 +166,58 @@ def cohort_summary(
     """Show a cohort: counts per source and bin, thresholds, C_N per budget."""
     for table in summary_tables(load_cohort(experiment)):
         console.print(table)
+
+
+@boxes_app.command("check")
+def boxes_check(
+    benchmark: Annotated[BenchmarkName, typer.Argument(help="Which benchmark's file it is.")],
+    file: Annotated[Path, typer.Argument(help="Its released file (parquet or JSON lines).")],
+    images: Annotated[
+        Path, typer.Option(help="Where its images are (or are written, when the file holds them).")
+    ],
+) -> None:
+    """Read a benchmark's released file; show its questions per dimension and rejections."""
+    questions = READERS[benchmark](file, images)
+    counts: dict[tuple[str, str], list[int]] = {}
+    for q in questions:
+        entry = counts.setdefault((q.dimension, q.subdimension or ""), [0, 0])
+        entry[0] += 1
+        entry[1] += q.rejection
+    table = Table(title=f"{benchmark}: {len(questions):,} questions from {file.name}")
+    for column in ("dimension", "sub-dimension", "questions", "rejection"):
+        table.add_column(
+            column, justify="right" if column in ("questions", "rejection") else "left"
+        )
+    for (dimension, sub), (total, rejections) in sorted(counts.items()):
+        table.add_row(dimension, sub, f"{total:,}", f"{rejections:,}")
+    console.print(table)
+
+
+@boxes_app.command("score")
+def boxes_score(
+    benchmark: Annotated[BenchmarkName, typer.Argument(help="Which benchmark the answers are to.")],
+    file: Annotated[Path, typer.Argument(help="Its released file (parquet or JSON lines).")],
+    answers: Annotated[Path, typer.Argument(help="Answers, JSON lines: qid, configuration, …")],
+    images: Annotated[Path, typer.Option(help="Where its images are (or are written).")],
+    convention: Annotated[
+        ConventionName | None,
+        typer.Option(help="The coordinate convention of answers that name none."),
+    ] = None,
+    output: Annotated[
+        Literal["table", "markdown", "csv", "latex"], typer.Option("--format")
+    ] = "table",
+) -> None:
+    """Score collected answers as the benchmark's released code does; print its main table."""
+    from runner.boxes import judge_answers, load_box_answers
+    from runner.reports import box_benchmark_table, render, rich_table
+
+    questions = READERS[benchmark](file, images)
+    runs = judge_answers(benchmark, questions, load_box_answers(answers), convention, answers)
+    table = box_benchmark_table(benchmark, runs)
+    if output == "table":
+        console.print(rich_table(table))
+    else:
+        typer.echo(render(table, output), nl=False)
 
 
 @app.command()

@@ -55,6 +55,7 @@ from conditions import (
     Configuration,
     Decoding,
     Transport,
+    one_line,
 )
 from runner._errors import ConfigError
 from runner.backends import provider_named
@@ -193,7 +194,7 @@ class Experiment(_Frozen):
                 transport=backend.transport(simulator_url),
             )
         except ValidationError as exc:
-            raise ConfigError(f"configuration {spec.name}: {_first_error(exc)}") from None
+            raise ConfigError(f"configuration {spec.name}: {one_line(exc)}") from None
 
     def configurations_of(self, backend: str) -> tuple[ConfigurationSpec, ...]:
         return tuple(c for c in self.configurations if c.backend == backend)
@@ -218,7 +219,7 @@ def load_experiment(path: Path | str) -> Experiment:
     try:
         experiment = Experiment.model_validate(doc)
     except ValidationError as exc:
-        raise ConfigError(f"{path}: {_first_error(exc)}") from None
+        raise ConfigError(f"{path}: {one_line(exc)}") from None
     return _resolved(experiment, path.parent)
 
 
@@ -232,10 +233,3 @@ def _resolved(experiment: Experiment, base: Path) -> Experiment:
     return experiment.model_copy(
         update={"store": at(experiment.store), "images": at(experiment.images), "cohort": cohort}
     )
-
-
-def _first_error(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
-    message = first["msg"].removeprefix("Value error, ")
-    return f"{where}: {message}" if where else message
