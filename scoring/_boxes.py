@@ -16,6 +16,7 @@ Boxes are corners ``(x1, y1, x2, y2)`` in the original image's pixels, clipped t
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -227,7 +228,7 @@ def _is_number(value: object) -> bool:
 def _box(values: Sequence[float]) -> Box | None:
     x1, y1, x2, y2 = (float(v) for v in values)
     box = (x1, y1, x2, y2)
-    return box if all(v == v and abs(v) != float("inf") for v in box) else None
+    return box if all(math.isfinite(v) for v in box) else None
 
 
 def says_absent(text: str, box: Box | None, rule: RejectionRule) -> bool:

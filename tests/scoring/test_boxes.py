@@ -6,13 +6,14 @@ import itertools
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoring import (
     BOX_PROTOCOLS,
     Box,
     BoxJudgement,
+    BoxParsing,
     RejectionRule,
     accuracy_at,
     box_iou,
@@ -202,3 +203,19 @@ def test_rejection_accuracy_counts_answers_that_say_absent() -> None:
     judged = [BoxJudgement(None, True, 0.0), BoxJudgement((0, 0, 1, 1), False, 0.0)]
     assert rejection_accuracy(judged) == 50.0
     assert math.isnan(rejection_accuracy([])) and math.isnan(accuracy_at([], 0.5, True))
+
+
+PIECES = st.one_of(
+    st.text(max_size=8),
+    st.sampled_from(['{"bbox_2d": ', "null", "[", "]", "{", "}", ",", "```json\n", "```", "0",
+                     "12.5", "-3", "1e999", "NaN", '"bboxes": ', "\n", ": "]),
+)  # fmt: skip
+
+
+@settings(max_examples=2_000)
+@given(st.lists(PIECES, max_size=30).map("".join))
+def test_every_reader_returns_a_finite_box_or_none_on_any_text(text: str) -> None:
+    readers: tuple[BoxParsing, ...] = ("groundbench", "ref-adv", "groundingme", "refbench-pro")
+    for parsing in readers:
+        box = find_box(text, parsing)
+        assert box is None or (len(box) == 4 and all(math.isfinite(v) for v in box))
