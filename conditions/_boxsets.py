@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +32,7 @@ from PIL import Image, UnidentifiedImageError
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
 
 from conditions._errors import DataFileError, one_line
+from conditions._images import write_atomically
 
 Benchmark = Literal["ref-adv", "groundingme", "refbench-pro"]
 BENCHMARKS: tuple[Benchmark, ...] = ("ref-adv", "groundingme", "refbench-pro")
@@ -132,7 +131,7 @@ def _read(
         questions.append(question)
     _unique(questions, path)
     for name, blob in blobs.items():  # only once every row is known good
-        _write_atomically(images / name, blob)
+        write_atomically(images / name, blob)
     return questions
 
 
@@ -165,18 +164,6 @@ def _unique(questions: list[BoxQuestion], path: Path) -> None:
         if q.qid in seen:
             raise DataFileError(path, f"question {q.qid} appears twice")
         seen.add(q.qid)
-
-
-def _write_atomically(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _image_name(image: Any, fallback: str) -> str:

@@ -170,19 +170,23 @@ class VariantCache:
         assert blob is not None
         if blob.data is data:  # the source as it is: nothing to store
             return blob
-        self._write(self.directory / f"{sha}.{variant}.{_EXTENSIONS[blob.media_type]}", blob.data)
+        write_atomically(
+            self.directory / f"{sha}.{variant}.{_EXTENSIONS[blob.media_type]}", blob.data
+        )
         return blob
 
-    def _write(self, path: Path, data: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all (a temporary file beside it, then renamed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _blob_from_file(path: Path, media_type: str) -> ImageBlob:
