@@ -24,7 +24,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import pyarrow.parquet as pq
@@ -61,6 +61,10 @@ class BoxQuestion(BaseModel):
 
     @model_validator(mode="after")
     def _box_inside(self) -> BoxQuestion:
+        name = PurePosixPath(self.image_file)
+        if name.is_absolute() or ".." in name.parts or not self.image_file:
+            # An image is written under the images folder by this name: never outside it.
+            raise ValueError(f"image name {self.image_file!r} is not a plain relative path")
         if self.box is not None:
             x1, y1, x2, y2 = self.box
             if not (x1 < x2 and y1 < y2):
@@ -77,13 +81,18 @@ class BoxQuestion(BaseModel):
 
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(row number from 1, row) of a parquet or JSON-lines file."""
+    """(row number from 1, row) of a parquet or JSON-lines file, a batch at a time: a
+    benchmark's parquet holds its images, which need not all be in memory at once."""
     if path.suffix == ".parquet":
         try:
-            table = pq.read_table(path)
-        except (OSError, ValueError) as exc:
+            batches = pq.ParquetFile(path).iter_batches(batch_size=64)
+            number = 0
+            for batch in batches:
+                for row in batch.to_pylist():
+                    number += 1
+                    yield number, row
+        except (OSError, ValueError) as exc:  # pyarrow's errors are both
             raise DataFileError(path, f"not a readable parquet file: {exc}") from None
-        yield from enumerate(table.to_pylist(), 1)
         return
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -107,32 +116,45 @@ Convert = Callable[[int, dict[str, Any]], tuple[dict[str, Any], Any]]
 def _read(
     benchmark: Benchmark, path: Path | str, images: Path | str, convert: Convert
 ) -> list[BoxQuestion]:
-    """Every row of ``path`` as a question, its image put in ``images``; all or nothing."""
+    """Every row of ``path`` as a question, its image put in ``images``; all or nothing.
+
+    Two passes over the file: the first checks every row (an embedded image only by its
+    header), the second writes the embedded images, so memory holds one batch at a time.
+    """
     path, images = Path(path), Path(images)
     if not path.exists():
         raise DataFileError(path, "no such file")
     questions: list[BoxQuestion] = []
-    blobs: dict[str, bytes] = {}
+    embedded = False
     for number, row in _rows(path):
-        where = f"row {number}"
-        try:
-            fields, image = convert(number, row)
-            question = BoxQuestion(benchmark=benchmark, **fields)
-        except KeyError as exc:
-            raise DataFileError(path, f"{where}: missing field {exc}") from None
-        except (ValidationError, ValueError, TypeError) as exc:
-            raise DataFileError(path, f"{where}: {one_line(exc)}") from None
-        blob = _image_bytes(image, path, where)
+        question, blob = _row(benchmark, number, row, convert, path)
         if blob is not None:
-            _check_size(blob, question, path, where)
-            blobs[question.image_file] = blob
+            _check_size(blob, question, path, f"row {number}")
+            embedded = True
         elif not (images / question.image_file).is_file():
-            raise DataFileError(path, f"{where}: image {question.image_file} not in {images}")
+            raise DataFileError(path, f"row {number}: image {question.image_file} not in {images}")
         questions.append(question)
     _unique(questions, path)
-    for name, blob in blobs.items():  # only once every row is known good
-        write_atomically(images / name, blob)
+    if embedded:  # only once every row is known good
+        for number, row in _rows(path):
+            question, blob = _row(benchmark, number, row, convert, path)
+            if blob is not None:
+                write_atomically(images / question.image_file, blob)
     return questions
+
+
+def _row(
+    benchmark: Benchmark, number: int, row: dict[str, Any], convert: Convert, path: Path
+) -> tuple[BoxQuestion, bytes | None]:
+    where = f"row {number}"
+    try:
+        fields, image = convert(number, row)
+        question = BoxQuestion(benchmark=benchmark, **fields)
+    except KeyError as exc:
+        raise DataFileError(path, f"{where}: missing field {exc}") from None
+    except (ValidationError, ValueError, TypeError) as exc:
+        raise DataFileError(path, f"{where}: {one_line(exc)}") from None
+    return question, _image_bytes(image, path, where)
 
 
 def _image_bytes(image: Any, path: Path, where: str) -> bytes | None:

@@ -118,6 +118,7 @@ def test_a_missing_field_a_broken_line_or_a_duplicate_is_named(tmp_path: Path) -
         ([{k: v for k, v in good.items() if k != "bbox"}], "row 1: missing field 'bbox'"),
         ([good, good], "question refbench-pro:1 appears twice"),
         ([{**good, "image_path": "b.jpg"}], "row 1: image b.jpg not in"),
+        ([{**good, "image_path": "../a.jpg"}], "row 1: image name '../a.jpg' is not a plain"),
     ]
     for rows, message in cases:
         with pytest.raises(DataFileError, match=message):
