@@ -12,6 +12,28 @@ Plain Python; it uses ``scoring`` for targets and never imports ``runner`` or Ra
 """
 
 from conditions._box_prompts import BOX_BENCHMARK_PROMPTS, Reasoning, box_benchmark_prompt
+from conditions._box_requests import (
+    BOX_ATTEMPTS,
+    BoxRequestBuilder,
+    Questions,
+    box_protocol_hash,
+    plan_boxes,
+    plan_of,
+    protocol_of,
+    reasoning_decoding,
+    request_builder,
+)
+from conditions._box_set import (
+    BoxSet,
+    BoxSetMismatchError,
+    box_set,
+    holds_box_set,
+    load_box_set,
+    read_box_set,
+    sent_scale,
+    stored_box_set_hash,
+    write_box_set,
+)
 from conditions._boxsets import (
     BENCHMARKS,
     READERS,
@@ -52,6 +74,7 @@ from conditions._grid import (
     CONDITION_NAMES,
     CONDITIONS,
     PAPER_CONFIGURATIONS,
+    REASONINGS,
     Condition,
     Configuration,
     Decoding,
@@ -59,7 +82,15 @@ from conditions._grid import (
     Transport,
     condition_named,
 )
-from conditions._images import MAX_SIDE, VARIANTS, ImageBlob, Variant, VariantCache, render
+from conditions._images import (
+    MAX_SIDE,
+    VARIANTS,
+    ImageBlob,
+    Variant,
+    VariantCache,
+    capped_size,
+    render,
+)
 from conditions._layout import SOURCE_NAMES, SOURCES, DataRoot, Source, SourceIndex, source_named
 from conditions._metadata import GROUPS, Tertiles, Thresholds, semantic_group
 from conditions._prompts import box_prompt, polygon_prompt
@@ -77,10 +108,17 @@ from conditions._requests import (
 from conditions._store import CohortMismatchError, load_cohort, stored_cohort_hash, write_cohort
 from conditions._synthetic import SynthSpec
 from conditions._synthetic import generate as generate_synthetic
+from conditions._synthetic_boxes import (
+    BENCHMARK_DIMENSIONS,
+    REJECTION_DIMENSIONS,
+    generate_box_benchmark,
+)
 
 __all__ = [
     "BENCHMARKS",
+    "BENCHMARK_DIMENSIONS",
     "BOX",
+    "BOX_ATTEMPTS",
     "BOX_BENCHMARK_PROMPTS",
     "BOX_CONDITIONS",
     "CELLS",
@@ -92,11 +130,16 @@ __all__ = [
     "PALETTE",
     "PAPER_CONFIGURATIONS",
     "READERS",
+    "REASONINGS",
+    "REJECTION_DIMENSIONS",
     "SOURCES",
     "SOURCE_NAMES",
     "VARIANTS",
     "Benchmark",
     "BoxQuestion",
+    "BoxRequestBuilder",
+    "BoxSet",
+    "BoxSetMismatchError",
     "CocoAnnotation",
     "CocoCategory",
     "CocoImage",
@@ -114,6 +157,7 @@ __all__ = [
     "Instance",
     "ProtocolMismatchError",
     "Question",
+    "Questions",
     "Reasoning",
     "Ref",
     "Request",
@@ -132,28 +176,43 @@ __all__ = [
     "VariantCache",
     "box_benchmark_prompt",
     "box_prompt",
+    "box_protocol_hash",
+    "box_set",
     "build_cohort",
+    "capped_size",
     "cell_of_box",
     "condition_named",
     "dominant_colour",
     "eligible_referents",
     "ensure_same_protocol",
+    "generate_box_benchmark",
     "generate_synthetic",
+    "holds_box_set",
+    "load_box_set",
     "load_cohort",
     "load_instances",
     "load_plain_pickle",
     "load_refs",
     "one_line",
     "plan",
+    "plan_boxes",
+    "plan_of",
     "polygon_prompt",
     "protocol_hash",
+    "protocol_of",
+    "read_box_set",
     "read_groundingme",
     "read_ref_adv",
     "read_refbench_pro",
+    "reasoning_decoding",
     "render",
+    "request_builder",
     "semantic_group",
+    "sent_scale",
     "source_named",
+    "stored_box_set_hash",
     "stored_cohort_hash",
+    "write_box_set",
     "write_cohort",
     "wrong_cell",
     "wrong_colour",

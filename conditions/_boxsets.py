@@ -54,6 +54,9 @@ class BoxQuestion(BaseModel):
     subdimension: str | None = None
     distractors: int | None = Field(default=None, ge=0)
     negation: bool | None = None
+    # The image's content hash: set when the questions enter an experiment (a
+    # :class:`BoxSet`), so a changed image is caught before it is sent.
+    image_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
     @property
     def rejection(self) -> bool:

@@ -8,7 +8,7 @@ import hashlib
 import io
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -144,22 +144,18 @@ class Cohort:
         seed give the same hash on any machine. Fidelity and reports are derived summaries and
         stay out of it.
         """
-        h = hashlib.sha256()
-        for line in self._canonical_lines():
-            h.update(line.encode())
-            h.update(b"\n")
-        return h.hexdigest()
+        return canonical_hash(self._canonical_lines())
 
     def _canonical_lines(self) -> Iterator[str]:
-        yield _canonical({"cohort_version": COHORT_VERSION})
-        yield _canonical(self.spec.model_dump(mode="json"))
-        yield _canonical(self.thresholds.model_dump(mode="json"))
+        yield canonical({"cohort_version": COHORT_VERSION})
+        yield canonical(self.spec.model_dump(mode="json"))
+        yield canonical(self.thresholds.model_dump(mode="json"))
         for q in self.questions:
-            yield _canonical(q.model_dump(mode="json"))
+            yield canonical(q.model_dump(mode="json"))
         for i in self.instances:
-            yield _canonical(i.model_dump(mode="json"))
+            yield canonical(i.model_dump(mode="json"))
         for key in sorted(self.targets):
-            yield _canonical([*key, self.targets[key]])
+            yield canonical([*key, self.targets[key]])
 
     def question(self, qid: str) -> Question:
         return self._by_qid[qid]
@@ -205,8 +201,18 @@ class Cohort:
         )
 
 
-def _canonical(value: object) -> str:
+def canonical(value: object) -> str:
+    """``value`` as canonical JSON: sorted keys, no spaces, shortest float repr, no NaN."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def canonical_hash(lines: Iterable[str]) -> str:
+    """sha256 of ``lines`` fed one by one, each ended by a newline."""
+    h = hashlib.sha256()
+    for line in lines:
+        h.update(line.encode())
+        h.update(b"\n")
+    return h.hexdigest()
 
 
 def _order_key(*parts: object) -> bytes:

@@ -8,10 +8,11 @@ settings: the decoding, the image variant, the hints, the question subset, or on
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
+from conditions._box_prompts import Reasoning
 from conditions._images import Variant
 
 Subset = Literal["all", "matched"]
@@ -122,6 +123,8 @@ CONDITIONS: tuple[Condition, ...] = (
               replicate=1),
 )  # fmt: skip
 CONDITION_NAMES: tuple[str, ...] = tuple(c.name for c in CONDITIONS)
+# A box benchmark's two conditions (§10): without and with reasoning.
+REASONINGS: tuple[Reasoning, ...] = get_args(Reasoning)
 # (decided) The box baseline runs in the main table's cells: every configuration's base, and
 # thinking-off (the paper's "Qwen-off" configuration). With the paper's configurations this gives
 # 112,500 polygon and 7,500 box calls: the paper's "about 120,000".
@@ -149,9 +152,11 @@ class Configuration(_Frozen):
 
     @model_validator(mode="after")
     def _known_conditions(self) -> Self:
-        unknown = [c for c in self.conditions if c not in CONDITION_NAMES]
+        # The polygon grid's conditions, or a box benchmark's reasoning settings (§10).
+        known = REASONINGS if set(self.conditions) & set(REASONINGS) else CONDITION_NAMES
+        unknown = [c for c in self.conditions if c not in known]
         if unknown:
-            raise ValueError(f"unknown conditions {unknown}; known: {', '.join(CONDITION_NAMES)}")
+            raise ValueError(f"unknown conditions {unknown}; known: {', '.join(known)}")
         if len(set(self.conditions)) != len(self.conditions):
             raise ValueError("a condition is listed twice")
         if "temperature" in self.conditions and self.decoding.temperature == ALTERNATE_TEMPERATURE:

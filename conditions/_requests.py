@@ -35,7 +35,7 @@ from conditions._prompts import (
     polygon_prompt,
     with_hints,
 )
-from scoring import BUDGETS
+from scoring import BUDGETS, BoxParsing
 
 PROTOCOL_VERSION = 1
 BOX = 0  # the budget value of a box question
@@ -104,6 +104,10 @@ class Request:
     image: ImageBlob | None
     decoding: Decoding
     replicate: int
+    # A box benchmark's question (§10): how many attempts it gets (None: the views', §6), and
+    # its reader, which says whether an answer parses.
+    attempts: int | None = None
+    parsing: BoxParsing | None = None
 
     @property
     def fingerprint(self) -> str:

@@ -8,6 +8,7 @@ different one is refused, so results made for one cohort can never sit beside an
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,14 +98,23 @@ def write_cohort(path: Path | str, cohort: Cohort) -> bool:
                 f"{path}: already holds cohort {stored[:12]}; this one is {cohort.hash[:12]}. "
                 "One experiment file holds one cohort: use a new file"
             )
-        con.execute("BEGIN TRANSACTION")
-        try:
-            _write(con, cohort)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+        if _has_table(con, "box_set"):
+            raise CohortMismatchError(
+                f"{path}: holds a box benchmark's questions; a cohort needs a file of its own"
+            )
+        in_transaction(con, lambda: _write(con, cohort))
     return True
+
+
+def in_transaction(con: duckdb.DuckDBPyConnection, write: Callable[[], None]) -> None:
+    """Run ``write`` in one transaction: all of it is kept, or none of it."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        write()
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 def _write(con: duckdb.DuckDBPyConnection, cohort: Cohort) -> None:
@@ -236,11 +246,15 @@ def _quoted(names: list[str]) -> str:
     return ", ".join(f'"{n}"' for n in names)
 
 
-def _stored_hash(con: duckdb.DuckDBPyConnection) -> str | None:
+def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     exists = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'cohort'"
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
     ).fetchone()
-    if not exists or not exists[0]:
+    return bool(exists and exists[0])
+
+
+def _stored_hash(con: duckdb.DuckDBPyConnection) -> str | None:
+    if not _has_table(con, "cohort"):
         return None
     row = con.execute("SELECT hash FROM cohort").fetchone()
     return None if row is None else str(row[0])

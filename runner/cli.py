@@ -33,8 +33,11 @@ from conditions import (
     build_cohort,
     eligible_referents,
     generate_synthetic,
+    holds_box_set,
+    load_box_set,
     load_cohort,
     load_instances,
+    stored_box_set_hash,
     write_cohort,
 )
 from runner._errors import ConfigError, RunnerError
@@ -58,7 +61,8 @@ app.add_typer(cohort_app, name="cohort")
 boxes_app = typer.Typer(
     no_args_is_help=True,
     help="The box benchmarks (Ref-Adv, GroundingME, RefBench-PRO): read their files, score "
-    "answers collected elsewhere by their own protocols (PROTOCOL §10).",
+    "answers collected elsewhere by their own protocols (PROTOCOL §10). To ask a model, put "
+    "[boxes] in an experiment file and use `groundbench run`.",
 )
 app.add_typer(boxes_app, name="boxes")
 BenchmarkName = Literal["ref-adv", "groundingme", "refbench-pro"]
@@ -222,8 +226,10 @@ def boxes_score(
 
 @app.command()
 def simulate(
-    experiment: Annotated[Path, typer.Argument(help="The experiment's DuckDB file (its cohort).")],
-    images: Annotated[Path, typer.Option(help="The cohort's image folder.")],
+    experiment: Annotated[
+        Path, typer.Argument(help="The experiment's DuckDB file (its cohort or box questions).")
+    ],
+    images: Annotated[Path, typer.Option(help="The questions' image folder.")],
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")] = 8765,
     seed: Annotated[int | None, typer.Option(help="Seed [default: the spec's].")] = None,
@@ -234,17 +240,22 @@ def simulate(
         Path | None, typer.Option(help="Image-variant cache [default: EXPERIMENT.variants/].")
     ] = None,
 ) -> None:
-    """Serve the provider simulator for a cohort: dry-run a grid before paying for it.
+    """Serve the provider simulator for a store's questions: dry-run a grid before paying.
 
     Point a configuration's transport.base_url at the printed address: it answers both the
-    OpenAI-compatible and the Gemini wire protocol, from the cohort's own targets.
+    OpenAI-compatible and the Gemini wire protocol, from the cohort's own targets (or a box
+    benchmark's boxes).
     """
     sim_spec = load_sim_spec(spec)
     if seed is not None:
         sim_spec = sim_spec.model_copy(update={"seed": seed})
-    cohort = load_cohort(experiment)
+    questions = (
+        load_box_set(experiment)
+        if stored_box_set_hash(experiment) is not None
+        else load_cohort(experiment)
+    )
     variants = VariantCache(cache or experiment.with_suffix(".variants"))
-    simulator = Simulator(cohort, images, variants, sim_spec)
+    simulator = Simulator(questions, images, variants, sim_spec)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(simulator, host, port))
 
@@ -340,17 +351,27 @@ def demo(
     ),
     images: Annotated[int, typer.Option(min=20, help="Synthetic images to make.")] = 120,
     per_source: Annotated[int, typer.Option(min=2, help="Questions per source.")] = 20,
+    benchmark: Annotated[
+        BenchmarkName | None,
+        typer.Option(help="Run this box benchmark instead, on a made-up file in its format."),
+    ] = None,
+    questions: Annotated[
+        int, typer.Option(min=6, help="The box benchmark's questions (with --benchmark).")
+    ] = 120,
 ) -> None:
     """The whole pipeline on a fresh machine: synthetic data, a cohort, the paper's grid against
     the built-in simulator on a local Ray, the live monitor, then the tables and figures.
     Running it again resumes."""
-    from runner.demo import prepare
+    from runner.demo import prepare, prepare_boxes
 
-    path = prepare(folder, images, per_source)
+    if benchmark is None:
+        path, out = prepare(folder, images, per_source), folder / "report"
+    else:
+        path, out = prepare_boxes(folder, benchmark, questions), folder / f"report-{benchmark}"
     console.print(f"experiment {path} (edit it, or run it with `groundbench run`)", soft_wrap=True)
     experiment = load_experiment(path)
     result = _run_in_view(experiment, path, progress_every=2.0)
-    report(experiment.store, out=folder / "report")
+    report(experiment.store, out=out)
     if not result.complete:
         raise typer.Exit(code=3)
 
@@ -419,11 +440,13 @@ def report(
         typer.Option(help="Also write every table as Markdown, CSV and LaTeX, and the figures."),
     ] = None,
 ) -> None:
-    """The paper's Tables 1–5 from a store (incomplete cells marked *), and its figures."""
+    """The paper's Tables 1–5 from a store (incomplete cells marked *), and its figures; for a
+    box benchmark's store, that benchmark's main table."""
     from runner.reports import (
         FORMATS,
         SUFFIX,
         all_tables,
+        load_box_report,
         load_report_data,
         render,
         rich_table,
@@ -431,8 +454,11 @@ def report(
     )
 
     with read_only(store) as con:
-        data = load_report_data(con, store)
-    tables = all_tables(data)
+        if holds_box_set(con):
+            tables, data = [load_box_report(con, store).table()], None
+        else:
+            data = load_report_data(con, store)
+            tables = all_tables(data)
     for table in tables:
         console.print(rich_table(table))
     if out is None:
@@ -441,7 +467,7 @@ def report(
     for table in tables:
         for kind in FORMATS:
             (out / f"{table.name}.{SUFFIX[kind]}").write_text(render(table, kind))
-    figures = write_figures(data, out)
+    figures = write_figures(data, out) if data is not None else []
     console.print(
         f"wrote {len(tables) * len(FORMATS)} table files and {len(figures)} figures to {out}",
         soft_wrap=True,

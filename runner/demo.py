@@ -4,6 +4,9 @@ Synthetic data in the real RefCOCO layout → a small cohort → the paper's fou
 over the full 13-condition grid (every budget, box questions included) against the built-in
 simulator on a local Ray → the live monitor → the paper's tables and figures. Everything lives
 in one folder; running it again resumes the run instead of starting over.
+
+``--benchmark`` does the same for a box benchmark (PROTOCOL §10): a made-up file in its
+released format → the same configurations, without and with reasoning → its main table.
 """
 
 from __future__ import annotations
@@ -12,7 +15,14 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from conditions import PAPER_CONFIGURATIONS, SynthSpec, generate_synthetic
+from conditions import (
+    PAPER_CONFIGURATIONS,
+    Benchmark,
+    Configuration,
+    SynthSpec,
+    generate_box_benchmark,
+    generate_synthetic,
+)
 
 EXPERIMENT = "demo.toml"
 STORE = "demo.duckdb"
@@ -37,6 +47,50 @@ def prepare(folder: Path, images: int, per_source: int, seed: int = 0) -> Path:
     if not experiment.exists():
         experiment.write_text(experiment_text(per_source))
     return experiment
+
+
+def prepare_boxes(folder: Path, benchmark: Benchmark, questions: int, seed: int = 0) -> Path:
+    """Make a box benchmark's demo data and experiment file in ``folder`` (kept if there)."""
+    data = folder / f"{benchmark}-data"
+    marker = data / ".made"
+    if not marker.exists():
+        generate_box_benchmark(benchmark, data, questions, seed)
+        marker.write_text("")
+    file = next(p for p in sorted(data.iterdir()) if p.suffix in (".parquet", ".jsonl"))
+    experiment = folder / f"{benchmark}.toml"
+    if not experiment.exists():
+        experiment.write_text(box_experiment_text(benchmark, file.relative_to(folder)))
+    return experiment
+
+
+def box_experiment_text(benchmark: Benchmark, file: Path) -> str:
+    """A box benchmark's demo experiment: the paper's configurations against the simulator,
+    which writes 0–1000 coordinates (as each configuration says)."""
+    lines = [
+        f"# groundbench demo: {benchmark} against the built-in simulator.",
+        "# Point base_url at a provider, set its key variable and each model's convention.",
+        f'store = "{benchmark}.duckdb"',
+        f'images = "{file.parent / "images"}"',
+        "",
+        "[boxes]",
+        f'benchmark = "{benchmark}"',
+        f'file = "{file}"',
+        "",
+        f"[simulator]\n{_inline_fields(_SIMULATOR)}",
+    ]
+    for c in PAPER_CONFIGURATIONS:
+        lines += _simulated_backend(c, 3000, 16)
+    for c in PAPER_CONFIGURATIONS:
+        lines += [
+            "",
+            "[[configurations]]",
+            f'name = "{c.name}"',
+            f'backend = "{c.name}"',
+            'convention = "norm1000"',
+            'conditions = ["direct", "cot"]',
+            f"decoding = {_inline(c.decoding.model_dump(mode='json', exclude_none=True))}",
+        ]
+    return "\n".join(lines) + "\n"
 
 
 def experiment_text(
@@ -66,15 +120,7 @@ def experiment_text(
         f"[simulator]\n{_inline_fields(simulator)}",
     ]
     for c in PAPER_CONFIGURATIONS:
-        lines += [
-            "",
-            f"[backends.{c.name}]",
-            f'provider = "{c.provider}"',
-            f'model = "{c.model}"',
-            'base_url = "simulator"',
-            f"requests_per_minute = {limits.get(c.name, 3000)}",
-            f"max_concurrency = {concurrency}",
-        ]
+        lines += _simulated_backend(c, limits.get(c.name, 3000), concurrency)
     for c in PAPER_CONFIGURATIONS:
         lines += [
             "",
@@ -86,6 +132,19 @@ def experiment_text(
             f"decoding = {_inline(c.decoding.model_dump(mode='json', exclude_none=True))}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _simulated_backend(c: Configuration, requests_per_minute: int, concurrency: int) -> list[str]:
+    """A backend of its own for ``c`` on the built-in simulator."""
+    return [
+        "",
+        f"[backends.{c.name}]",
+        f'provider = "{c.provider}"',
+        f'model = "{c.model}"',
+        'base_url = "simulator"',
+        f"requests_per_minute = {requests_per_minute}",
+        f"max_concurrency = {concurrency}",
+    ]
 
 
 def _inline(value: object) -> str:

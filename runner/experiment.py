@@ -25,6 +25,23 @@ their limits and prices, the configurations and the conditions and budgets they 
     conditions = "all"                  # or a list of condition names
     decoding = { thinking = { mode = "on", effort = "max" } }
 
+A box benchmark (PROTOCOL §10) runs on the same runner: ``[boxes]`` in place of ``[cohort]``
+names the benchmark and its released file, each configuration names the coordinate convention
+its model answers in, and the conditions are ``direct`` and ``cot``::
+
+    store = "refbench.duckdb"
+    images = "refbench/images"           # where its images are (or are written, if embedded)
+
+    [boxes]
+    benchmark = "refbench-pro"           # or "ref-adv", "groundingme"
+    file = "refbench/annotations_test.jsonl"
+
+    [[configurations]]
+    name = "qwen"
+    backend = "qwen"
+    convention = "norm1000"              # norm999, norm1000, unit or pixels
+    conditions = ["direct", "cot"]       # the default
+
 A backend takes every field of :class:`conditions.Transport`: ``base_url`` (default: the
 provider's endpoint), ``api_key_env``, ``requests_per_minute``, ``tokens_per_minute``,
 ``max_concurrency``, ``timeout_s``, ``max_transport_retries``, ``max_retry_time_s``.
@@ -51,6 +68,8 @@ from pydantic import (
 
 from conditions import (
     CONDITION_NAMES,
+    REASONINGS,
+    Benchmark,
     CohortSpec,
     Configuration,
     Decoding,
@@ -60,7 +79,7 @@ from conditions import (
 from runner._errors import ConfigError
 from runner.backends import provider_named
 from runner.simulator import SimSpec
-from scoring import BUDGETS
+from scoring import BUDGETS, Convention
 
 SIMULATOR = "simulator"
 
@@ -122,8 +141,10 @@ class ConfigurationSpec(_Frozen):
     backend: str
     model: str | None = None  # default: the backend's
     decoding: Decoding = Decoding()
-    conditions: tuple[str, ...] | Literal["all"] = ("base",)
+    # Default: ("base",) for GroundBench's grid, both reasoning settings for a box benchmark.
+    conditions: tuple[str, ...] | Literal["all"] | None = None
     best_effort: bool = False
+    convention: Convention | None = None  # a box benchmark's: how the model writes a box
 
 
 class CohortSection(_Frozen):
@@ -139,12 +160,21 @@ class CohortSection(_Frozen):
         return CohortSpec(seed=self.seed, per_source=self.per_source, matched=self.matched)
 
 
+class BoxesSection(_Frozen):
+    """A box benchmark in place of GroundBench's cohort: its released file, read into the store
+    on the first run (images the file embeds are written to the experiment's ``images``)."""
+
+    benchmark: Benchmark
+    file: UsablePath
+
+
 class Experiment(_Frozen):
     """A whole experiment file, paths resolved against the file's folder."""
 
     store: UsablePath
     images: UsablePath
     cohort: CohortSection = CohortSection()
+    boxes: BoxesSection | None = None  # a box benchmark's experiment instead
     budgets: tuple[int, ...] = BUDGETS
     box: bool = True  # run the box question where the condition has one
     backends: dict[str, BackendSpec]
@@ -160,13 +190,25 @@ class Experiment(_Frozen):
         names = [c.name for c in self.configurations]
         if len(set(names)) != len(names):
             raise ValueError("a configuration name is used twice")
+        if self.boxes is not None and self.cohort.root is not None:
+            raise ValueError("[boxes] and a [cohort] root: one experiment runs one task")
+        known = self.condition_names
         for c in self.configurations:
-            named = () if c.conditions == "all" else c.conditions
-            unknown = sorted(set(named) - set(CONDITION_NAMES))
+            unknown = sorted(set(self.conditions_of(c)) - set(known))
             if unknown:
                 raise ValueError(
                     f"configuration {c.name}: unknown conditions {unknown}; "
-                    f"known: {', '.join(CONDITION_NAMES)}"
+                    f"known: {', '.join(known)}"
+                )
+            if self.boxes is not None and c.convention is None:
+                raise ValueError(
+                    f"configuration {c.name}: a box benchmark needs the coordinate convention "
+                    "its model answers in: convention = norm999, norm1000, unit or pixels"
+                )
+            if self.boxes is None and c.convention is not None:
+                raise ValueError(
+                    f"configuration {c.name}: convention is a box benchmark's setting "
+                    "(GroundBench's polygons are read in pixels, §4)"
                 )
             if c.backend not in self.backends:
                 raise ValueError(
@@ -179,10 +221,28 @@ class Experiment(_Frozen):
     def simulated(self) -> bool:
         return any(b.simulated for b in self.backends.values())
 
+    @property
+    def condition_names(self) -> tuple[str, ...]:
+        """The conditions this experiment's task has."""
+        return REASONINGS if self.boxes is not None else CONDITION_NAMES
+
+    def conditions_of(self, spec: ConfigurationSpec) -> tuple[str, ...]:
+        """The conditions ``spec`` runs, its defaults applied."""
+        if spec.conditions == "all":
+            return self.condition_names
+        if spec.conditions is None:
+            return REASONINGS if self.boxes is not None else ("base",)
+        return spec.conditions
+
+    @property
+    def conventions(self) -> dict[str, Convention]:
+        """Each configuration's coordinate convention (a box benchmark's experiment)."""
+        return {c.name: c.convention for c in self.configurations if c.convention is not None}
+
     def configuration(self, spec: ConfigurationSpec, simulator_url: str | None) -> Configuration:
         """``spec`` as the grid's :class:`Configuration` (transport from its backend)."""
         backend = self.backends[spec.backend]
-        conditions = CONDITION_NAMES if spec.conditions == "all" else spec.conditions
+        conditions = self.conditions_of(spec)
         try:
             return Configuration(
                 name=spec.name,
@@ -230,6 +290,14 @@ def _resolved(experiment: Experiment, base: Path) -> Experiment:
     cohort = experiment.cohort.model_copy(
         update={"root": at(experiment.cohort.root), "images": at(experiment.cohort.images)}
     )
+    boxes = experiment.boxes
+    if boxes is not None:
+        boxes = boxes.model_copy(update={"file": at(boxes.file)})
     return experiment.model_copy(
-        update={"store": at(experiment.store), "images": at(experiment.images), "cohort": cohort}
+        update={
+            "store": at(experiment.store),
+            "images": at(experiment.images),
+            "cohort": cohort,
+            "boxes": boxes,
+        }
     )

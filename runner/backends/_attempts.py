@@ -18,7 +18,7 @@ from conditions import Request
 from runner.backends._client import Backend, Exchange
 from runner.backends._errors import CallError, QuotaExhausted
 from runner.backends._records import AttemptRecord
-from scoring import HEADLINE_VIEW, VIEW_ATTEMPTS, parse_answer, parse_box
+from scoring import HEADLINE_VIEW, VIEW_ATTEMPTS, find_box, parse_answer, parse_box
 
 # The windows of the views the attempts feed: attempts 0–2 (IoU2), plus attempt 3 where the
 # configuration authorises best-effort recovery.
@@ -31,10 +31,21 @@ Sink = Callable[[AttemptRecord], Awaitable[None] | None]
 
 
 def parses(request: Request, answer: str) -> bool:
-    """Whether ``answer`` holds the list the request asks for (PROTOCOL §4)."""
+    """Whether ``answer`` holds the list the request asks for (PROTOCOL §4), or, for a box
+    benchmark's question, a box its reader finds (§10; an all-zero or null box included)."""
+    if request.parsing is not None:
+        return find_box(answer, request.parsing) is not None
     if request.key.is_box:
         return parse_box(answer) is not None
     return parse_answer(answer, request.key.budget) is not None
+
+
+def attempts_of(request: Request, best_effort: bool) -> int:
+    """How many attempts ``request`` may make: its own count (a box benchmark asks once),
+    else the views' window (§6)."""
+    if request.attempts is not None:
+        return request.attempts
+    return BEST_EFFORT_ATTEMPTS if best_effort else HEADLINE_ATTEMPTS
 
 
 async def ask(
@@ -51,7 +62,7 @@ async def ask(
         The backend's quota is spent: the attempt that met it is recorded first (when it was
         sent at all); no further call is made.
     """
-    limit = BEST_EFFORT_ATTEMPTS if backend.configuration.best_effort else HEADLINE_ATTEMPTS
+    limit = attempts_of(request, backend.configuration.best_effort)
     records: list[AttemptRecord] = []
     for attempt in range(first, limit):
         started = datetime.now(UTC)

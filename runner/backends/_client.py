@@ -29,7 +29,14 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from conditions import CONDITIONS, Configuration, Decoding, Request
+from conditions import (
+    CONDITIONS,
+    REASONINGS,
+    Configuration,
+    Decoding,
+    Request,
+    reasoning_decoding,
+)
 from runner._errors import ConfigError
 from runner.backends._errors import CallError, QuotaExhausted, RateLimited, Transient
 from runner.backends._gemini import GeminiGenerate
@@ -72,9 +79,12 @@ def protocol_for(provider: Provider, model: str) -> WireProtocol:
 
 
 def decodings(configuration: Configuration) -> list[Decoding]:
-    """Every decoding the configuration's conditions send."""
+    """Every decoding the configuration's conditions send (the polygon grid's, or a box
+    benchmark's reasoning settings)."""
     names = set(configuration.conditions)
-    return [c.decoding(configuration.decoding) for c in CONDITIONS if c.name in names]
+    base = configuration.decoding
+    grid = [c.decoding(base) for c in CONDITIONS if c.name in names]
+    return grid + [reasoning_decoding(r, base) for r in REASONINGS if r in names]
 
 
 class Backend:

@@ -2,8 +2,9 @@
 
 The actors are thin wrappers (``_actors``) over plain classes tested without Ray:
 :class:`BackendWorker` (one backend's calls, every record stored before the next call),
-:class:`Scorer` (score rows for stored answers) and :class:`CommitBatcher` (many writers, one
-batched write at a time). :func:`run_experiment` is the driver.
+:class:`Scorer` and :class:`BoxScorer` (score rows for stored answers) and
+:class:`CommitBatcher` (many writers, one batched write at a time). :func:`run_experiment` is
+the driver.
 """
 
 from runner.distributed._batcher import CommitBatcher
@@ -13,17 +14,20 @@ from runner.distributed._driver import (
     RunOptions,
     RunReport,
     check_backends,
+    ensure_box_set,
     ensure_cohort,
+    ensure_questions,
     run_experiment,
     summary_lines,
 )
-from runner.distributed._scorer import Scorer
+from runner.distributed._scorer import BoxScorer, Scorer, scorer_for
 from runner.distributed._watch import read_run, watch_run
 from runner.distributed._worker import BackendWorker, ChunkOutcome, WorkerStats
 
 __all__ = [
     "BackendReport",
     "BackendWorker",
+    "BoxScorer",
     "ChunkOutcome",
     "CommitBatcher",
     "RunFailed",
@@ -32,9 +36,12 @@ __all__ = [
     "Scorer",
     "WorkerStats",
     "check_backends",
+    "ensure_box_set",
     "ensure_cohort",
+    "ensure_questions",
     "read_run",
     "run_experiment",
+    "scorer_for",
     "summary_lines",
     "watch_run",
 ]

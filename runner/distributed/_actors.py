@@ -19,9 +19,9 @@ from typing import Any
 
 import ray
 
-from conditions import Cohort, Configuration, VariantCache
+from conditions import Configuration, Questions, VariantCache
 from runner.backends import ApiKey, key_from_env, provider_named
-from runner.distributed._scorer import Scorer
+from runner.distributed._scorer import BoxScorer, Scorer
 from runner.distributed._worker import BackendWorker, ChunkOutcome, KeySource, WorkerStats
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import (
@@ -68,8 +68,10 @@ class StoreActor:
             raise StoreClosed(f"{self._path}: the run's store is closed")
         return self._opened
 
-    def register(self, configurations: Sequence[Registration], grid: Sequence[GridRow]) -> None:
-        self._store.register(configurations, grid)
+    def register(
+        self, configurations: Sequence[Registration], grid: Sequence[GridRow]
+    ) -> list[tuple[str, str | None, int]]:
+        return self._store.register(configurations, grid)
 
     def pending(self, configurations: Sequence[str] | None = None) -> list[Pending]:
         return self._store.pending(configurations)
@@ -135,7 +137,7 @@ class BackendActor:
     def __init__(
         self,
         configurations: Sequence[Configuration],
-        cohort: Cohort,
+        questions: Questions,
         images: Path,
         cache: Path,
         store: Any,
@@ -143,13 +145,14 @@ class BackendActor:
     ) -> None:
         self._worker = BackendWorker(
             configurations,
-            cohort,
+            questions,
             images,
             cache,
             lambda rows: store.write_responses.remote(rows),
             key_for(simulator_key),
         )
-        # The cohort is long-lived: keep the collector from scanning it after every batch.
+        # The questions are long-lived: keep the collector from scanning them after every
+        # batch.
         gc.collect()
         gc.freeze()
 
@@ -169,8 +172,8 @@ class BackendActor:
 class ScoringActor:
     """Scores stored answers as they land, until the run is over and none is left."""
 
-    def __init__(self, cohort: Cohort) -> None:
-        self._scorer = Scorer(cohort)
+    def __init__(self, scorer: Scorer | BoxScorer) -> None:
+        self._scorer = scorer
         gc.collect()
         gc.freeze()
 
@@ -203,9 +206,9 @@ class ScoringActor:
 class SimulatorActor:
     """The built-in model APIs, on loopback of the driver's node."""
 
-    def __init__(self, cohort: Cohort, images: Path, cache: Path, spec: SimSpec) -> None:
+    def __init__(self, questions: Questions, images: Path, cache: Path, spec: SimSpec) -> None:
         # The server reads each variant once, to index its fingerprint: few need stay in memory.
-        self._simulator = Simulator(cohort, images, VariantCache(cache, memory=32), spec)
+        self._simulator = Simulator(questions, images, VariantCache(cache, memory=32), spec)
         self._stack = contextlib.AsyncExitStack()
 
     async def start(self) -> str:

@@ -26,15 +26,23 @@ from ray.exceptions import RayActorError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from conditions import (
+    BOX_ATTEMPTS,
+    READERS,
+    BoxSet,
     Cohort,
     ConditionsError,
     Configuration,
     DataRoot,
+    Questions,
+    box_set,
     build_cohort,
+    load_box_set,
     load_cohort,
-    plan,
-    protocol_hash,
+    plan_of,
+    protocol_of,
+    stored_box_set_hash,
     stored_cohort_hash,
+    write_box_set,
     write_cohort,
 )
 from runner._errors import ConfigError, RunnerError
@@ -48,6 +56,7 @@ from runner.backends import (
     provider_named,
 )
 from runner.distributed._actors import RemoteBackend, RemoteScorer, RemoteSimulator, RemoteStore
+from runner.distributed._scorer import scorer_for
 from runner.distributed._watch import read_run
 from runner.distributed._worker import ChunkOutcome
 from runner.experiment import Experiment
@@ -103,6 +112,60 @@ class RunReport:
     @property
     def pending(self) -> int:
         return sum(p.pending for p in self.progress)
+
+
+def ensure_questions(experiment: Experiment) -> Questions:
+    """What the experiment asks: its box benchmark's questions (``[boxes]``), else its cohort.
+
+    Raises
+    ------
+    ConfigError
+        The store holds the other task's questions (one store, one task), or see
+        :func:`ensure_cohort` and :func:`ensure_box_set`.
+    """
+    if experiment.boxes is not None:
+        return ensure_box_set(experiment)
+    if stored_box_set_hash(experiment.store) is not None:
+        raise ConfigError(
+            f"{experiment.store}: holds a box benchmark's questions, and the experiment has no "
+            "[boxes]; GroundBench's grid needs a store of its own"
+        )
+    return ensure_cohort(experiment)
+
+
+def ensure_box_set(experiment: Experiment) -> BoxSet:
+    """The experiment's box questions: the ones in its store, or read now from ``[boxes]``'s
+    released file (images it embeds are written to the experiment's images folder).
+
+    Raises
+    ------
+    ConfigError
+        The store holds a cohort, another benchmark's questions, or questions read from a
+        file of another name.
+    """
+    section = experiment.boxes
+    assert section is not None
+    store = experiment.store
+    if stored_cohort_hash(store) is not None:
+        raise ConfigError(f"{store}: holds a GroundBench cohort; [boxes] needs a store of its own")
+    if stored_box_set_hash(store) is None:
+        read = READERS[section.benchmark](section.file, experiment.images)
+        questions = box_set(section.benchmark, read, experiment.images, section.file.name)
+        write_box_set(store, questions)
+        return questions
+    questions = load_box_set(store)
+    if questions.benchmark != section.benchmark:
+        raise ConfigError(
+            f"{store}: holds {questions.benchmark}'s questions; [boxes] asks for "
+            f"{section.benchmark}. One store holds one benchmark: use a new store for another"
+        )
+    if questions.source != section.file.name:
+        # Read once: the store's copy is what every stored answer was asked from.
+        raise ConfigError(
+            f"{store}: holds questions read from {questions.source}; [boxes] names "
+            f"{section.file.name}. Use a new store for another file"
+        )
+    return questions
 
 
 def ensure_cohort(experiment: Experiment) -> Cohort:
@@ -167,10 +230,10 @@ def run_experiment(
     submit``), else starts a local one; one already initialised in this process is used as is.
     """
     check_backends(experiment)
-    cohort = ensure_cohort(experiment)
+    questions = ensure_questions(experiment)
     started_ray = _connect(options.address)
     try:
-        run = _Run(experiment, cohort, options, echo, experiment_file, show or _lines(echo))
+        run = _Run(experiment, questions, options, echo, experiment_file, show or _lines(echo))
         return asyncio.run(run.go())
     finally:
         if started_ray:
@@ -218,7 +281,7 @@ class _Run:
     def __init__(
         self,
         experiment: Experiment,
-        cohort: Cohort,
+        questions: Questions,
         options: RunOptions,
         echo: Echo,
         experiment_file: Path | None,
@@ -226,7 +289,7 @@ class _Run:
     ) -> None:
         self.show = show
         self.experiment = experiment
-        self.cohort = cohort
+        self.questions = questions
         self.options = options
         self.echo = echo
         self.experiment_file = experiment_file
@@ -275,22 +338,28 @@ class _Run:
                 ray.kill(self.simulator)
 
     async def _go(self, begun: float) -> RunReport:
-        cohort_ref = ray.put(self.cohort)
-        url = await self._start_simulator(cohort_ref)
+        questions_ref = ray.put(self.questions)
+        url = await self._start_simulator(questions_ref)
         configurations = [
             self.experiment.configuration(c, url) for c in self.experiment.configurations
         ]
-        await _call(self.store.register.remote(*self._grid(configurations)))
+        reread = await _call(self.store.register.remote(*self._grid(configurations)))
+        for name, was, answers in reread:
+            self.echo(
+                f"configuration {name}: its answers are read as {self._reading(name)} now "
+                f"(were {was}): {answers:,} scores made again, no call sent again"
+            )
         # Backends build requests: the questions are all they need of the cohort.
-        asking_ref = ray.put(self.cohort.for_asking())
+        asking_ref = ray.put(self.questions.for_asking())
         self.backends = backends = self._start_backends(configurations, asking_ref)
-        self.scorers = self._start_scorers(cohort_ref, self.experiment.scorers)
+        scorer_ref = ray.put(scorer_for(self.questions, self.experiment.conventions))
+        self.scorers = self._start_scorers(scorer_ref, self.experiment.scorers)
         scoring = [s.run.remote(self.store) for s in self.scorers]  # live: scored as they land
         watcher = asyncio.create_task(self._watch(begun))
         try:
             await asyncio.gather(*(self._drive(b) for b in backends))
             await _call(self.store.finish.remote())
-            unscored = await self._score_to_the_end(scoring, cohort_ref)
+            unscored = await self._score_to_the_end(scoring, scorer_ref)
         finally:
             watcher.cancel()
         await self._show(begun)  # the view's last frame: the run as it ends
@@ -313,11 +382,11 @@ class _Run:
 
     # -- start ------------------------------------------------------------------------------
 
-    async def _start_simulator(self, cohort_ref: Any) -> str | None:
+    async def _start_simulator(self, questions_ref: Any) -> str | None:
         if not self.experiment.simulated:
             return None
         self.simulator = RemoteSimulator.options(num_cpus=0, scheduling_strategy=self.node).remote(
-            cohort_ref, self.experiment.images, self.cache, self.experiment.simulator
+            questions_ref, self.experiment.images, self.cache, self.experiment.simulator
         )
         url: str = await _call(self.simulator.start.remote())
         return url
@@ -327,26 +396,37 @@ class _Run:
     ) -> tuple[list[Registration], list[GridRow]]:
         registrations: list[Registration] = []
         grid: list[GridRow] = []
+        boxes = isinstance(self.questions, BoxSet)
         for c in configurations:
-            attempts = BEST_EFFORT_ATTEMPTS if c.best_effort else HEADLINE_ATTEMPTS
+            attempts = (
+                BOX_ATTEMPTS
+                if boxes
+                else BEST_EFFORT_ATTEMPTS
+                if c.best_effort
+                else HEADLINE_ATTEMPTS
+            )
             registrations.append(
                 Registration(
                     name=c.name,
-                    protocol=protocol_hash(self.cohort.hash, c),
+                    protocol=protocol_of(self.questions, c),
                     provider=c.provider,
                     model=c.model,
                     attempts=attempts,
                     settings=json.dumps(c.output_settings(), sort_keys=True),
+                    reading=self._reading(c.name),
                 )
             )
+            keys = plan_of(self.questions, [c], self.experiment.budgets, self.experiment.box)
             grid.extend(
-                GridRow(k.configuration, k.condition, k.budget, k.qid, attempts)
-                for k in plan(self.cohort, [c], self.experiment.budgets, self.experiment.box)
+                GridRow(k.configuration, k.condition, k.budget, k.qid, attempts) for k in keys
             )
         return registrations, grid
 
+    def _reading(self, configuration: str) -> str | None:
+        return self.experiment.conventions.get(configuration)
+
     def _start_backends(
-        self, configurations: Sequence[Configuration], cohort_ref: Any
+        self, configurations: Sequence[Configuration], questions_ref: Any
     ) -> list[_BackendRun]:
         by_name = {c.name: c for c in configurations}
         runs = []
@@ -356,14 +436,15 @@ class _Run:
                 continue
             options: dict[str, Any] = {
                 # The driver restarts a dead backend actor itself and re-feeds it from the
-                # store (Ray's own restarts would replay its arguments, which hold the cohort).
+                # store (Ray's own restarts would replay its arguments, which hold the
+                # questions).
                 "num_cpus": 0,
                 "max_restarts": 0,
                 "name": actor_name(self.tag, f"backend-{name}"),
                 "namespace": NAMESPACE,
             }
             key = (self.experiment.simulator.api_key or "simulator") if spec.simulated else None
-            args = (members, cohort_ref, self.experiment.images, self.cache, self.store, key)
+            args = (members, questions_ref, self.experiment.images, self.cache, self.store, key)
             run = _BackendRun(name, members, spec.simulated, options, args)
             run.handle = self._place(run)
             runs.append(run)
@@ -396,7 +477,7 @@ class _Run:
         order: list[str] = [*others, own]  # the driver's node last: it holds the store
         return order[next(self._turn) % len(order)]
 
-    def _start_scorers(self, cohort_ref: Any, wanted: int) -> list[Any]:
+    def _start_scorers(self, scorer_ref: Any, wanted: int) -> list[Any]:
         # Each scorer holds a CPU; never ask for more than the cluster has, or some would wait
         # for ever.
         cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
@@ -410,7 +491,7 @@ class _Run:
                 # may still be dying when the next run starts.
                 name=actor_name(self.tag, next(self._scorer_names)),
                 namespace=NAMESPACE,
-            ).remote(cohort_ref)
+            ).remote(scorer_ref)
             for _ in range(count)
         ]
 
@@ -499,7 +580,7 @@ class _Run:
 
     # -- scoring ----------------------------------------------------------------------------
 
-    async def _score_to_the_end(self, runs: list[Any], cohort_ref: Any) -> int:
+    async def _score_to_the_end(self, runs: list[Any], scorer_ref: Any) -> int:
         """Wait for the scorers (started with the run) until every stored answer has a score."""
         for _ in range(MAX_SCORING_ROUNDS):
             results = await asyncio.gather(*runs, return_exceptions=True)
@@ -513,7 +594,7 @@ class _Run:
             # that died, and score what is left.
             await _call(self.store.requeue_unscored.remote())
             self.scorers = [
-                self._start_scorers(cohort_ref, 1)[0] if isinstance(r, RayActorError) else s
+                self._start_scorers(scorer_ref, 1)[0] if isinstance(r, RayActorError) else s
                 for s, r in zip(self.scorers, results, strict=True)
             ]
             runs = [s.run.remote(self.store) for s in self.scorers]

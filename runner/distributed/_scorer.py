@@ -1,16 +1,27 @@
 """Score rows for stored answers: the ``scoring`` package applied to the store's rows.
 
-:class:`Scorer` is what a scoring actor runs; the same class scores a finished store offline,
-so live scores can be checked against it.
+:class:`Scorer` (GroundBench's questions) and :class:`BoxScorer` (a box benchmark's) are what
+a scoring actor runs; the same classes score a finished store offline, so live scores can be
+checked against them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from conditions import BOX, Cohort
+from conditions import BOX, BoxSet, Cohort, Questions, sent_scale
 from runner.store import ControlRow, ScoreJob, ScoreRow
-from scoring import BUDGETS, PolygonScore, Referent, score_box, score_polygon
+from scoring import (
+    BOX_PROTOCOLS,
+    BUDGETS,
+    Convention,
+    PolygonScore,
+    Referent,
+    find_box,
+    judge_box,
+    score_box,
+    score_polygon,
+)
 
 
 class Scorer:
@@ -29,14 +40,14 @@ class Scorer:
             key = (job.configuration, job.condition, job.budget, job.qid, job.attempt)
             if job.budget == BOX:
                 box = score_box(job.answer, referent, BUDGETS)
-                scores.append((*key, *_metrics(None, box.parseable), box.box_iou))
+                scores.append((*key, *_metrics(None, box.parseable), box.box_iou, None))
                 controls.extend(
                     (job.configuration, job.condition, job.qid, job.attempt, n, *_metrics(s))
                     for n, s in sorted(box.control.items())
                 )
             else:
                 score = score_polygon(job.answer, referent.reference(job.budget))
-                scores.append((*key, *_metrics(score), None))
+                scores.append((*key, *_metrics(score), None, None))
         return scores, controls
 
     def _referent(self, qid: str) -> Referent:
@@ -61,3 +72,42 @@ def _metrics(score: PolygonScore | None, parseable: bool = False) -> Sequence[ob
         score.sel,
         score.defect,
     )
+
+
+class BoxScorer:
+    """Reads a box benchmark's answers by its own protocol (§10), each configuration's in its
+    coordinate convention."""
+
+    def __init__(self, questions: BoxSet, conventions: Mapping[str, Convention]) -> None:
+        self._questions = questions
+        self._protocol = BOX_PROTOCOLS[questions.benchmark]
+        self._conventions = dict(conventions)
+
+    def score(self, jobs: Iterable[ScoreJob]) -> tuple[list[ScoreRow], list[ControlRow]]:
+        """One score row per answer: whether a box was read, its IoU with the true box (none
+        on a rejection question) and whether the answer says "absent"."""
+        scores: list[ScoreRow] = []
+        for job in jobs:
+            q = self._questions.question(job.qid)
+            verdict = judge_box(
+                job.answer,
+                q.box,
+                self._protocol,
+                self._conventions[job.configuration],
+                q.width,
+                q.height,
+                sent_scale(q),
+            )
+            read = find_box(job.answer, self._protocol.parsing) is not None
+            key = (job.configuration, job.condition, job.budget, job.qid, job.attempt)
+            iou = None if q.rejection else verdict.iou
+            scores.append((*key, *_metrics(None, read), iou, verdict.says_absent))
+        return scores, []
+
+
+def scorer_for(questions: Questions, conventions: Mapping[str, Convention]) -> Scorer | BoxScorer:
+    """The scorer of ``questions``' answers (``conventions``: a box benchmark's, per
+    configuration)."""
+    if isinstance(questions, BoxSet):
+        return BoxScorer(questions, conventions)
+    return Scorer(questions)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import aiohttp
 
-from conditions import Cohort, Configuration, RequestBuilder, RequestKey, VariantCache
+from conditions import Configuration, Questions, RequestKey, VariantCache, request_builder
 from runner.backends import (
     ApiKey,
     AttemptRecord,
@@ -77,7 +77,7 @@ class BackendWorker:
     def __init__(
         self,
         configurations: Sequence[Configuration],
-        cohort: Cohort,
+        questions: Questions,
         images: Path,
         cache: Path,
         write: Write,
@@ -94,7 +94,9 @@ class BackendWorker:
             transport.max_concurrency,
             transport.tokens_per_minute,
         )
-        self._builder = RequestBuilder(cohort, images, VariantCache(cache, memory=VARIANT_MEMORY))
+        self._builder = request_builder(
+            questions, images, VariantCache(cache, memory=VARIANT_MEMORY)
+        )
         self._batcher: CommitBatcher[ResponseRow] = CommitBatcher(write, linger_s=WRITE_LINGER_S)
         self._key_for = key_for
         self._backends: dict[str, Backend] = {}

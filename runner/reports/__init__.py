@@ -5,7 +5,7 @@ reads the ``iou2`` and best-effort views back as scores, :func:`all_tables` buil
 :func:`render` writes one as Markdown, CSV or LaTeX, :func:`write_figures` draws the PNGs.
 """
 
-from runner.reports._box_tables import BoxRun, box_benchmark_table
+from runner.reports._box_tables import BoxReport, BoxRun, box_benchmark_table, load_box_report
 from runner.reports._data import Cell, Question, ReportData, ViewScores, load_report_data
 from runner.reports._figures import write_figures
 from runner.reports._render import FORMATS, SUFFIX, render, rich_table
@@ -22,6 +22,7 @@ from runner.reports._tables import (
 __all__ = [
     "FORMATS",
     "SUFFIX",
+    "BoxReport",
     "BoxRun",
     "Cell",
     "Question",
@@ -30,6 +31,7 @@ __all__ = [
     "ViewScores",
     "all_tables",
     "box_benchmark_table",
+    "load_box_report",
     "load_report_data",
     "render",
     "rich_table",

@@ -9,13 +9,18 @@ the perception tasks, Acc_API, the reasoning tasks, Reject, Acc_RC). Values are 
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from conditions import Benchmark, Reasoning
+import duckdb
+
+from conditions import REASONINGS, Benchmark, Reasoning, read_box_set
 from runner.reports._tables import ReportTable
 from scoring import (
     BOX_PROTOCOLS,
+    BoxJudgement,
     JudgedQuestion,
     groundingme_row,
     ref_adv_row,
@@ -77,3 +82,62 @@ def _number(value: float, key: str) -> str:
     if math.isnan(value):
         return "—"
     return f"{value:+.1f}" if key.endswith("Δ") else f"{value:.1f}"
+
+
+@dataclass(frozen=True)
+class BoxReport:
+    """A box experiment's store as its benchmark's table reads it."""
+
+    benchmark: Benchmark
+    runs: tuple[BoxRun, ...]  # complete runs only: the papers' denominators are every question
+    incomplete: tuple[str, ...]  # one line for each run still missing answers
+
+    def table(self) -> ReportTable:
+        table = box_benchmark_table(self.benchmark, self.runs)
+        return ReportTable(
+            table.name, table.title, table.columns, table.rows, (*table.notes, *self.incomplete)
+        )
+
+
+def load_box_report(con: duckdb.DuckDBPyConnection, where: Path | str) -> BoxReport:
+    """The scored answers of a box experiment (the latest run's grid), a run per configuration
+    and reasoning setting. A run with questions not yet scored is left out and named: a
+    missing answer is not an "absent"."""
+    questions = read_box_set(con, where)
+    scored: dict[tuple[str, str], dict[str, JudgedQuestion]] = defaultdict(dict)
+    asked: dict[tuple[str, str], int] = defaultdict(int)
+    rows = con.execute(
+        "SELECT g.configuration, g.condition, g.qid, s.box_iou, s.says_absent "
+        "FROM grid g LEFT JOIN scores s USING (configuration, condition, budget, qid) "
+        "ORDER BY g.configuration, g.condition, g.qid"
+    ).fetchall()
+    for configuration, condition, qid, iou, says_absent in rows:
+        asked[(configuration, condition)] += 1
+        if says_absent is None:  # not scored yet (every box score says yes or no)
+            continue
+        q = questions.question(qid)
+        verdict = BoxJudgement(None, bool(says_absent), float(iou or 0.0))
+        scored[(configuration, condition)][qid] = JudgedQuestion(
+            q.qid, q.dimension, q.subdimension, q.distractors, q.rejection, verdict
+        )
+    runs, incomplete = [], []
+    for (configuration, condition), count in sorted(
+        asked.items(), key=lambda item: (item[0][0], REASONINGS.index(_reasoning(item[0][1])))
+    ):
+        judged = scored[(configuration, condition)]
+        if len(judged) < count:
+            incomplete.append(
+                f"{configuration} ({condition}): {len(judged):,} of {count:,} questions scored; "
+                "left out until its run completes"
+            )
+            continue
+        ordered = [judged[q.qid] for q in questions.questions if q.qid in judged]
+        runs.append(BoxRun(configuration, _reasoning(condition), ordered))
+    return BoxReport(questions.benchmark, tuple(runs), tuple(incomplete))
+
+
+def _reasoning(condition: str) -> Reasoning:
+    for r in REASONINGS:
+        if r == condition:
+            return r
+    raise ValueError(f"{condition!r} is not a box benchmark's condition")

@@ -1,10 +1,12 @@
-"""The simulator's HTTP server: both wire protocols, answers from a cohort, injected faults.
+"""The simulator's HTTP server: both wire protocols, answers from a cohort or a box benchmark's
+questions, injected faults.
 
 It serves ``POST …/chat/completions`` (OpenAI-compatible, whatever the prefix, so any
 provider's ``base_url`` can point at it) and ``POST …/models/<model>:generateContent``
 (Gemini). It tells which question it is asked from the expression in the prompt and the
-image's bytes (matched against the cohort's image variants, indexed lazily), reads the hints
-and the reasoning setting, and answers through :mod:`runner.simulator._model`.
+image's bytes (matched against the questions' image variants, indexed lazily), reads the hints
+and the reasoning setting, and answers through :mod:`runner.simulator._model` (GroundBench's
+questions) or :mod:`runner.simulator._boxes` (a box benchmark's, in its own answer form).
 
 Faults are decided per request in this order: authentication (when the spec names a key),
 the rate limit (a token bucket; 429 with retry-after, and ``x-ratelimit-*`` headers on every
@@ -30,7 +32,21 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-from conditions import Cohort, Variant, VariantCache
+from conditions import (
+    BOX_BENCHMARK_PROMPTS,
+    Benchmark,
+    BoxQuestion,
+    BoxSet,
+    Cohort,
+    Question,
+    Questions,
+    Reasoning,
+    Variant,
+    VariantCache,
+    capped_size,
+    sent_scale,
+)
+from runner.simulator._boxes import box_answer
 from runner.simulator._model import Answer, Seen, Truth, answer
 from runner.simulator._spec import SimSpec
 
@@ -46,6 +62,19 @@ _IMAGE_TOKEN = 28
 CALL_ID_HEADER = "X-Client-Request-Id"
 # Most requests send the full image: index those first, the rarer variants only when needed.
 _INDEX_PASSES: tuple[tuple[Variant, ...], ...] = (("full",), ("half", "grey"))
+
+
+def _box_prompt_pattern(template: str) -> re.Pattern[str]:
+    """A benchmark's prompt as a pattern whose one group is the expression."""
+    marker = "\x00EXPRESSION\x00"
+    escaped = re.escape(template.format(expression=marker))
+    return re.compile(escaped.replace(re.escape(marker), "(.*)"), re.DOTALL)
+
+
+_BOX_PROMPTS: dict[Benchmark, tuple[tuple[Reasoning, re.Pattern[str]], ...]] = {
+    benchmark: tuple((r, _box_prompt_pattern(t)) for r, t in prompts.items())
+    for benchmark, prompts in BOX_BENCHMARK_PROMPTS.items()
+}
 
 
 @dataclass
@@ -81,22 +110,27 @@ class BadRequest(Exception):
 
 
 class Simulator:
-    """A local stand-in for the providers' APIs, answering from ``cohort``.
+    """A local stand-in for the providers' APIs, answering from ``questions``: a cohort, or a
+    box benchmark's questions.
 
-    ``images`` and ``cache`` are the directory of the cohort's images and the variant cache:
+    ``images`` and ``cache`` are the directory of the questions' images and the variant cache:
     the same ones the runner uses, so a variant is rendered once for both.
     """
 
     def __init__(
-        self, cohort: Cohort, images: Path | str, cache: VariantCache, spec: SimSpec | None = None
+        self,
+        questions: Questions,
+        images: Path | str,
+        cache: VariantCache,
+        spec: SimSpec | None = None,
     ) -> None:
-        self.cohort = cohort
+        self.questions = questions
         self.images = Path(images)
         self.cache = cache
         self.spec = spec = spec if spec is not None else SimSpec()
         self.stats = SimStats()
         self._by_expression: dict[str, list[str]] = {}
-        for q in cohort.questions:
+        for q in questions.questions:
             self._by_expression.setdefault(q.expression, []).append(q.qid)
         self._image_index: dict[str, tuple[str, Variant]] = {}
         self._indexed: set[tuple[str, Variant]] = set()
@@ -134,7 +168,6 @@ class Simulator:
         except BadRequest as exc:
             return self._error(wire, 400, "invalid_request_error", str(exc), headers)
         image = _digest(parsed.image_b64) if parsed.image_b64 is not None else None
-        seen = self._see(parsed, image)
         call, rng, luck = self._generators(parsed, image, request.headers.get(CALL_ID_HEADER))
         fault = self._fault(luck)
         if fault == "reset":
@@ -148,10 +181,10 @@ class Simulator:
             return self._error(wire, luck.choice((500, 503)), "server_error", "internal", headers)
         if fault == "overloaded":
             return self._overloaded(wire, headers)
-        reply = answer(seen, self.cohort, self.spec.behaviour, rng)
+        reply, image_tokens = self._reply(parsed, image, rng)
         self.stats.answered += 1
         self.stats.paid[call] += 1  # the model did the work: billed, whatever reaches the client
-        body = _reply_body(wire, parsed, reply, self.stats.answered, self._image_tokens(seen))
+        body = _reply_body(wire, parsed, reply, self.stats.answered, image_tokens)
         if fault == "malformed":
             return self._send(200, body[: len(body) // 3].replace(b"{", b"<"), headers)
         if fault == "truncated":
@@ -174,7 +207,42 @@ class Simulator:
         masked = f"{given[:5]}***{given[-2:]}" if len(given) > 8 else "***"
         return f"Incorrect API key provided: {masked}. You can find your API key in the console."
 
-    def _see(self, parsed: Parsed, image: str | None) -> Seen:
+    def _reply(self, parsed: Parsed, image: str | None, rng: random.Random) -> tuple[Answer, int]:
+        """The model's answer, and the tokens its image cost."""
+        if isinstance(self.questions, BoxSet):
+            return self._box_reply(self.questions, parsed, image, rng)
+        seen = self._see(self.questions, parsed, image)
+        reply = answer(seen, self.questions, self.spec.behaviour, rng)
+        return reply, self._image_tokens(seen.qid, seen.variant)
+
+    def _box_reply(
+        self, questions: BoxSet, parsed: Parsed, image: str | None, rng: random.Random
+    ) -> tuple[Answer, int]:
+        """A box benchmark's question, answered in its form (thinking: the setting, or Ref-Adv's
+        think-first prompt)."""
+        benchmark = questions.benchmark
+        asked = next(
+            ((r, m) for r, p in _BOX_PROMPTS[benchmark] if (m := p.fullmatch(parsed.prompt))),
+            None,
+        )
+        found = None
+        if asked is not None and image is not None:
+            found = self._identify(asked[1].group(1), image)
+        if asked is None or found is None:
+            return Answer("I cannot tell which object is meant.", ""), 0
+        q = questions.question(found[0])
+        behaviour = self.spec.behaviour.boxes
+        thinking = parsed.thinking or (benchmark == "ref-adv" and asked[0] == "cot")
+        reply = box_answer(
+            q, benchmark, behaviour.convention, behaviour, rng,
+            thinking=thinking, sent_scale=sent_scale(q),
+        )  # fmt: skip
+        return reply, self._image_tokens(q.qid, found[1])
+
+    def _question(self, qid: str) -> Question | BoxQuestion:
+        return self.questions.question(qid)
+
+    def _see(self, cohort: Cohort, parsed: Parsed, image: str | None) -> Seen:
         match = _EXPRESSION.search(parsed.prompt)
         expression = match.group(1) if match else ""
         budget_match = _BUDGET.search(parsed.prompt)
@@ -186,7 +254,7 @@ class Simulator:
             qid, variant = found if found is not None else (None, "full")
         spatial = colour = None
         if qid is not None:
-            q = self.cohort.question(qid)
+            q = cohort.question(qid)
             if m := _SPATIAL.search(parsed.prompt):
                 spatial = _truth(m.group(1) == q.cell)
             if m := _COLOUR.search(parsed.prompt):
@@ -209,19 +277,20 @@ class Simulator:
     def _index(self, qid: str, variant: Variant) -> None:
         if (qid, variant) in self._indexed:
             return
-        q = self.cohort.question(qid)
+        q = self._question(qid)
+        assert q.image_sha256 is not None  # a BoxSet binds every image
         blob = self.cache.get(self.images / q.image_file, q.image_sha256, variant)
         if blob is not None:
             self._image_index[_digest(blob.base64)] = (qid, variant)
         self._indexed.add((qid, variant))
 
-    def _image_tokens(self, seen: Seen) -> int:
-        if seen.qid is None or seen.variant == "none":
+    def _image_tokens(self, qid: str | None, variant: Variant) -> int:
+        if qid is None or variant == "none":
             return 0
-        q = self.cohort.question(seen.qid)
-        scale = 0.5 if seen.variant == "half" else 1.0
-        w, h = q.width * scale, q.height * scale
-        return math.ceil(w / _IMAGE_TOKEN) * math.ceil(h / _IMAGE_TOKEN)
+        q = self._question(qid)
+        w, h = capped_size(q.width, q.height)
+        scale = 0.5 if variant == "half" else 1.0
+        return math.ceil(w * scale / _IMAGE_TOKEN) * math.ceil(h * scale / _IMAGE_TOKEN)
 
     def _generators(
         self, parsed: Parsed, image: str | None, call: str | None

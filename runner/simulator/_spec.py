@@ -14,6 +14,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
+from scoring import Convention
+
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
@@ -31,6 +33,9 @@ class BoxBehaviour(_Frozen):
     hallucinate: Probability = 0.95  # on a rejection question, boxes something anyway
     hallucinate_thinking: Probability = 0.85  # the same with reasoning on
     false_absent: Probability = 0.02  # on a question with a target, says it is absent
+    # The coordinates the simulated model writes (a configuration must name the same to be
+    # read right): Qwen-style normalised 0–1000 by default.
+    convention: Convention = "norm1000"
 
 
 class Behaviour(_Frozen):

@@ -6,7 +6,14 @@ and ``groundbench sql`` opens the same file read-only once no run holds it.
 
 from runner.store._errors import StoreError
 from runner.store._rows import response_row
-from runner.store._schema import KEY, MIGRATIONS, RESPONSE_COLUMNS, SCHEMA_VERSION, Migration
+from runner.store._schema import (
+    KEY,
+    MIGRATIONS,
+    RESPONSE_COLUMNS,
+    SCHEMA_VERSION,
+    SCORE_SCHEMA,
+    Migration,
+)
 from runner.store._sql import check_query, query_store, read_only
 from runner.store._store import (
     CellProgress,
@@ -26,6 +33,7 @@ __all__ = [
     "MIGRATIONS",
     "RESPONSE_COLUMNS",
     "SCHEMA_VERSION",
+    "SCORE_SCHEMA",
     "CellProgress",
     "ControlRow",
     "GridRow",

@@ -63,7 +63,8 @@ POLYGON_METRICS = (
     ("sel", pa.bool_()),
     ("defect", pa.string()),
 )
-SCORE_SCHEMA = pa.schema(
+# The score table as migration 1 made it; later columns come with their own migrations.
+_SCORE_SCHEMA_V1 = pa.schema(
     [
         ("configuration", pa.string()),
         ("condition", pa.string()),
@@ -71,9 +72,11 @@ SCORE_SCHEMA = pa.schema(
         ("qid", pa.string()),
         ("attempt", pa.int32()),
         *POLYGON_METRICS,
-        ("box_iou", pa.float64()),  # box questions only
+        ("box_iou", pa.float64()),  # box questions only (a rejection question has none)
     ]
 )
+# A box benchmark's answer says "absent" by its rule (§10); None for GroundBench's questions.
+SCORE_SCHEMA = _SCORE_SCHEMA_V1.append(pa.field("says_absent", pa.bool_()))
 CONTROL_SCHEMA = pa.schema(
     [
         ("configuration", pa.string()),
@@ -139,7 +142,7 @@ _RUN_TABLES = Migration(
             KEY,
             ", seq BIGINT NOT NULL, stored_at TIMESTAMPTZ DEFAULT current_timestamp",
         ),
-        _table("scores", SCORE_SCHEMA, KEY),
+        _table("scores", _SCORE_SCHEMA_V1, KEY),
         _table("controls", CONTROL_SCHEMA, ("configuration", "condition", "qid", "attempt", "n")),
         # One row per request of the latest run's grid: how far it got. A request is
         # complete once an attempt parsed or its last allowed attempt answered; answered
@@ -223,6 +226,17 @@ _VIEWS_OF_SCORES = Migration(
     ),
 )
 
+_BOX_BENCHMARKS = Migration(
+    3,
+    "box benchmarks: scores.says_absent, configurations.reading (coordinate convention)",
+    (
+        "ALTER TABLE scores ADD COLUMN says_absent BOOLEAN",
+        # How a configuration's box answers are read (its coordinate convention): not part of
+        # the protocol hash, since it changes no request; a change re-scores stored answers.
+        "ALTER TABLE configurations ADD COLUMN reading VARCHAR",
+    ),
+)
+
 # Append only: a file records the versions it has, and is brought up to date from there.
-MIGRATIONS: tuple[Migration, ...] = (_RUN_TABLES, _VIEWS_OF_SCORES)
+MIGRATIONS: tuple[Migration, ...] = (_RUN_TABLES, _VIEWS_OF_SCORES, _BOX_BENCHMARKS)
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -76,6 +76,7 @@ class Registration:
     model: str
     attempts: int
     settings: str  # JSON of the output-affecting settings, for people reading the store
+    reading: str | None = None  # how its box answers are read: a coordinate convention
 
 
 class GridRow(NamedTuple):
@@ -194,27 +195,41 @@ class Store:
 
     # -- the run's grid ---------------------------------------------------------------------
 
-    def register(self, configurations: Sequence[Registration], grid: Iterable[GridRow]) -> None:
+    def register(
+        self, configurations: Sequence[Registration], grid: Iterable[GridRow]
+    ) -> list[tuple[str, str | None, int]]:
         """Record this run's configurations and make ``grid`` the grid pending is counted on.
+
+        A configuration whose reading (coordinate convention) changed since its answers were
+        scored has those scores dropped and its answers queued to be scored again: no call is
+        made twice for a reading. Returns (configuration, the reading it had, answers to
+        score again) for each.
 
         Raises
         ------
         ProtocolMismatchError
             A configuration of the same name was run under another protocol hash.
         """
+        reread: list[tuple[str, str | None, int]] = []
         with self._transaction():
             for c in configurations:
                 row = self._con.execute(
-                    "SELECT protocol FROM configurations WHERE name = ?", [c.name]
+                    "SELECT protocol, reading FROM configurations WHERE name = ?", [c.name]
                 ).fetchone()
-                if row is not None:
-                    ensure_same_protocol(c.protocol, row[0], f"{self.path}, configuration {c.name}")
+                if row is None:
+                    self._con.execute(
+                        "INSERT INTO configurations (name, protocol, provider, model, attempts, "
+                        "settings, reading) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [c.name, c.protocol, c.provider, c.model, c.attempts, c.settings,
+                         c.reading],
+                    )  # fmt: skip
                     continue
-                self._con.execute(
-                    "INSERT INTO configurations (name, protocol, provider, model, attempts, "
-                    "settings) VALUES (?, ?, ?, ?, ?, ?)",
-                    [c.name, c.protocol, c.provider, c.model, c.attempts, c.settings],
-                )
+                ensure_same_protocol(c.protocol, row[0], f"{self.path}, configuration {c.name}")
+                if row[1] != c.reading:
+                    reread.append((c.name, row[1], self._forget_scores(c.name)))
+                    self._con.execute(
+                        "UPDATE configurations SET reading = ? WHERE name = ?", [c.reading, c.name]
+                    )
             self._con.execute("DELETE FROM grid")
             batch = _arrow(list(grid), GRID_SCHEMA)
             self._con.register("grid_batch", batch)
@@ -222,6 +237,19 @@ class Store:
                 self._con.execute("INSERT INTO grid SELECT * FROM grid_batch")
             finally:
                 self._con.unregister("grid_batch")
+        if reread:  # committed: the scores are gone, so their answers wait for scoring again
+            self._scored = {k for k in self._scored if k[0] not in {name for name, *_ in reread}}
+            self.requeue_unscored()
+        return reread
+
+    def _forget_scores(self, configuration: str) -> int:
+        """Drop ``configuration``'s scores (inside the caller's transaction); how many."""
+        dropped = self._scalar_of(
+            "SELECT count(*) FROM scores WHERE configuration = ?", [configuration]
+        )
+        for table in ("scores", "controls"):
+            self._con.execute(f"DELETE FROM {table} WHERE configuration = ?", [configuration])
+        return dropped
 
     def pending(self, configurations: Sequence[str] | None = None) -> list[Pending]:
         """Every request of the grid not yet complete, question by question.
@@ -404,7 +432,10 @@ class Store:
     # -- internals --------------------------------------------------------------------------
 
     def _scalar(self, sql: str) -> int:
-        row = self._con.execute(sql).fetchone()
+        return self._scalar_of(sql, [])
+
+    def _scalar_of(self, sql: str, params: list[object]) -> int:
+        row = self._con.execute(sql, params).fetchone()
         assert row is not None
         return int(row[0])
 

@@ -33,3 +33,18 @@ def test_the_demo_runs_the_grid_reports_and_resumes(tmp_path: Path) -> None:
     again = _demo(folder)  # a rerun resumes: nothing left to send
     assert again.returncode == 0, again.stderr[-3000:]
     assert "run ended after" in again.stdout and ": 0 requests sent" in again.stdout
+
+
+def test_the_box_demo_runs_a_benchmark_reports_its_table_and_resumes(tmp_path: Path) -> None:
+    folder = tmp_path / "demo"
+    command = [sys.executable, "-c", "from runner.cli import main; main()", "demo",
+               "--dir", str(folder), "--benchmark", "groundingme", "--questions", "12"]  # fmt: skip
+    first = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    # The paper's four configurations, each without and with reasoning, 12 questions each.
+    assert "run ended after" in first.stdout and ": 96 requests sent" in first.stdout
+    table = (folder / "report-groundingme" / "box-groundingme.md").read_text()
+    assert "| Discriminative | Spatial | Limited | Rejection | Total |" in table
+    assert table.count("| qwen-max |") == 2
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert again.returncode == 0 and ": 0 requests sent" in again.stdout, again.stderr[-3000:]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conditions import CONDITION_NAMES, DataRoot
+from conditions import CONDITION_NAMES, BoxSet, DataRoot, generate_box_benchmark
 from runner._errors import ConfigError
 from runner.experiment import load_experiment
 
@@ -132,6 +132,83 @@ def test_a_store_keeps_its_cohort_and_refuses_another_spec(
     path.write_text(text.replace("per_source = 4", "per_source = 5"))
     with pytest.raises(ConfigError, match=r"4 per source.*asks for .* 5 per source.*new store"):
         ensure_cohort(load_experiment(path))
+
+
+def _box_experiment(tmp_path: Path, benchmark: str = "refbench-pro", extra: str = "") -> Path:
+
+    file, images = generate_box_benchmark("refbench-pro", tmp_path / "data", questions=6)
+    return _file(
+        tmp_path,
+        f'store = "exp.duckdb"\nimages = "{images}"\n'
+        f'[boxes]\nbenchmark = "{benchmark}"\nfile = "{file}"\n'
+        '[backends.q]\nprovider = "qwen"\nmodel = "m"\n'
+        f'[[configurations]]\nname = "q"\nbackend = "q"\nconvention = "unit"\n{extra}',
+    )
+
+
+def test_a_box_store_keeps_its_benchmark_and_refuses_another_task(
+    tmp_path: Path, small_root: DataRoot
+) -> None:
+    from runner.distributed import ensure_questions
+
+    path = _box_experiment(tmp_path)
+    experiment = load_experiment(path)
+    made = experiment.configuration(experiment.configurations[0], None)
+    assert made.conditions == ("direct", "cot")  # the default of a box experiment
+    assert experiment.conventions == {"q": "unit"}
+    questions = ensure_questions(experiment)  # read into the store on the first run
+    assert isinstance(questions, BoxSet) and questions.benchmark == "refbench-pro"
+    assert len(questions.questions) == 6
+    assert ensure_questions(load_experiment(path)) == questions  # then read back
+    renamed = path.read_text().replace("annotations_test.jsonl", "annotations_6000.jsonl")
+    path.write_text(renamed)
+    with pytest.raises(ConfigError, match=r"read from annotations_test\.jsonl; .*6000"):
+        ensure_questions(load_experiment(path))
+    path.write_text(path.read_text().replace('"refbench-pro"', '"groundingme"'))
+    with pytest.raises(ConfigError, match=r"holds refbench-pro's questions; .* groundingme"):
+        ensure_questions(load_experiment(path))
+    polygon = _file(
+        tmp_path,
+        f'store = "exp.duckdb"\nimages = "{small_root.images}"\n'
+        f'[cohort]\nroot = "{small_root.root}"\nper_source = 4\nmatched = 4\n'
+        '[backends.q]\nprovider = "qwen"\nmodel = "m"\n'
+        '[[configurations]]\nname = "q"\nbackend = "q"\n',
+    )
+    with pytest.raises(ConfigError, match="holds a box benchmark's questions"):
+        ensure_questions(load_experiment(polygon))
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ('conditions = ["base"]', r"unknown conditions \['base'\]; known: direct, cot"),
+        ("budgets = [8]", "configurations.0.budgets: Extra inputs"),
+    ],
+)
+def test_a_box_experiment_refuses_polygon_settings(
+    tmp_path: Path, extra: str, message: str
+) -> None:
+    path = _box_experiment(tmp_path, extra=extra)
+    with pytest.raises(ConfigError, match=message):
+        load_experiment(path)
+    path.write_text(path.read_text().replace('"unit"', '"degrees"'))
+    with pytest.raises(ConfigError, match=r"configurations\.0\.convention: Input should be"):
+        load_experiment(path)
+
+
+def test_box_conventions_belong_to_box_experiments(tmp_path: Path, small_root: DataRoot) -> None:
+    path = _box_experiment(tmp_path)
+    path.write_text(path.read_text().replace('convention = "unit"\n', ""))
+    with pytest.raises(ConfigError, match="configuration q: a box benchmark needs the coordinate"):
+        load_experiment(path)
+    polygon = _file(
+        tmp_path,
+        f'store = "exp.duckdb"\nimages = "{small_root.images}"\n'
+        '[backends.q]\nprovider = "qwen"\nmodel = "m"\n'
+        '[[configurations]]\nname = "q"\nbackend = "q"\nconvention = "unit"\n',
+    )
+    with pytest.raises(ConfigError, match="convention is a box benchmark's setting"):
+        load_experiment(polygon)
 
 
 FRAGMENTS = [

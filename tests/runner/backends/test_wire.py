@@ -94,6 +94,18 @@ def test_a_backend_refuses_a_configuration_whose_condition_it_cannot_map() -> No
         Backend(configuration, ApiKey("sk-x"))
 
 
+def test_a_backend_refuses_a_box_configuration_whose_reasoning_it_cannot_map() -> None:
+    # Qwen takes effort "max" or a budget; its cot condition keeps the configuration's "high".
+    configuration = Configuration(
+        name="qwen", provider="qwen", model="qwen3-vl-plus", conditions=("direct", "cot"),
+        decoding=Decoding(thinking=Thinking(mode="on", effort="high")),
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match=r"configuration qwen: .*effort 'high'"):
+        Backend(configuration, ApiKey("sk-x"))
+    direct_only = configuration.model_copy(update={"conditions": ("direct",)})
+    Backend(direct_only, ApiKey("sk-x"))  # thinking off: nothing to map
+
+
 def test_openai_body_carries_the_image_as_a_data_url_before_the_text() -> None:
     protocol = OpenAIChat(PROVIDERS["qwen"], "qwen3-vl-plus")
     body = json.loads(

@@ -3,20 +3,29 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
-from conditions import Benchmark, BoxQuestion
-from runner.reports import BoxRun, box_benchmark_table, render
+from conditions import (
+    BENCHMARK_DIMENSIONS as DIMENSIONS,
+)
+from conditions import (
+    READERS,
+    Benchmark,
+    BoxQuestion,
+    box_set,
+    generate_box_benchmark,
+    write_box_set,
+)
+from conditions import (
+    REJECTION_DIMENSIONS as REJECTING,
+)
+from runner.reports import BoxRun, box_benchmark_table, load_box_report, render
 from runner.simulator import BoxBehaviour, box_answer
+from runner.store import GridRow, Registration, Store, read_only
 from scoring import BOX_PROTOCOLS, JudgedQuestion, judge_box
-
-DIMENSIONS: dict[Benchmark, tuple[str, ...]] = {
-    "ref-adv": ("human-authored", "llm-authored"),
-    "groundingme": ("Discriminative", "Spatial", "Limited", "Rejection"),
-    "refbench-pro": ("attribute", "position", "interaction", "relation", "commonsense", "reject"),
-}
-REJECTING = {"Rejection", "reject"}
+from tests.runner.store.rows import attempt_row
 
 
 def _run(benchmark: Benchmark, behaviour: BoxBehaviour, thinking: bool) -> list[JudgedQuestion]:
@@ -66,3 +75,39 @@ def test_each_table_has_the_papers_columns_and_a_row_per_run(
         assert float(noisy[rejection]) < 40.0  # the simulated model seldom says absent
     markdown = render(table, "markdown")
     assert markdown.count("\n|") >= 3 and "simulated-perfect" in markdown
+
+
+def test_a_store_reports_complete_runs_and_names_the_others(tmp_path: Path) -> None:
+    file, images = generate_box_benchmark("groundingme", tmp_path / "data", questions=8)
+    questions = box_set("groundingme", READERS["groundingme"](file, images), images)
+    path = tmp_path / "exp.duckdb"
+    write_box_set(path, questions)
+    qids = [q.qid for q in questions.questions]
+    grid = [GridRow(c, r, 0, q, 1) for c in ("a", "b") for r in ("direct", "cot") for q in qids]
+    answered = [g for g in grid if not (g.configuration == "b" and g.condition == "cot")]
+    answered += [GridRow("b", "cot", 0, qids[0], 1)]  # one of b's cot answers is in
+    with Store(path) as s:
+        s.register([Registration(c, "p", "qwen", "m", 1, "{}", "norm1000") for c in "ab"], grid)
+        s.write_responses(
+            [attempt_row(g.qid, configuration=g.configuration, condition=g.condition, budget=0)
+             for g in answered]
+        )  # fmt: skip
+        jobs = s.take_unscored(100)
+        # Every answer right: the box where there is one, "absent" where there is none.
+        s.write_scores(
+            [(*j[:5], True, *([None] * 9), None if questions.question(j.qid).rejection else 1.0,
+              questions.question(j.qid).rejection) for j in jobs],
+            [],
+        )  # fmt: skip
+    with read_only(path) as con:
+        report = load_box_report(con, path)
+    assert report.benchmark == "groundingme"
+    assert [(r.configuration, r.reasoning) for r in report.runs] == [
+        ("a", "direct"), ("a", "cot"), ("b", "direct"),
+    ]  # fmt: skip
+    assert report.incomplete == (
+        "b (cot): 1 of 8 questions scored; left out until its run completes",
+    )
+    table = report.table()
+    assert table.notes[-1] == report.incomplete[0]
+    assert all(row[-1] == "100.0" for row in table.rows)  # Total: every answer right

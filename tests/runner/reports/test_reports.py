@@ -25,7 +25,7 @@ from tests.runner.store.rows import attempt_row
 
 def _score(condition: str, budget: int, qid: str, attempt: int, iou: float, legal: bool = True):  # type: ignore[no-untyped-def]
     return ("cfg", condition, budget, qid, attempt, True, iou, iou, iou, iou, 0.0, legal,
-            iou if legal else 0.0, True, None if legal else "crossing", None)  # fmt: skip
+            iou if legal else 0.0, True, None if legal else "crossing", None, None)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def data(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> Repo
             [_score("base", 8, q[0], 0, 0.5), _score("base", 8, q[1], 0, 0.8, legal=False),
              _score("base", 8, q[3], 1, 0.6), _score("base", 16, q[0], 0, 0.7),
              _score("no-image", 8, q[0], 0, 0.1), _score("no-image", 8, q[1], 0, 0.2),
-             ("cfg", "base", BOX, q[1], 0, True, *([None] * 9), 0.75)],
+             ("cfg", "base", BOX, q[1], 0, True, *([None] * 9), 0.75, None)],
             [("cfg", "base", q[1], 0, n, True, 0.4, 0.4, 0.4, 0.4, 0.0, True, 0.4, True, None)
              for n in (8, 16)],
         )  # fmt: skip

@@ -60,6 +60,56 @@ def test_a_new_file_gets_every_migration_once(tmp_path: Path) -> None:
         assert [r[0] for r in rows] == [m.version for m in MIGRATIONS]
 
 
+def test_a_file_of_an_older_groundbench_is_brought_up_to_date_keeping_its_rows(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "exp.duckdb"
+    with duckdb.connect(str(path)) as con:  # as groundbench made it before the box benchmarks
+        con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, what VARCHAR, "
+                    "applied_at TIMESTAMPTZ DEFAULT current_timestamp)")  # fmt: skip
+        for migration in MIGRATIONS[:2]:
+            for statement in migration.statements:
+                con.execute(statement)
+            con.execute("INSERT INTO schema_migrations (version) VALUES (?)", [migration.version])
+        con.execute("INSERT INTO configurations (name, protocol) VALUES ('cfg', 'p')")
+        con.execute("INSERT INTO grid VALUES ('cfg', 'base', 8, 'q1', 3)")
+        con.execute("INSERT INTO responses (configuration, condition, budget, qid, attempt, "
+                    "outcome, parseable, answer, seq) "
+                    "VALUES ('cfg', 'base', 8, 'q1', 0, 'answer', true, '[1, 2]', 1)")  # fmt: skip
+        con.execute("INSERT INTO scores (configuration, condition, budget, qid, attempt, iou) "
+                    "VALUES ('cfg', 'base', 8, 'q1', 0, 0.5)")  # fmt: skip
+    with Store(path) as s:
+        assert s.version() == SCHEMA_VERSION == 3
+        _, rows = s.query("SELECT iou, says_absent FROM scores")
+        assert rows == [(0.5, None)]  # kept, with the new column empty
+        _, rows = s.query("SELECT name, reading FROM configurations")
+        assert rows == [("cfg", None)]
+        assert s.unscored() == 0 and s.pending() == []
+
+
+def test_a_changed_reading_rescores_that_configuration_only(tmp_path: Path) -> None:
+    def registration(name: str, reading: str) -> Registration:
+        return Registration(name, "a" * 64, "qwen", "m", 1, "{}", reading)
+
+    grid = [GridRow(c, "direct", 0, "q1", 1) for c in ("a", "b")]
+    rows = [attempt_row("q1", configuration=c, condition="direct", budget=0) for c in ("a", "b")]
+    with Store(tmp_path / "exp.duckdb") as s:
+        assert s.register([registration("a", "unit"), registration("b", "unit")], grid) == []
+        s.write_responses(rows)
+        jobs = s.take_unscored(10)
+        s.write_scores([(*j[:5], True, *([None] * 9), 0.9, False) for j in jobs], [])
+        assert s.unscored() == 0 and s.take_unscored(10) == []
+        changed = s.register([registration("a", "pixels"), registration("b", "unit")], grid)
+        assert changed == [("a", "unit", 1)]
+        assert [j.configuration for j in s.take_unscored(10)] == ["a"]  # read again, not re-sent
+        assert s.pending() == []
+        _, kept = s.query("SELECT configuration FROM scores")
+        assert kept == [("b",)]
+        _, readings = s.query("SELECT name, reading FROM configurations ORDER BY name")
+        assert readings == [("a", "pixels"), ("b", "unit")]
+        assert s.register([registration("a", "pixels"), registration("b", "unit")], grid) == []
+
+
 def test_a_file_from_a_newer_groundbench_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "exp.duckdb"
     Store(path).close()
@@ -163,8 +213,8 @@ def test_answers_are_queued_for_scoring_once_and_again_after_reopening(tmp_path:
         assert [j.qid for j in s.take_unscored(10)] == ["q1"]
         assert s.unscored() == 1
         score = ("cfg", "base", 8, "q1", 0, True, 0.5, 0.5, 0.5, 0.5, 0.0, True, 0.5, True, None)
-        s.write_scores([(*score, None)], [])
-        s.write_scores([(*score, None)], [])  # a second score of the same key is ignored
+        s.write_scores([(*score, None, None)], [])
+        s.write_scores([(*score, None, None)], [])  # a second score of the same key is ignored
         assert s.unscored() == 0
         assert s.requeue_unscored() == 0
 
@@ -255,7 +305,8 @@ def _score(qid: str, attempt: int, iou: float) -> tuple[object, ...]:
         iou,
         True,
         None,
-        None,
+        None,  # box_iou
+        None,  # says_absent
     )
 
 

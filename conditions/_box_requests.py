@@ -1,0 +1,145 @@
+"""The requests of a box benchmark (PROTOCOL §10): one call per configuration, reasoning
+setting and question, asked as the benchmark's released code asks it.
+
+The grid of a box experiment has two conditions, :data:`REASONINGS`: ``direct`` (thinking
+off) and ``cot`` (thinking on — the configuration's own thinking when it has one, else the
+provider's default; Ref-Adv's think-first prompt besides). Every request is a box question
+(budget :data:`BOX`) with one attempt, as the benchmarks ask once; its reader is the
+benchmark's own. The full image (§9) is sent.
+
+The ``…_of`` functions take either task, a :class:`Cohort` or a :class:`BoxSet`, so the runner
+needs no branch of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from conditions._box_prompts import BOX_BENCHMARK_PROMPTS, Reasoning, box_benchmark_prompt
+from conditions._box_set import BoxSet
+from conditions._cohort import Cohort
+from conditions._grid import REASONINGS, Configuration, Decoding, Thinking
+from conditions._images import MAX_SIDE, VariantCache
+from conditions._requests import BOX, Request, RequestBuilder, RequestKey, plan, protocol_hash
+from scoring import BUDGETS
+
+BOX_PROTOCOL_VERSION = 1
+BOX_ATTEMPTS = 1  # the benchmarks ask once
+
+Questions = Cohort | BoxSet
+
+
+def reasoning_decoding(reasoning: Reasoning, base: Decoding) -> Decoding:
+    """``base`` with thinking off (``direct``) or on (``cot``: ``base``'s own when it is on)."""
+    if reasoning == "direct":
+        thinking = Thinking(mode="off")
+    else:
+        thinking = base.thinking if base.thinking.mode == "on" else Thinking(mode="on")
+    return base.model_copy(update={"thinking": thinking})
+
+
+def box_protocol_hash(questions: BoxSet, configuration: Configuration) -> str:
+    """sha256 of what decides a box benchmark's answers: the questions, the benchmark's prompts,
+    the reasoning settings, the image cap and the configuration's output settings."""
+    payload = {
+        "box_protocol_version": BOX_PROTOCOL_VERSION,
+        "questions": questions.hash,
+        "prompts": BOX_BENCHMARK_PROMPTS[questions.benchmark],
+        "reasonings": {
+            r: reasoning_decoding(r, configuration.decoding).model_dump(mode="json")
+            for r in REASONINGS
+        },
+        "max_side": MAX_SIDE,
+        "configuration": configuration.output_settings(),
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def plan_boxes(questions: BoxSet, configurations: Iterable[Configuration]) -> Iterator[RequestKey]:
+    """Every request of a box experiment: configuration by reasoning setting by question."""
+    for configuration in configurations:
+        for reasoning in configuration.conditions:
+            for q in questions.questions:
+                yield RequestKey(configuration.name, reasoning, q.qid, BOX)
+
+
+class BoxRequestBuilder:
+    """Builds the :class:`Request` of a box benchmark's question, each image read once."""
+
+    def __init__(self, questions: BoxSet, images: Path | str, cache: VariantCache) -> None:
+        self.questions = questions
+        self.images = Path(images)
+        self.cache = cache
+        self._protocols: dict[Configuration, str] = {}
+
+    def build(self, key: RequestKey, configuration: Configuration) -> Request:
+        """The request ``key`` of ``configuration``: the benchmark's prompt, the full image.
+
+        Raises
+        ------
+        KeyError
+            ``key`` names another configuration, a reasoning setting that is not one of
+            :data:`REASONINGS`, or a question the set does not have.
+        DataFileError
+            The question's image is missing or changed since the set was stored.
+        """
+        if key.configuration != configuration.name:
+            raise KeyError(f"request for {key.configuration!r} built with {configuration.name!r}")
+        reasoning = _reasoning(key.condition)
+        q = self.questions.question(key.qid)
+        assert q.image_sha256 is not None  # a BoxSet binds every image
+        image = self.cache.get(self.images / q.image_file, q.image_sha256, "full")
+        if configuration not in self._protocols:
+            self._protocols[configuration] = box_protocol_hash(self.questions, configuration)
+        return Request(
+            key=key,
+            protocol=self._protocols[configuration],
+            prompt=box_benchmark_prompt(self.questions.benchmark, q.expression, reasoning),
+            image=image,
+            decoding=reasoning_decoding(reasoning, configuration.decoding),
+            replicate=0,
+            attempts=BOX_ATTEMPTS,
+            parsing=self.questions.benchmark,
+        )
+
+
+def _reasoning(condition: str) -> Reasoning:
+    for r in REASONINGS:
+        if r == condition:
+            return r
+    raise KeyError(f"unknown box condition {condition!r}; known: {', '.join(REASONINGS)}")
+
+
+# -- either task --------------------------------------------------------------------------------
+
+
+def request_builder(
+    questions: Questions, images: Path | str, cache: VariantCache
+) -> RequestBuilder | BoxRequestBuilder:
+    """The builder of ``questions``' requests."""
+    if isinstance(questions, BoxSet):
+        return BoxRequestBuilder(questions, images, cache)
+    return RequestBuilder(questions, images, cache)
+
+
+def protocol_of(questions: Questions, configuration: Configuration) -> str:
+    """The protocol hash ``configuration``'s results are made under."""
+    if isinstance(questions, BoxSet):
+        return box_protocol_hash(questions, configuration)
+    return protocol_hash(questions.hash, configuration)
+
+
+def plan_of(
+    questions: Questions,
+    configurations: Iterable[Configuration],
+    budgets: Sequence[int] = BUDGETS,
+    box: bool = True,
+) -> Iterator[RequestKey]:
+    """Every request of the task (budgets and ``box`` are the polygon grid's)."""
+    if isinstance(questions, BoxSet):
+        return plan_boxes(questions, configurations)
+    return plan(questions, configurations, budgets, box)

@@ -1,0 +1,250 @@
+"""A box benchmark's questions as one experiment asks them, kept in the experiment's DuckDB file.
+
+A :class:`BoxSet` is the box benchmarks' counterpart of a :class:`Cohort`: the questions of one
+benchmark, each bound to its image's content hash, with a hash of the whole. It is written to
+tables ``box_set`` and ``box_questions`` in one transaction. One experiment file holds one
+task: a cohort or one box set, never both, so results of one can never sit beside another's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from conditions._boxsets import Benchmark, BoxQuestion
+from conditions._cohort import canonical, canonical_hash
+from conditions._errors import DataFileError
+from conditions._images import capped_size
+from conditions._store import (
+    CohortMismatchError,
+    _connect,
+    _has_table,
+    _stored_hash,
+    in_transaction,
+)
+
+BOX_SET_VERSION = 1
+
+_COLUMNS = pa.schema(
+    [
+        ("qid", pa.string()),
+        ("benchmark", pa.string()),
+        ("image_file", pa.string()),
+        ("image_sha256", pa.string()),
+        ("width", pa.int32()),
+        ("height", pa.int32()),
+        ("expression", pa.string()),
+        ("box", pa.list_(pa.float64())),
+        ("dimension", pa.string()),
+        ("subdimension", pa.string()),
+        ("distractors", pa.int32()),
+        ("negation", pa.bool_()),
+    ]
+)
+_DDL = (
+    """CREATE TABLE box_set (
+        hash VARCHAR PRIMARY KEY, benchmark VARCHAR NOT NULL, source VARCHAR,
+        questions INTEGER, built_at TIMESTAMPTZ DEFAULT current_timestamp)""",
+    """CREATE TABLE box_questions (
+        qid VARCHAR PRIMARY KEY, benchmark VARCHAR, image_file VARCHAR, image_sha256 VARCHAR,
+        width INTEGER, height INTEGER, expression VARCHAR, box DOUBLE[], dimension VARCHAR,
+        subdimension VARCHAR, distractors INTEGER, negation BOOLEAN)""",
+)
+
+
+class BoxSetMismatchError(CohortMismatchError):
+    """The experiment file already holds another box set, or a cohort."""
+
+
+@dataclass(frozen=True)
+class BoxSet:
+    """The questions of one box benchmark, every image bound to its content hash."""
+
+    benchmark: Benchmark
+    questions: tuple[BoxQuestion, ...]
+    source: str = ""  # the released file's name, for people reading the store
+    _by_qid: dict[str, BoxQuestion] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for q in self.questions:
+            if q.image_sha256 is None:
+                raise ValueError(f"question {q.qid} has no image hash (use box_set())")
+            if q.benchmark != self.benchmark:
+                raise ValueError(f"question {q.qid} is {q.benchmark}'s, not {self.benchmark}'s")
+        self._by_qid.update((q.qid, q) for q in self.questions)
+
+    @cached_property
+    def hash(self) -> str:
+        """sha256 of the benchmark and every question (images by content), in order."""
+        return canonical_hash(self._canonical_lines())
+
+    def _canonical_lines(self) -> Iterator[str]:
+        yield canonical({"box_set_version": BOX_SET_VERSION, "benchmark": self.benchmark})
+        for q in self.questions:
+            yield canonical(q.model_dump(mode="json"))
+
+    def question(self, qid: str) -> BoxQuestion:
+        return self._by_qid[qid]
+
+    def for_asking(self) -> BoxSet:
+        """What a backend needs to ask: all of it (a box set is small)."""
+        return self
+
+
+def sent_scale(question: BoxQuestion) -> float:
+    """The size of the image as sent (its longest side capped, §9's ``full``) relative to the
+    original: what a model that answers in the pixels it saw must be scaled back by."""
+    width, _ = capped_size(question.width, question.height)
+    return width / question.width
+
+
+def box_set(
+    benchmark: Benchmark, questions: Iterable[BoxQuestion], images: Path | str, source: str = ""
+) -> BoxSet:
+    """``questions`` bound to the content of their images in ``images`` (each read once).
+
+    Raises
+    ------
+    DataFileError
+        An image is missing or unreadable.
+    """
+    images = Path(images)
+    hashes: dict[str, str] = {}
+    bound = []
+    for q in questions:
+        sha = hashes.get(q.image_file)
+        if sha is None:
+            path = images / q.image_file
+            try:
+                sha = hashes[q.image_file] = hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError as exc:
+                raise DataFileError(path, f"cannot read image: {exc.strerror}") from None
+        bound.append(q.model_copy(update={"image_sha256": sha}))
+    return BoxSet(benchmark, tuple(bound), source)
+
+
+def stored_box_set_hash(path: Path | str) -> str | None:
+    """The hash of the box set in the experiment file at ``path``, or None if it has none."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    with _connect(path, read_only=True) as con:
+        return _box_set_hash(con)
+
+
+def write_box_set(path: Path | str, questions: BoxSet) -> bool:
+    """Store ``questions`` in the experiment file at ``path``; False if they were already there.
+
+    Raises
+    ------
+    BoxSetMismatchError
+        The file holds another box set, or a cohort.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _connect(path, read_only=False) as con:
+        stored = _box_set_hash(con)
+        if stored == questions.hash:
+            return False
+        if stored is not None:
+            raise BoxSetMismatchError(
+                f"{path}: already holds box set {stored[:12]}; this one is "
+                f"{questions.hash[:12]}. One experiment file holds one box set: use a new file"
+            )
+        if _stored_hash(con) is not None:
+            raise BoxSetMismatchError(
+                f"{path}: holds a GroundBench cohort; a box benchmark needs a file of its own"
+            )
+        in_transaction(con, lambda: _write(con, questions))
+    return True
+
+
+def _write(con: duckdb.DuckDBPyConnection, questions: BoxSet) -> None:
+    for statement in _DDL:
+        con.execute(statement)
+    con.execute(
+        "INSERT INTO box_set (hash, benchmark, source, questions) VALUES (?, ?, ?, ?)",
+        [questions.hash, questions.benchmark, questions.source, len(questions.questions)],
+    )
+    rows = [[q.model_dump().get(name) for name in _COLUMNS.names] for q in questions.questions]
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(_COLUMNS)
+    table = pa.Table.from_arrays(
+        [pa.array(c, type=f.type) for c, f in zip(columns, _COLUMNS, strict=True)],
+        schema=_COLUMNS,
+    )
+    con.register("box_batch", table)
+    try:
+        con.execute("INSERT INTO box_questions SELECT * FROM box_batch")
+    finally:
+        con.unregister("box_batch")
+
+
+def load_box_set(path: Path | str) -> BoxSet:
+    """Read the box set of an experiment file, and check it against its stored hash.
+
+    Raises
+    ------
+    DataFileError
+        The file is missing, holds no box set, is damaged, or its questions no longer match
+        their hash (edited after they were stored).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise DataFileError(path, "no such experiment file")
+    with _connect(path, read_only=True) as con:
+        return read_box_set(con, path)
+
+
+def read_box_set(con: duckdb.DuckDBPyConnection, where: Path | str) -> BoxSet:
+    """The box set of an open experiment file (``where`` names it in errors); see
+    :func:`load_box_set`."""
+    try:
+        stored, questions = _read(con, Path(where))
+    except DataFileError:
+        raise
+    except (duckdb.Error, ValueError, TypeError, KeyError) as exc:
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DataFileError(where, f"cannot read its box set (damaged?): {detail}") from None
+    if questions.hash != stored:
+        raise DataFileError(where, f"box set no longer matches its hash {stored[:12]}")
+    return questions
+
+
+def holds_box_set(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the open experiment file holds a box benchmark's questions."""
+    return _box_set_hash(con) is not None
+
+
+def _read(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, BoxSet]:
+    row = None
+    if _box_set_hash(con) is not None:
+        row = con.execute("SELECT hash, benchmark, source FROM box_set").fetchone()
+    if row is None:
+        raise DataFileError(path, "holds no box set")
+    stored, benchmark, source = row
+    names = _COLUMNS.names
+    quoted = ", ".join(f'"{n}"' for n in names)
+    questions = tuple(
+        BoxQuestion.model_validate(_question(dict(zip(names, r, strict=True))))
+        for r in con.execute(f"SELECT {quoted} FROM box_questions ORDER BY rowid").fetchall()
+    )
+    return str(stored), BoxSet(benchmark, questions, source or "")
+
+
+def _question(row: dict[str, Any]) -> dict[str, Any]:
+    row["box"] = None if row["box"] is None else tuple(row["box"])
+    return row
+
+
+def _box_set_hash(con: duckdb.DuckDBPyConnection) -> str | None:
+    if not _has_table(con, "box_set"):
+        return None
+    row = con.execute("SELECT hash FROM box_set").fetchone()
+    return None if row is None else str(row[0])
