@@ -3,10 +3,11 @@
 Each benchmark runs in a process of its own (so one's memory or Ray does not weigh on the
 next), in this order: scoring throughput against its baseline, the targets' construction, the
 cohort build, store writes against their baseline, the resume scan, the client ceiling, the
-end-to-end ceiling, rate-limit utilisation (two minutes against a 600/min server), and the
-paper-sized grid (about 120,000 calls on a 1,500-question synthetic cohort, simulator flat out)
-with its wall time and peak memory. Their own reports go to ``--logs`` (default: a temporary
-folder, named at the end); the table is printed last. About 10 minutes on the 2-core machine.
+end-to-end ceiling, rate-limit utilisation (two minutes against a 600/min server), a box
+benchmark (import, reading, a run of 8,000 requests), and the paper-sized grid (about 120,000
+calls on a 1,500-question synthetic cohort, simulator flat out) with its wall time and peak
+memory. Their own reports go to ``--logs`` (default: a temporary folder, named at the end); the
+table is printed last. About 10 minutes on the 2-core machine.
 Run:
 
     .venv/bin/python -m benchmarks.suite [--skip paper_grid] [--logs DIR]
@@ -87,6 +88,13 @@ ROWS = [
     Row("rate_utilisation", "rate-limit utilisation, 600/min",
         lambda f: f"{f['utilisation_pct']:.2f}%", lambda f: f"{f['throttled']} × 429",
         "≥ 98%, no 429", lambda f: f["utilisation_pct"] >= 98.0 and f["throttled"] == 0),
+    Row("box_run", "box benchmark: answers read (one core)",
+        lambda f: f"{f['read_per_s']:,.0f}/s", lambda f: f"import {f['import_s']:.2f} s",
+        "", None),
+    Row("box_run", "box benchmark: run, 4 configurations × 2",
+        lambda f: f"{f['requests_per_s']:,.0f} req/s",
+        lambda f: f"{f['requests']:,} requests in {f['run_s']:.0f} s",
+        "complete", lambda f: bool(f["complete"])),
     Row("paper_grid", "paper grid: wall time",
         lambda f: f"{f['wall_s'] / 60:.1f} min", lambda f: f"{f['requests']:,} requests",
         "< 20 min, complete", lambda f: f["wall_s"] < 1200 and f["complete"]),
