@@ -79,6 +79,8 @@ class BoxSet:
             if q.benchmark != self.benchmark:
                 raise ValueError(f"question {q.qid} is {q.benchmark}'s, not {self.benchmark}'s")
         self._by_qid.update((q.qid, q) for q in self.questions)
+        if len(self._by_qid) != len(self.questions):
+            raise ValueError("a question id appears twice")
 
     @cached_property
     def hash(self) -> str:
@@ -173,12 +175,7 @@ def _write(con: duckdb.DuckDBPyConnection, questions: BoxSet) -> None:
         "INSERT INTO box_set (hash, benchmark, source, questions) VALUES (?, ?, ?, ?)",
         [questions.hash, questions.benchmark, questions.source, len(questions.questions)],
     )
-    rows = [[q.model_dump().get(name) for name in _COLUMNS.names] for q in questions.questions]
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(_COLUMNS)
-    table = pa.Table.from_arrays(
-        [pa.array(c, type=f.type) for c, f in zip(columns, _COLUMNS, strict=True)],
-        schema=_COLUMNS,
-    )
+    table = pa.Table.from_pylist([q.model_dump() for q in questions.questions], schema=_COLUMNS)
     con.register("box_batch", table)
     try:
         con.execute("INSERT INTO box_questions SELECT * FROM box_batch")

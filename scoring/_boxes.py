@@ -110,6 +110,7 @@ class BoxJudgement:
     box: Box | None  # the answer's box in original pixels; None: no box
     says_absent: bool  # the answer says the target is absent (by the protocol's rule)
     iou: float  # with the true box; 0.0 without a box or on a rejection question
+    found: bool | None = None  # the reader found a box, all-zero or null included (None: unknown)
 
     def hit(self, threshold: float, strict: bool) -> bool:
         return self.iou > threshold if strict else self.iou >= threshold
@@ -253,16 +254,16 @@ def judge_box(
     raw = find_box(text, protocol.parsing)
     absent = says_absent(text, raw, protocol.rejection)
     if raw is None or raw == ZERO:
-        return BoxJudgement(None, absent, 0.0)
+        return BoxJudgement(None, absent, 0.0, raw is not None)
     readings = [to_pixels(raw, convention, width, height, sent_scale)]
     if protocol.best_of_units:
         units: Convention = "unit" if all(v <= 1 for v in raw) else "norm999"
         readings += [to_pixels(raw, "pixels", width, height), to_pixels(raw, units, width, height)]
     if truth is None:
-        return BoxJudgement(readings[0], absent, 0.0)
+        return BoxJudgement(readings[0], absent, 0.0, True)
     ious = [corner_iou(b, truth) for b in readings]
     best = max(range(len(ious)), key=ious.__getitem__)
-    return BoxJudgement(readings[best], absent, ious[best])
+    return BoxJudgement(readings[best], absent, ious[best], True)
 
 
 def corner_iou(a: Box, b: Box) -> float:

@@ -17,7 +17,6 @@ from scoring import (
     Convention,
     PolygonScore,
     Referent,
-    find_box,
     judge_box,
     score_box,
     score_polygon,
@@ -98,10 +97,9 @@ class BoxScorer:
                 q.height,
                 sent_scale(q),
             )
-            read = find_box(job.answer, self._protocol.parsing) is not None
             key = (job.configuration, job.condition, job.budget, job.qid, job.attempt)
             iou = None if q.rejection else verdict.iou
-            scores.append((*key, *_metrics(None, read), iou, verdict.says_absent))
+            scores.append((*key, *_metrics(None, bool(verdict.found)), iou, verdict.says_absent))
         return scores, []
 
 

@@ -238,7 +238,8 @@ class Store:
             finally:
                 self._con.unregister("grid_batch")
         if reread:  # committed: the scores are gone, so their answers wait for scoring again
-            self._scored = {k for k in self._scored if k[0] not in {name for name, *_ in reread}}
+            names = {name for name, *_ in reread}
+            self._scored = {k for k in self._scored if k[0] not in names}
             self.requeue_unscored()
         return reread
 

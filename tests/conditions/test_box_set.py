@@ -50,6 +50,8 @@ def test_every_image_is_bound_to_its_content(refbench: tuple[BoxSet, Path]) -> N
     assert rebound.hash != questions.hash  # an image's content is part of the set
     with pytest.raises(DataFileError, match="cannot read image"):
         box_set("refbench-pro", questions.questions, images / "elsewhere")
+    with pytest.raises(ValueError, match="appears twice"):
+        BoxSet("refbench-pro", questions.questions + questions.questions[:1])
     with pytest.raises(ValueError, match="has no image hash"):
         BoxSet("refbench-pro", tuple(q.model_copy(update={"image_sha256": None})
                                      for q in questions.questions))  # fmt: skip

@@ -98,9 +98,11 @@ def test_an_exact_model_is_read_right_on_every_question(
     for r in records:
         q = questions.question(r.qid)
         assert r.parseable == (not q.rejection or benchmark != "refbench-pro")
+    parsed = {(r.condition, r.qid): r.parseable for r in records}
     for row in _scores(questions, records, "norm1000"):
         q = questions.question(str(row[3]))
         iou, says_absent = row[-2], row[-1]
+        assert row[5] == parsed[(row[1], row[3])]  # the scorer's reading is the one at asking
         if q.rejection:
             assert iou is None and says_absent is True
         else:

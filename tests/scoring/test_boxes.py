@@ -219,3 +219,13 @@ def test_every_reader_returns_a_finite_box_or_none_on_any_text(text: str) -> Non
     for parsing in readers:
         box = find_box(text, parsing)
         assert box is None or (len(box) == 4 and all(math.isfinite(v) for v in box))
+
+
+def test_a_judgement_says_whether_the_reader_found_a_box_at_all() -> None:
+    def found(text: str, benchmark: str) -> bool | None:
+        return judge_box(text, None, BOX_PROTOCOLS[benchmark], "norm1000", 100, 100).found
+
+    assert found('{"bbox_2d": null}', "groundingme") is True  # null: the zero box, read
+    assert found("[0, 0, 0, 0]", "refbench-pro") is True
+    assert found("There is no such object.", "refbench-pro") is False
+    assert found("[10, 10, 50, 50]", "refbench-pro") is True
