@@ -35,6 +35,7 @@ its model answers in, and the conditions are ``direct`` and ``cot``::
     [boxes]
     benchmark = "refbench-pro"           # or "ref-adv", "groundingme"
     file = "refbench/annotations_test.jsonl"
+    # reader = "groundingme"             # read the answers by another's code (default: its own)
 
     [[configurations]]
     name = "qwen"
@@ -79,7 +80,7 @@ from conditions import (
 from runner._errors import ConfigError
 from runner.backends import provider_named
 from runner.simulator import SimSpec
-from scoring import BUDGETS, Convention
+from scoring import BUDGETS, BoxParsing, Convention
 
 SIMULATOR = "simulator"
 
@@ -166,6 +167,13 @@ class BoxesSection(_Frozen):
 
     benchmark: Benchmark
     file: UsablePath
+    # Whose released code reads the answers (PROTOCOL §10): the benchmark's own by default;
+    # another's to compare readings. A change re-scores the stored answers, sending nothing.
+    reader: BoxParsing | None = None
+
+    @property
+    def reading(self) -> BoxParsing:
+        return self.reader or self.benchmark
 
 
 class Experiment(_Frozen):
@@ -238,6 +246,14 @@ class Experiment(_Frozen):
     def conventions(self) -> dict[str, Convention]:
         """Each configuration's coordinate convention (a box benchmark's experiment)."""
         return {c.name: c.convention for c in self.configurations if c.convention is not None}
+
+    def reading(self, configuration: str) -> str | None:
+        """How a box benchmark's answers of ``configuration`` are read: the reader and the
+        convention (what the store records; None for GroundBench's grid)."""
+        convention = self.conventions.get(configuration)
+        if self.boxes is None or convention is None:
+            return None
+        return f"{self.boxes.reading} reader, {convention}"
 
     def configuration(self, spec: ConfigurationSpec, simulator_url: str | None) -> Configuration:
         """``spec`` as the grid's :class:`Configuration` (transport from its backend)."""

@@ -346,13 +346,15 @@ class _Run:
         reread = await _call(self.store.register.remote(*self._grid(configurations)))
         for name, was, answers in reread:
             self.echo(
-                f"configuration {name}: its answers are read as {self._reading(name)} now "
-                f"(were {was}): {answers:,} scores made again, no call sent again"
+                f"configuration {name}: its answers are read by {self.experiment.reading(name)} "
+                f"now (were {was}): {answers:,} scores made again, no call sent again"
             )
         # Backends build requests: the questions are all they need of the cohort.
         asking_ref = ray.put(self.questions.for_asking())
         self.backends = backends = self._start_backends(configurations, asking_ref)
-        scorer_ref = ray.put(scorer_for(self.questions, self.experiment.conventions))
+        boxes = self.experiment.boxes
+        reader = boxes.reading if boxes is not None else None
+        scorer_ref = ray.put(scorer_for(self.questions, self.experiment.conventions, reader))
         self.scorers = self._start_scorers(scorer_ref, self.experiment.scorers)
         scoring = [s.run.remote(self.store) for s in self.scorers]  # live: scored as they land
         watcher = asyncio.create_task(self._watch(begun))
@@ -413,7 +415,7 @@ class _Run:
                     model=c.model,
                     attempts=attempts,
                     settings=json.dumps(c.output_settings(), sort_keys=True),
-                    reading=self._reading(c.name),
+                    reading=self.experiment.reading(c.name),
                 )
             )
             keys = plan_of(self.questions, [c], self.experiment.budgets, self.experiment.box)
@@ -421,9 +423,6 @@ class _Run:
                 GridRow(k.configuration, k.condition, k.budget, k.qid, attempts) for k in keys
             )
         return registrations, grid
-
-    def _reading(self, configuration: str) -> str | None:
-        return self.experiment.conventions.get(configuration)
 
     def _start_backends(
         self, configurations: Sequence[Configuration], questions_ref: Any

@@ -14,6 +14,7 @@ from runner.store import ControlRow, ScoreJob, ScoreRow
 from scoring import (
     BOX_PROTOCOLS,
     BUDGETS,
+    BoxParsing,
     Convention,
     PolygonScore,
     Referent,
@@ -74,12 +75,17 @@ def _metrics(score: PolygonScore | None, parseable: bool = False) -> Sequence[ob
 
 
 class BoxScorer:
-    """Reads a box benchmark's answers by its own protocol (§10), each configuration's in its
-    coordinate convention."""
+    """Reads a box benchmark's answers by its own protocol (§10) or ``reader``'s, each
+    configuration's in its coordinate convention."""
 
-    def __init__(self, questions: BoxSet, conventions: Mapping[str, Convention]) -> None:
+    def __init__(
+        self,
+        questions: BoxSet,
+        conventions: Mapping[str, Convention],
+        reader: BoxParsing | None = None,
+    ) -> None:
         self._questions = questions
-        self._protocol = BOX_PROTOCOLS[questions.benchmark]
+        self._protocol = BOX_PROTOCOLS[reader or questions.benchmark]
         self._conventions = dict(conventions)
 
     def score(self, jobs: Iterable[ScoreJob]) -> tuple[list[ScoreRow], list[ControlRow]]:
@@ -103,9 +109,11 @@ class BoxScorer:
         return scores, []
 
 
-def scorer_for(questions: Questions, conventions: Mapping[str, Convention]) -> Scorer | BoxScorer:
-    """The scorer of ``questions``' answers (``conventions``: a box benchmark's, per
-    configuration)."""
+def scorer_for(
+    questions: Questions, conventions: Mapping[str, Convention], reader: BoxParsing | None = None
+) -> Scorer | BoxScorer:
+    """The scorer of ``questions``' answers (``conventions`` and ``reader``: a box benchmark's,
+    see :class:`BoxScorer`)."""
     if isinstance(questions, BoxSet):
-        return BoxScorer(questions, conventions)
+        return BoxScorer(questions, conventions, reader)
     return Scorer(questions)

@@ -91,12 +91,13 @@ class BoxReport:
     benchmark: Benchmark
     runs: tuple[BoxRun, ...]  # complete runs only: the papers' denominators are every question
     incomplete: tuple[str, ...]  # one line for each run still missing answers
+    readings: tuple[tuple[str, str], ...] = ()  # (configuration, reader and convention)
 
     def table(self) -> ReportTable:
         table = box_benchmark_table(self.benchmark, self.runs)
-        return ReportTable(
-            table.name, table.title, table.columns, table.rows, (*table.notes, *self.incomplete)
-        )
+        read = "; ".join(f"{name}: {reading}" for name, reading in self.readings)
+        notes = (*table.notes, *([f"Read by: {read}."] if read else []), *self.incomplete)
+        return ReportTable(table.name, table.title, table.columns, table.rows, notes)
 
 
 def load_box_report(con: duckdb.DuckDBPyConnection, where: Path | str) -> BoxReport:
@@ -133,7 +134,11 @@ def load_box_report(con: duckdb.DuckDBPyConnection, where: Path | str) -> BoxRep
             continue
         ordered = [judged[q.qid] for q in questions.questions if q.qid in judged]
         runs.append(BoxRun(configuration, _reasoning(condition), ordered))
-    return BoxReport(questions.benchmark, tuple(runs), tuple(incomplete))
+    readings = con.execute(
+        "SELECT name, reading FROM configurations WHERE reading IS NOT NULL "
+        "AND name IN (SELECT DISTINCT configuration FROM grid) ORDER BY name"
+    ).fetchall()
+    return BoxReport(questions.benchmark, tuple(runs), tuple(incomplete), tuple(readings))
 
 
 def _reasoning(condition: str) -> Reasoning:

@@ -71,10 +71,14 @@ def test_a_box_benchmark_runs_resumes_and_rescores_without_calling_again(
     lines: list[str] = []
     fixed = run_once(path, lines, RunOptions(address=local_ray, progress_every_s=0.5))
     assert fixed.sent_requests == 0 and fixed.simulator_calls == 0 and fixed.unscored == 0
-    assert any("wrong: its answers are read as norm1000" in line for line in lines), lines
+    assert any(
+        "wrong: its answers are read by refbench-pro reader, norm1000 now "
+        "(were refbench-pro reader, pixels): 48 scores made again" in line
+        for line in lines
+    ), lines
     assert query(store, "SELECT reading FROM configurations ORDER BY name") == [
-        ("norm1000",),
-        ("norm1000",),
+        ("refbench-pro reader, norm1000",),
+        ("refbench-pro reader, norm1000",),
     ]
     accuracy = _accuracy(store)
     # Same model, same requests: the simulator answers both configurations alike.
@@ -91,6 +95,20 @@ def test_a_box_benchmark_runs_resumes_and_rescores_without_calling_again(
     assert "RefBench-PRO" in result.output
     markdown = (tmp_path / "out" / "box-refbench-pro.md").read_text()
     assert "Acc_RC" in markdown and markdown.count("| right |") == 2
+    assert "right: refbench-pro reader, norm1000" in markdown
+
+    # Read by GroundingME's code instead: it finds the same boxes in RefBench-PRO's Qwen-style
+    # lists and keeps the better of three unit readings, so no box reads worse; an answer with
+    # no box says "absent" under both.
+    absent = query(store, "SELECT count(*) FROM scores WHERE says_absent")
+    path.write_text(path.read_text().replace("[boxes]\n", '[boxes]\nreader = "groundingme"\n'))
+    other = run_once(path, lines, RunOptions(address=local_ray, progress_every_s=0.5))
+    assert other.sent_requests == 0 and other.unscored == 0
+    assert query(store, "SELECT DISTINCT reading FROM configurations") == [
+        ("groundingme reader, norm1000",)
+    ]
+    assert _accuracy(store)["right"] >= accuracy["right"]
+    assert query(store, "SELECT count(*) FROM scores WHERE says_absent") == absent
 
 
 def _assert_live_scores_equal_offline(

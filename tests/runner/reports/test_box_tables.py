@@ -87,7 +87,11 @@ def test_a_store_reports_complete_runs_and_names_the_others(tmp_path: Path) -> N
     answered = [g for g in grid if not (g.configuration == "b" and g.condition == "cot")]
     answered += [GridRow("b", "cot", 0, qids[0], 1)]  # one of b's cot answers is in
     with Store(path) as s:
-        s.register([Registration(c, "p", "qwen", "m", 1, "{}", "norm1000") for c in "ab"], grid)
+        s.register(
+            [Registration(c, "p", "qwen", "m", 1, "{}", f"groundingme reader, {convention}")
+             for c, convention in (("a", "norm1000"), ("b", "pixels"))],
+            grid,
+        )  # fmt: skip
         s.write_responses(
             [attempt_row(g.qid, configuration=g.configuration, condition=g.condition, budget=0)
              for g in answered]
@@ -109,5 +113,8 @@ def test_a_store_reports_complete_runs_and_names_the_others(tmp_path: Path) -> N
         "b (cot): 1 of 8 questions scored; left out until its run completes",
     )
     table = report.table()
-    assert table.notes[-1] == report.incomplete[0]
+    assert table.notes[-2:] == (
+        "Read by: a: groundingme reader, norm1000; b: groundingme reader, pixels.",
+        report.incomplete[0],
+    )
     assert all(row[-1] == "100.0" for row in table.rows)  # Total: every answer right
