@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from conditions import Benchmark, BoxQuestion, Reasoning, one_line
 from runner._errors import ConfigError
 from runner.reports import BoxRun
-from scoring import BOX_PROTOCOLS, Convention, JudgedQuestion, judge_box
+from scoring import BOX_PROTOCOLS, BoxParsing, Convention, JudgedQuestion, judge_box
 
 
 class BoxAnswer(BaseModel):
@@ -58,8 +58,10 @@ def judge_answers(
     answers: Sequence[BoxAnswer],
     convention: Convention | None,
     where: Path,
+    reader: BoxParsing | None = None,
 ) -> list[BoxRun]:
-    """One run per configuration and reasoning setting, every question judged.
+    """One run per configuration and reasoning setting, every question judged by ``reader``'s
+    protocol (default: the benchmark's own).
 
     Raises
     ------
@@ -68,7 +70,7 @@ def judge_answers(
         question of one run, an answer with no convention, or a run that leaves questions
         unanswered (a missing answer is not an "absent").
     """
-    protocol = BOX_PROTOCOLS[benchmark]
+    protocol = BOX_PROTOCOLS[reader or benchmark]
     by_qid = {q.qid: q for q in questions}
     runs: dict[tuple[str, Reasoning], dict[str, JudgedQuestion]] = defaultdict(dict)
     for a in answers:

@@ -210,13 +210,18 @@ def boxes_score(
     output: Annotated[
         Literal["table", "markdown", "csv", "latex"], typer.Option("--format")
     ] = "table",
+    reader: Annotated[
+        BenchmarkName | None,
+        typer.Option(help="Read the answers by this benchmark's code [default: its own]."),
+    ] = None,
 ) -> None:
     """Score collected answers as the benchmark's released code does; print its main table."""
     from runner.boxes import judge_answers, load_box_answers
     from runner.reports import box_benchmark_table, render, rich_table
 
     questions = READERS[benchmark](file, images)
-    runs = judge_answers(benchmark, questions, load_box_answers(answers), convention, answers)
+    collected = load_box_answers(answers)
+    runs = judge_answers(benchmark, questions, collected, convention, answers, reader)
     table = box_benchmark_table(benchmark, runs)
     if output == "table":
         console.print(rich_table(table))

@@ -66,6 +66,27 @@ def test_answers_are_scored_into_the_papers_table(tmp_path: Path) -> None:
     assert cells["Reject"] == "0.0" and float(cells["Attribute"]) < 100.0
 
 
+def test_another_benchmarks_reader_can_be_chosen(tmp_path: Path) -> None:
+    bench = _benchmark(tmp_path)
+    answers = _answers(tmp_path, [
+        {"qid": "refbench-pro:1", "configuration": "m", "answer": "It is (100, 125, 500, 500)."},
+        {"qid": "refbench-pro:2", "configuration": "m", "answer": "No such dog."},
+    ])  # fmt: skip
+
+    def attribute(*reader: str) -> str:
+        result = runner.invoke(app, [
+            "boxes", "score", "refbench-pro", str(bench), str(answers), "--images",
+            str(tmp_path / "images"), "--convention", "norm1000", "--format", "csv", *reader,
+        ])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        header, row = result.output.strip().splitlines()
+        return dict(zip(header.split(","), row.split(","), strict=True))["Attribute"]
+
+    # RefBench-PRO's code wants a bracketed list; GroundingME's takes the last four numbers.
+    assert attribute() == "0.0"
+    assert attribute("--reader", "groundingme") == "100.0"
+
+
 def test_check_counts_questions_and_rejections(tmp_path: Path) -> None:
     result = runner.invoke(app, ["boxes", "check", "refbench-pro", str(_benchmark(tmp_path)),
                                  "--images", str(tmp_path / "images")])  # fmt: skip
