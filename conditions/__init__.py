@@ -21,6 +21,7 @@ from conditions._box_requests import (
     plan_of,
     protocol_of,
     reasoning_decoding,
+    reasoning_named,
     request_builder,
 )
 from conditions._box_set import (
@@ -205,6 +206,7 @@ __all__ = [
     "read_ref_adv",
     "read_refbench_pro",
     "reasoning_decoding",
+    "reasoning_named",
     "render",
     "request_builder",
     "semantic_group",

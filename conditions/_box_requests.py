@@ -89,7 +89,7 @@ class BoxRequestBuilder:
         """
         if key.configuration != configuration.name:
             raise KeyError(f"request for {key.configuration!r} built with {configuration.name!r}")
-        reasoning = _reasoning(key.condition)
+        reasoning = reasoning_named(key.condition)
         q = self.questions.question(key.qid)
         assert q.image_sha256 is not None  # a BoxSet binds every image
         image = self.cache.get(self.images / q.image_file, q.image_sha256, "full")
@@ -107,7 +107,14 @@ class BoxRequestBuilder:
         )
 
 
-def _reasoning(condition: str) -> Reasoning:
+def reasoning_named(condition: str) -> Reasoning:
+    """The box condition called ``condition``.
+
+    Raises
+    ------
+    KeyError
+        It is not one of :data:`REASONINGS`.
+    """
     for r in REASONINGS:
         if r == condition:
             return r

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from conditions import REASONINGS, Benchmark, Reasoning, read_box_set
+from conditions import REASONINGS, Benchmark, Reasoning, read_box_set, reasoning_named
 from runner.reports._tables import ReportTable
 from scoring import (
     BOX_PROTOCOLS,
@@ -123,7 +123,7 @@ def load_box_report(con: duckdb.DuckDBPyConnection, where: Path | str) -> BoxRep
         )
     runs, incomplete = [], []
     for (configuration, condition), count in sorted(
-        asked.items(), key=lambda item: (item[0][0], REASONINGS.index(_reasoning(item[0][1])))
+        asked.items(), key=lambda item: (item[0][0], REASONINGS.index(reasoning_named(item[0][1])))
     ):
         judged = scored[(configuration, condition)]
         if len(judged) < count:
@@ -133,16 +133,9 @@ def load_box_report(con: duckdb.DuckDBPyConnection, where: Path | str) -> BoxRep
             )
             continue
         ordered = [judged[q.qid] for q in questions.questions if q.qid in judged]
-        runs.append(BoxRun(configuration, _reasoning(condition), ordered))
+        runs.append(BoxRun(configuration, reasoning_named(condition), ordered))
     readings = con.execute(
         "SELECT name, reading FROM configurations WHERE reading IS NOT NULL "
         "AND name IN (SELECT DISTINCT configuration FROM grid) ORDER BY name"
     ).fetchall()
     return BoxReport(questions.benchmark, tuple(runs), tuple(incomplete), tuple(readings))
-
-
-def _reasoning(condition: str) -> Reasoning:
-    for r in REASONINGS:
-        if r == condition:
-            return r
-    raise ValueError(f"{condition!r} is not a box benchmark's condition")
