@@ -5,7 +5,11 @@ A target is built from one polygon part of the referent's COCO segmentation:
 1. part selection: the part with the most listed vertices, ties to the lowest index;
 2. phase rotation: phase ``k`` starts the ring at vertex ``floor(k·V/8)``;
 3. up-sampling (``V < N``): insert the midpoint of the currently longest cyclic edge;
-4. down-sampling (``V > N``): cyclic Visvalingam–Whyatt.
+4. down-sampling (``V > N``): Visvalingam–Whyatt over the polyline the rotated vertex list
+   spells, its first and last vertices pinned (the sampling origin and the vertex before it).
+
+Pinning the origin is what makes a phase a different target: on a cyclic ring every vertex is
+removable and a rotation only re-breaks ties (PROTOCOL §2.3, revised).
 
 Both resamplers are greedy and their choices do not depend on the final ``N``: the ring at 16
 vertices is a state the run to 8 passes through. So one run per phase yields every budget, which
@@ -155,18 +159,24 @@ def _twice_triangle_area(a: Point, b: Point, c: Point) -> float:
 
 
 def _visvalingam_whyatt_order(ring: Sequence[Point], keep: int) -> list[int]:
-    """Indices of ``ring`` in the order cyclic Visvalingam–Whyatt removes them, down to ``keep``.
+    """Indices of ``ring`` in the order Visvalingam–Whyatt removes them, down to ``keep``.
 
-    The ring is cyclic: every vertex is removable and neighbours wrap around. After a removal
-    only the two neighbours' areas change, with no "monotone effective area" clamp; ties take
-    the lowest current index, which is the lowest index since removal keeps the order. (§2.3,
-    decided.) A heap with lazy deletion makes it O(V log V).
+    The ring is simplified as the polyline its list spells from the sampling origin: vertex 0
+    and vertex ``V − 1`` are never removed, and the others' triangles use their neighbours
+    along that polyline, with no wrap-around. After a removal only the two neighbours' areas
+    change, with no "monotone effective area" clamp; ties take the lowest current index, which
+    is the lowest index since removal keeps the order. (§2.3, revised: the origin is pinned.)
+    A heap with lazy deletion makes it O(V log V).
     """
     v = len(ring)
-    prev = [(i - 1) % v for i in range(v)]
-    nxt = [(i + 1) % v for i in range(v)]
-    area = [_twice_triangle_area(ring[prev[i]], ring[i], ring[nxt[i]]) for i in range(v)]
-    heap = [(area[i], i) for i in range(v)]
+    if keep < 2:
+        raise ValueError(f"the two pinned ends stay, so keep must be at least 2, got {keep}")
+    prev = [i - 1 for i in range(v)]
+    nxt = [i + 1 for i in range(v)]
+    area = [math.inf] * v  # the pinned ends: never in the heap, never removed
+    for i in range(1, v - 1):
+        area[i] = _twice_triangle_area(ring[i - 1], ring[i], ring[i + 1])
+    heap = [(area[i], i) for i in range(1, v - 1)]
     heapq.heapify(heap)
     alive = [True] * v
     order: list[int] = []
@@ -181,6 +191,8 @@ def _visvalingam_whyatt_order(ring: Sequence[Point], keep: int) -> list[int]:
         p, q = prev[i], nxt[i]
         nxt[p], prev[q] = q, p
         for j in (p, q):
+            if j == 0 or j == v - 1:
+                continue
             area[j] = _twice_triangle_area(ring[prev[j]], ring[j], ring[nxt[j]])
             heapq.heappush(heap, (area[j], j))
     return order

@@ -25,7 +25,7 @@ from scoring import BUDGETS, PHASES, canonical_target
 
 # The real fixture, its files byte for byte as in ../shared: a cohort hash pinned here must
 # come out the same on every machine (PROTOCOL §8: same inputs and seed, same hash).
-REAL_COHORT_HASH = "b8604b7f31b8abb98bf339de01ccc538b67c4697adf289f5ed7c3d7d2f38a6ac"
+REAL_COHORT_HASH = "56fa3c25bae1fff923b1add1d1694751efd91497efcdedc566d84e760d68254b"
 
 
 def test_the_real_fixture_gives_one_question_per_image_and_reports_the_shortfall(

@@ -117,11 +117,12 @@ def test_crowd_and_degenerate_annotations_name_their_id(shared_data: Path) -> No
 @pytest.mark.slow
 def test_c_n_on_100_real_coco_images_matches_the_data_readme(shared_data: Path) -> None:
     # ../shared/data/coco-val2014-100/README.md: 655 eligible referents, C_N about
-    # 90.6 / 97.5 / 98.8 / 99.1 / 99.1 (the paper's cohort: 88.6 / 96.2 / 98.3 / 99.0 / 99.4).
+    # 88.8 / 97.3 / 98.7 / 99.0 / 99.1 with the origin pinned (the paper's cohort: 88.6 / 96.2 /
+    # 98.3 / 99.0 / 99.4; the cyclic rule gave 90.6 / 97.5 / 98.8 / 99.1 / 99.1).
     path = shared_data / "coco-val2014-100" / "instances_val2014_100.json"
     referents = eligible_referents(load_instances(path), path)
     assert len(referents) == 655
-    expected = {8: 90.6, 16: 97.5, 24: 98.8, 32: 99.1, 64: 99.1}
+    expected = {8: 88.8, 16: 97.3, 24: 98.7, 32: 99.0, 64: 99.1}
     for n, c_n in expected.items():
         assert construction_fidelity(referents, n) == pytest.approx(c_n, abs=0.06), n
     assert sum(len(r.parts) > 1 for r in referents) > 0  # part selection is exercised

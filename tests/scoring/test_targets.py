@@ -32,12 +32,12 @@ def naive_target(ring: list[Point], n: int) -> list[Point]:
         i = lengths.index(max(lengths))
         (ax, ay), (bx, by) = ring[i], ring[(i + 1) % len(ring)]
         ring.insert(i + 1, ((ax + bx) / 2.0, (ay + by) / 2.0))
-    while len(ring) > n:  # §2.3: cyclic Visvalingam–Whyatt, ties to the lowest index
+    while len(ring) > n:  # §2.3: Visvalingam–Whyatt on the polyline, both ends pinned
         areas = []
-        for i in range(len(ring)):
-            (ax, ay), (bx, by), (cx, cy) = ring[i - 1], ring[i], ring[(i + 1) % len(ring)]
+        for i in range(1, len(ring) - 1):
+            (ax, ay), (bx, by), (cx, cy) = ring[i - 1], ring[i], ring[i + 1]
             areas.append(abs((bx - ax) * (cy - ay) - (cx - ax) * (by - ay)))
-        del ring[areas.index(min(areas))]
+        del ring[1 + areas.index(min(areas))]  # ties to the lowest index
     return ring
 
 
@@ -102,16 +102,41 @@ def test_up_sampling_ties_take_the_lowest_edge_index() -> None:
     assert canonical_target(square, 6) == [(0, 0), (2, 0), (4, 0), (4, 2), (4, 4), (0, 4)]
 
 
-def test_down_sampling_is_cyclic_and_the_first_vertex_is_removable() -> None:
-    # Vertex 0 sits in the middle of the bottom edge: a zero-area triangle, removed first.
+def test_down_sampling_pins_the_origin_and_the_vertex_before_it() -> None:
+    # Vertex 0 sits in the middle of the bottom edge: a zero-area triangle on the cyclic ring,
+    # but the origin is pinned, so the 10×10 square loses a corner and keeps the midpoint.
     ring = [5, 0, 10, 0, 10, 10, 0, 10, 0, 0]
-    assert canonical_target(ring, 4) == [(10, 0), (10, 10), (0, 10), (0, 0)]
+    assert canonical_target(ring, 4) == [(5, 0), (10, 10), (0, 10), (0, 0)]
+    # The last listed vertex is pinned too: the midpoint listed last stays, a corner goes.
+    ring = [10, 0, 10, 10, 0, 10, 0, 0, 5, 0]
+    assert canonical_target(ring, 4) == [(10, 0), (10, 10), (0, 10), (5, 0)]
+
+
+def test_each_phase_pins_its_own_origin() -> None:
+    # A hand-drawn 12×8 rectangle listed with a midpoint on each side. The cyclic rule gave
+    # every phase the four corners (area 96). Pinned, phase k keeps vertex k (V = 8) and the
+    # one before it; the interior midpoints go first (zero area), then the smaller of the
+    # corner triangles, so each phase cuts a different corner (area 72) or keeps a midpoint.
+    contour = [0, 0, 6, 0, 12, 0, 12, 4, 12, 8, 6, 8, 0, 8, 0, 4]
+    expected = [
+        [(0, 0), (12, 0), (12, 8), (0, 4)],
+        [(6, 0), (12, 8), (0, 8), (0, 0)],
+        [(12, 0), (12, 8), (0, 8), (6, 0)],
+        [(12, 4), (0, 8), (0, 0), (12, 0)],
+        [(12, 8), (0, 8), (0, 0), (12, 4)],
+        [(6, 8), (0, 0), (12, 0), (12, 8)],
+        [(0, 8), (0, 0), (12, 0), (6, 8)],
+        [(0, 4), (12, 0), (12, 8), (0, 8)],
+    ]
+    for phase, target in enumerate(expected):
+        assert canonical_target(contour, 4, phase) == target, phase
+        assert abs(shoelace_area(target)) == 72.0
 
 
 def test_down_sampling_has_no_monotone_area_clamp() -> None:
-    # Twice-areas 10, 16, 4, 9, 7: (4,0) goes first. Its neighbours' areas fall to 2 and 1,
-    # so (1,1) goes next. A clamp would hold both at 4 and, by the tie, remove (0,0) instead,
-    # leaving (2,4), (1,1), (4,3).
+    # Interior twice-areas (ends (2,4) and (4,3) pinned) 16, 4, 9: (4,0) goes first. Its
+    # neighbours' areas fall to 2 and 1, so (1,1) goes next. A clamp would hold both at 4
+    # and, by the tie, remove (0,0) instead, leaving (2,4), (1,1), (4,3).
     ring = [2, 4, 0, 0, 4, 0, 1, 1, 4, 3]
     assert canonical_target(ring, 3) == [(2, 4), (0, 0), (4, 3)]
 
