@@ -5,13 +5,22 @@ reads the ``iou2`` and best-effort views back as scores, :func:`all_tables` buil
 :func:`render` writes one as Markdown, CSV or LaTeX, :func:`write_figures` draws the PNGs.
 """
 
+from runner.reports._all import all_tables
 from runner.reports._box_tables import BoxReport, BoxRun, box_benchmark_table, load_box_report
-from runner.reports._data import Cell, Question, ReportData, ViewScores, load_report_data
+from runner.reports._data import (
+    ALTERNATE_REFERENCES,
+    PHASE_REFERENCES,
+    Cell,
+    Question,
+    ReportData,
+    Rescored,
+    ViewScores,
+    load_report_data,
+)
 from runner.reports._figures import write_figures
 from runner.reports._render import FORMATS, SUFFIX, render, rich_table
 from runner.reports._tables import (
     ReportTable,
-    all_tables,
     table1,
     table2,
     table3,
@@ -20,7 +29,9 @@ from runner.reports._tables import (
 )
 
 __all__ = [
+    "ALTERNATE_REFERENCES",
     "FORMATS",
+    "PHASE_REFERENCES",
     "SUFFIX",
     "BoxReport",
     "BoxRun",
@@ -28,6 +39,7 @@ __all__ = [
     "Question",
     "ReportData",
     "ReportTable",
+    "Rescored",
     "ViewScores",
     "all_tables",
     "box_benchmark_table",

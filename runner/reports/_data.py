@@ -17,7 +17,7 @@ import duckdb
 from conditions import BOX
 from runner.store import StoreError
 from runner.store._errors import first_line
-from scoring import BoxScore, PolygonScore, View
+from scoring import PHASES, BoxScore, PolygonScore, View
 
 _POLYGON = ("iou", "iou_part", "iou_union", "iou_cont", "iou_distractor", "legal", "legal_iou",
             "sel", "defect")  # fmt: skip
@@ -54,14 +54,40 @@ class ViewScores:
         return len(settled or {}) == self.grid.get(cell, 0)
 
 
+PHASE_REFERENCES: tuple[str, ...] = tuple(f"phase{k}" for k in range(PHASES))
+"""Re-scored references: ``G_N`` at each sampling phase (``phase0`` is the official target)."""
+ALTERNATE_REFERENCES: tuple[str, ...] = ("part", "union", "continuous")
+"""Re-scored references: the unreduced selected part, the union of all parts (both rasterised),
+and ``G_N`` (phase 0) under the continuous-area backend."""
+
+
+@dataclass(frozen=True)
+class Rescored:
+    """The headline view's locked answers re-scored against other references (PROTOCOL §5),
+    written by ``groundbench rescore``.
+
+    ``ious[reference][cell][qid]`` is the IoU (a fraction) of the answer ``iou2`` locks for
+    ``qid`` in ``cell``; only parseable locked answers have one (a settled question without
+    one scores 0 under every reference). ``missing[cell]`` counts the cell's settled parseable
+    answers that lack a re-scored row for at least one reference: a table built on those
+    says so rather than score them 0.
+    """
+
+    ious: dict[str, dict[Cell, dict[str, float]]] = field(default_factory=dict)
+    missing: dict[Cell, int] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class ReportData:
-    """Everything the tables and figures read: two views, the questions, ``C_N``."""
+    """Everything the tables and figures read: two views, the questions, ``C_N``, the
+    re-scored references and each question's selected-part vertex count."""
 
     headline: ViewScores  # iou2
     best_effort: ViewScores
     questions: dict[str, Question]
     fidelity: dict[int, float]  # C_N in points
+    rescored: Rescored = field(default_factory=Rescored)
+    part_vertices: dict[str, int] = field(default_factory=dict)  # V of the selected part
 
     @property
     def configurations(self) -> list[str]:

@@ -49,10 +49,6 @@ class ReportTable:
     notes: tuple[str, ...] = ()
 
 
-def all_tables(data: ReportData) -> list[ReportTable]:
-    return [table1(data), table2(data), table3(data), table4(data), table5(data)]
-
-
 def table1(data: ReportData) -> ReportTable:
     """Configuration × budget: IoU, IoU_p, IoU_n, Acc@τ, legality, box Acc@.5 and control."""
     view = data.headline
