@@ -5,6 +5,7 @@ Plain Python over numpy, pycocotools, shapely and pyclipper; it never imports ``
 - targets: :func:`canonical_target` builds ``G_N`` from a polygon part;
 - parsing: :func:`parse_answer` and :func:`parse_box` read the last list of an answer;
 - one response: :func:`score_polygon` and :func:`score_box` against a :class:`Referent`;
+  :func:`score_references` re-scores a stored answer against every one of :data:`REFERENCES`;
 - views: :func:`locked_attempt` picks the score ``IoU0``/``IoU1``/``IoU2``/best-effort locks;
 - cells: :func:`summarise_cell`, :func:`paired_contrast`, :func:`construction_fidelity`;
 - box benchmarks (§10): :func:`judge_box` under a :class:`BoxProtocol` and a coordinate
@@ -64,17 +65,26 @@ from scoring._errors import (
     ScoringError,
 )
 from scoring._parse import ParsedList, parse_answer, parse_box, parse_list
+from scoring._ranks import Peak, inversions, ordering, peak
 from scoring._raster import Rle, mask_area, mask_iou, mask_ious, rasterize
 from scoring._referent import Distractor, Reference, Referent
+from scoring._rescore import (
+    ALTERNATE_REFERENCES,
+    PHASE_REFERENCES,
+    REFERENCES,
+    score_references,
+)
 from scoring._score import (
     SCALE,
     UNPARSEABLE,
     BoxScore,
     Defect,
+    PlacedAnswer,
     PolygonScore,
     box_iou,
     box_polygon,
     legality_defect,
+    place_answer,
     score_box,
     score_parsed,
     score_polygon,
@@ -92,15 +102,18 @@ from scoring._targets import (
 from scoring._views import HEADLINE_VIEW, VIEW_ATTEMPTS, View, locked_attempt
 
 __all__ = [
+    "ALTERNATE_REFERENCES",
     "BOX_PROTOCOLS",
     "BUDGETS",
     "DISTRACTOR_GROUPS",
     "GROUNDINGME_DIMENSIONS",
     "HEADLINE_VIEW",
     "PHASES",
+    "PHASE_REFERENCES",
     "REFBENCH_PERCEPTION",
     "REFBENCH_REASONING",
     "REFBENCH_REJECT",
+    "REFERENCES",
     "SCALE",
     "THRESHOLDS",
     "UNPARSEABLE",
@@ -123,6 +136,8 @@ __all__ = [
     "Metric",
     "Pair",
     "ParsedList",
+    "Peak",
+    "PlacedAnswer",
     "Point",
     "PolygonScore",
     "Reference",
@@ -144,6 +159,7 @@ __all__ = [
     "groundingme_row",
     "groundingme_subdimensions",
     "group_by",
+    "inversions",
     "judge_box",
     "legality_defect",
     "locked_attempt",
@@ -151,11 +167,14 @@ __all__ = [
     "mask_iou",
     "mask_ious",
     "mean_accuracy",
+    "ordering",
     "paired_contrast",
     "parse_answer",
     "parse_box",
     "parse_list",
+    "peak",
     "per_question",
+    "place_answer",
     "rasterize",
     "ref_adv_row",
     "refbench_pro_row",
@@ -165,6 +184,7 @@ __all__ = [
     "score_box",
     "score_parsed",
     "score_polygon",
+    "score_references",
     "select_part",
     "shoelace_area",
     "summarise_box_cell",

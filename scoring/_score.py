@@ -12,9 +12,9 @@ import numpy.typing as npt
 import shapely
 
 from scoring._parse import ParsedList, parse_list
-from scoring._raster import mask_ious, rasterize
+from scoring._raster import Rle, mask_ious, rasterize
 from scoring._referent import Reference, Referent
-from scoring._region import even_odd_region, region_iou
+from scoring._region import Region, even_odd_region, region_iou
 from scoring._targets import BUDGETS, shoelace_area
 
 SCALE = 999.0
@@ -111,18 +111,14 @@ def score_parsed(parsed: ParsedList, reference: Reference) -> PolygonScore:
     """Score an already parsed list of ``2N`` values (the answer's own 0–999 units)."""
     if len(parsed.values) != 2 * reference.n:
         raise ValueError(f"{len(parsed.values)} values for a {reference.n}-vertex reference")
-    r = reference.referent
-    units = np.asarray(parsed.values, dtype=float).reshape(-1, 2)
-    flat = (units * (r.width / SCALE, r.height / SCALE)).ravel().tolist()
-    answer_mask = rasterize([flat], r.height, r.width)
-    ious = mask_ious(answer_mask, reference.masks)
+    answer = place_answer(parsed, reference.referent)
+    ious = mask_ious(answer.mask, reference.masks)
     iou, iou_part = ious[0], ious[1]
     k = reference.distractor_offset
     iou_union = ious[2] if k == 3 else iou_part
     iou_distractor = max(ious[k:], default=0.0)
-    defect = legality_defect(parsed, units)
-    region = even_odd_region(flat, r.width, r.height)
-    iou_cont = region_iou(region, reference.target_region)
+    defect = legality_defect(parsed, answer.units)
+    iou_cont = answer.continuous_iou(reference.target_region)
     return PolygonScore(
         parseable=True,
         iou=iou,
@@ -135,6 +131,43 @@ def score_parsed(parsed: ParsedList, reference: Reference) -> PolygonScore:
         sel=iou_union > 0.0 and iou_union > iou_distractor,
         defect=defect,
     )
+
+
+@dataclass(frozen=True, eq=False)
+class PlacedAnswer:
+    """A parsed answer placed in its referent's frame: what every IoU of it starts from.
+
+    Placed once per answer, so scoring it against several references (the run's record, or
+    every reference of a re-score) parses, scales and rasterises it only once.
+
+    Attributes
+    ----------
+    units
+        The ``N × 2`` vertices in the answer's own 0–999 units.
+    flat
+        The ring in pixels, flat ``[x1, y1, …]``.
+    mask
+        ``R(P̂)``: the ring's clipped cyclic even-odd fill.
+    """
+
+    units: npt.NDArray[np.float64]
+    flat: list[float]
+    mask: Rle
+    width: int
+    height: int
+
+    def continuous_iou(self, target: Region) -> float:
+        """Continuous-area IoU of the answer's even-odd region (clipped to the frame) with
+        ``target``'s."""
+        return region_iou(even_odd_region(self.flat, self.width, self.height), target)
+
+
+def place_answer(parsed: ParsedList, referent: Referent) -> PlacedAnswer:
+    """Map a parsed answer's 0–999 units to ``referent``'s pixels and rasterise it."""
+    units = np.asarray(parsed.values, dtype=float).reshape(-1, 2)
+    flat = (units * (referent.width / SCALE, referent.height / SCALE)).ravel().tolist()
+    mask = rasterize([flat], referent.height, referent.width)
+    return PlacedAnswer(units, flat, mask, referent.width, referent.height)
 
 
 def legality_defect(parsed: ParsedList, units: npt.NDArray[np.float64]) -> Defect | None:
