@@ -20,6 +20,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.live import Live
+from rich.progress import Progress
 from rich.table import Table
 
 from conditions import (
@@ -46,7 +47,7 @@ from runner.experiment import Experiment, load_experiment
 from runner.monitor import plain_lines, render
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import query_store, read_only
-from scoring import BUDGETS, PHASES, ScoringError, construction_fidelity
+from scoring import BUDGETS, PHASES, REFERENCES, ScoringError, construction_fidelity
 
 if TYPE_CHECKING:
     from runner.distributed import RunReport
@@ -376,6 +377,8 @@ def demo(
     console.print(f"experiment {path} (edit it, or run it with `groundbench run`)", soft_wrap=True)
     experiment = load_experiment(path)
     result = _run_in_view(experiment, path, progress_every=2.0)
+    if benchmark is None:  # the report's re-scored tables read what this writes
+        rescore(experiment.store)
     report(experiment.store, out=out)
     if not result.complete:
         raise typer.Exit(code=3)
@@ -435,6 +438,32 @@ def sql(
         table.add_row(*("" if v is None else str(v) for v in row))
     console.print(table)
     console.print(f"{len(rows):,} rows")
+
+
+@app.command()
+def rescore(
+    store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file (after a run).")],
+) -> None:
+    """Score every stored polygon answer against the other references, sending no call: G_N
+    at each of the 8 sampling phases, the unreduced part, the union of all parts, and the
+    continuous-area IoU. Answers already re-scored are skipped: running it again writes
+    nothing."""
+    from runner.rescore import rescore as rescore_store
+
+    if console.is_terminal:
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task("re-scoring", total=None)
+            done = rescore_store(
+                store, progress=lambda k, total: bar.update(task, completed=k, total=total)
+            )
+    else:
+        done = rescore_store(store)
+    console.print(
+        f"re-scored {done.rescored:,} answers against {len(REFERENCES)} references "
+        f"({done.rows:,} rows); {done.already:,} already done"
+        + (f"; {done.unparsed:,} no longer parse" if done.unparsed else ""),
+        soft_wrap=True,
+    )
 
 
 @app.command()

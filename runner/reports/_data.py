@@ -17,7 +17,15 @@ import duckdb
 from conditions import BOX
 from runner.store import StoreError
 from runner.store._errors import first_line
-from scoring import PHASES, BoxScore, PolygonScore, View
+from scoring import ALTERNATE_REFERENCES as ALTERNATE_REFERENCES
+from scoring import PHASE_REFERENCES as PHASE_REFERENCES
+from scoring import (
+    REFERENCES,
+    BoxScore,
+    PolygonScore,
+    View,
+    select_part,
+)
 
 _POLYGON = ("iou", "iou_part", "iou_union", "iou_cont", "iou_distractor", "legal", "legal_iou",
             "sel", "defect")  # fmt: skip
@@ -54,11 +62,10 @@ class ViewScores:
         return len(settled or {}) == self.grid.get(cell, 0)
 
 
-PHASE_REFERENCES: tuple[str, ...] = tuple(f"phase{k}" for k in range(PHASES))
-"""Re-scored references: ``G_N`` at each sampling phase (``phase0`` is the official target)."""
-ALTERNATE_REFERENCES: tuple[str, ...] = ("part", "union", "continuous")
-"""Re-scored references: the unreduced selected part, the union of all parts (both rasterised),
-and ``G_N`` (phase 0) under the continuous-area backend."""
+# The re-scored references, from scoring (re-exported for the tables): PHASE_REFERENCES,
+# "phase0".."phase7", are G_N at each sampling phase (phase0 is the official target);
+# ALTERNATE_REFERENCES are "part" and "union", the unreduced selected part and the union of all
+# parts (both rasterised), and "continuous", G_N (phase 0) under the continuous-area backend.
 
 
 @dataclass(frozen=True)
@@ -105,7 +112,8 @@ class ReportData:
 
 
 def load_report_data(con: duckdb.DuckDBPyConnection, where: object = "the store") -> ReportData:
-    """Read the ``iou2`` and best-effort views, the questions and ``C_N`` from a store.
+    """Read the ``iou2`` and best-effort views, the questions, ``C_N``, the re-scored
+    references and each question's part size from a store.
 
     Raises
     ------
@@ -131,11 +139,14 @@ def _load(con: duckdb.DuckDBPyConnection) -> ReportData:
     row = con.execute("SELECT fidelity FROM cohort").fetchone()
     fidelity = {int(k): float(v) for k, v in json.loads(row[0]).items()} if row else {}
     controls = _controls(con)
+    headline = _view(con, "iou2", controls)
     return ReportData(
-        headline=_view(con, "iou2", controls),
+        headline=headline,
         best_effort=_view(con, "best_effort", controls),
         questions=questions,
         fidelity=fidelity,
+        rescored=_rescored(con, headline.grid),
+        part_vertices=_part_vertices(con),
     )
 
 
@@ -165,6 +176,59 @@ def _view(
             polygons[cell][qid] = _polygon(metrics) if parseable else None
     out.polygons, out.boxes = dict(polygons), dict(boxes)
     return out
+
+
+def _rescored(con: duckdb.DuckDBPyConnection, grid: dict[Cell, int]) -> Rescored:
+    """The ``iou2``-locked answers' re-scored IoUs, and per polygon cell of the grid (0 when
+    none) how many settled parseable answers lack a reference's row.
+
+    A store written before ``reference_scores`` existed (opened read-only, so not brought up
+    to date) still reports: no IoUs, every parseable answer missing.
+    """
+    source = _JOINED if _has_table(con, "reference_scores") else _UNJOINED
+    rows = con.execute(
+        f"SELECT q.configuration, q.condition, q.budget, q.qid, {source} "
+        f"WHERE q.view = 'iou2' AND q.settled AND q.parseable AND q.budget <> {BOX}"
+    ).fetchall()
+    ious: dict[str, dict[Cell, dict[str, float]]] = {}
+    held: dict[tuple[Cell, str], int] = {}  # references found per locked answer
+    for configuration, condition, budget, qid, reference, iou in rows:
+        cell = Cell(configuration, condition, budget)
+        found = reference in _WANTED and iou is not None
+        held[(cell, qid)] = held.get((cell, qid), 0) + found
+        if found:
+            ious.setdefault(reference, {}).setdefault(cell, {})[qid] = iou
+    missing = {cell: 0 for cell in grid if cell.budget != BOX}
+    for (cell, _), count in held.items():
+        if count < len(_WANTED):
+            missing[cell] = missing.get(cell, 0) + 1
+    return Rescored(ious=ious, missing=missing)
+
+
+_WANTED = frozenset(REFERENCES)
+# What the locked answers are joined to: the re-scored rows of the attempt iou2 locks, or (a
+# store from before migration 4, which a read-only connection cannot bring up to date) nothing.
+_JOINED = """r.reference, r.iou FROM question_scores q LEFT JOIN reference_scores r
+    ON r.configuration = q.configuration AND r.condition = q.condition
+    AND r.budget = q.budget AND r.qid = q.qid AND r.attempt = q.attempt"""
+_UNJOINED = "NULL AS reference, NULL AS iou FROM question_scores q"
+
+
+def _part_vertices(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Each question's selected part (§2.1): how many vertices it lists."""
+    return {
+        qid: len(parts[select_part(parts)]) // 2
+        for qid, parts in con.execute(
+            "SELECT qid, parts FROM instances WHERE role = 'target'"
+        ).fetchall()
+    }
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    row = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def _controls(

@@ -1,4 +1,5 @@
-"""The experiment's DuckDB store: migrations, the grid, raw responses, scores, the pending set.
+"""The experiment's DuckDB store: migrations, the grid, raw responses, scores, the pending set,
+and stored answers re-scored against other references.
 
 Plain Python over DuckDB and Arrow; the run's store actor is a thin wrapper over :class:`Store`,
 and ``groundbench sql`` opens the same file read-only once no run holds it.
@@ -9,6 +10,7 @@ from runner.store._rows import response_row
 from runner.store._schema import (
     KEY,
     MIGRATIONS,
+    REFERENCE_SCHEMA,
     RESPONSE_COLUMNS,
     SCHEMA_VERSION,
     SCORE_SCHEMA,
@@ -21,6 +23,7 @@ from runner.store._store import (
     GridRow,
     Pending,
     Progress,
+    ReferenceRow,
     Registration,
     ResponseRow,
     ScoreJob,
@@ -31,6 +34,7 @@ from runner.store._store import (
 __all__ = [
     "KEY",
     "MIGRATIONS",
+    "REFERENCE_SCHEMA",
     "RESPONSE_COLUMNS",
     "SCHEMA_VERSION",
     "SCORE_SCHEMA",
@@ -40,6 +44,7 @@ __all__ = [
     "Migration",
     "Pending",
     "Progress",
+    "ReferenceRow",
     "Registration",
     "ResponseRow",
     "ScoreJob",

@@ -87,6 +87,18 @@ CONTROL_SCHEMA = pa.schema(
         *POLYGON_METRICS,
     ]
 )
+# One row per (answer, reference): a stored answer re-scored against another reference.
+REFERENCE_SCHEMA = pa.schema(
+    [
+        ("configuration", pa.string()),
+        ("condition", pa.string()),
+        ("budget", pa.int32()),
+        ("qid", pa.string()),
+        ("attempt", pa.int32()),
+        ("reference", pa.string()),
+        ("iou", pa.float64()),
+    ]
+)
 GRID_SCHEMA = pa.schema(
     [
         ("configuration", pa.string()),
@@ -237,6 +249,22 @@ _BOX_BENCHMARKS = Migration(
     ),
 )
 
+_REFERENCE_SCORES = Migration(
+    4,
+    "reference_scores: stored polygon answers re-scored against other references",
+    (
+        # Written by `groundbench rescore`, never by a run: the IoU of each parseable polygon
+        # answer with each reference (scoring.REFERENCES: G_N at phases 0-7, the part, the
+        # union, the continuous backend). An answer's rows are written together.
+        _table("reference_scores", REFERENCE_SCHEMA, (*KEY, "reference")),
+    ),
+)
+
 # Append only: a file records the versions it has, and is brought up to date from there.
-MIGRATIONS: tuple[Migration, ...] = (_RUN_TABLES, _VIEWS_OF_SCORES, _BOX_BENCHMARKS)
+MIGRATIONS: tuple[Migration, ...] = (
+    _RUN_TABLES,
+    _VIEWS_OF_SCORES,
+    _BOX_BENCHMARKS,
+    _REFERENCE_SCORES,
+)
 SCHEMA_VERSION = MIGRATIONS[-1].version

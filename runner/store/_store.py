@@ -27,6 +27,7 @@ from runner.store._schema import (
     GRID_SCHEMA,
     KEY,
     MIGRATIONS,
+    REFERENCE_SCHEMA,
     RESPONSE_COLUMNS,
     RESPONSE_SCHEMA,
     SCHEMA_VERSION,
@@ -37,12 +38,15 @@ from runner.store._sql import check_query, run_query
 ResponseRow = tuple[Any, ...]  # in RESPONSE_COLUMNS order
 ScoreRow = tuple[Any, ...]  # in SCORE_SCHEMA order
 ControlRow = tuple[Any, ...]  # in CONTROL_SCHEMA order
+ReferenceRow = tuple[Any, ...]  # in REFERENCE_SCHEMA order: the key, reference, iou
 
 Key = tuple[Any, ...]  # (configuration, condition, budget, qid, attempt)
 _KEY_AT = tuple(RESPONSE_COLUMNS.index(c) for c in KEY)
 _OUTCOME_AT = RESPONSE_COLUMNS.index("outcome")
 _ANSWER_AT = RESPONSE_COLUMNS.index("answer")
 KEY_SCHEMA = pa.schema([RESPONSE_SCHEMA.field(c) for c in KEY])
+# The answers re-scoring reads: parseable answers to GroundBench's polygon questions.
+_POLYGON_ANSWERS = f"r.outcome = 'answer' AND r.parseable AND r.budget <> {BOX}"
 
 
 class Pending(NamedTuple):
@@ -362,6 +366,53 @@ class Store:
             "SELECT count(*) FROM responses r ANTI JOIN scores s USING (configuration, "
             "condition, budget, qid, attempt) WHERE r.outcome = 'answer'"
         )
+
+    # -- re-scoring against other references ------------------------------------------------
+
+    def polygon_answers(self) -> int:
+        """Stored parseable answers to polygon questions: every answer re-scoring covers."""
+        return self._scalar(f"SELECT count(*) FROM responses r WHERE {_POLYGON_ANSWERS}")
+
+    def unrescored(self, references: Sequence[str]) -> list[ScoreJob]:
+        """The parseable polygon answers that lack a row for any of ``references``.
+
+        Ordered question by question, so that a re-scorer builds each referent's references
+        once and uses them while they are at hand.
+        """
+        rows = self._con.execute(
+            f"""
+            WITH done AS (
+                SELECT {", ".join(KEY)}, count(*) AS held FROM reference_scores
+                WHERE reference IN (SELECT unnest(?)) GROUP BY ALL)
+            SELECT r.configuration, r.condition, r.budget, r.qid, r.attempt, r.answer
+            FROM responses r LEFT JOIN done d USING ({", ".join(KEY)})
+            WHERE {_POLYGON_ANSWERS} AND coalesce(d.held, 0) < ?
+            ORDER BY r.qid, r.budget, r.configuration, r.condition, r.attempt
+            """,
+            [list(references), len(set(references))],
+        ).fetchall()
+        return [ScoreJob(*r) for r in rows]
+
+    def write_reference_scores(self, rows: Sequence[ReferenceRow]) -> int:
+        """Store a batch of re-scored rows in one transaction; returns how many were new.
+
+        A crash leaves whole batches, so a caller that puts all of an answer's rows in one
+        batch never leaves an answer half re-scored. A row already stored keeps its value:
+        re-scoring is deterministic, so writing it again changes nothing.
+        """
+        if not rows:
+            return 0
+        self._con.register("reference_batch", _arrow(rows, REFERENCE_SCHEMA))
+        try:
+            with self._transaction():
+                # OR IGNORE: the file, not a set held here, says which rows exist; a store of
+                # 120,000 answers holds 1.3 million of them.
+                written = self._scalar(
+                    "INSERT OR IGNORE INTO reference_scores SELECT * FROM reference_batch"
+                )
+        finally:
+            self._con.unregister("reference_batch")
+        return written
 
     # -- reading ----------------------------------------------------------------------------
 

@@ -79,12 +79,66 @@ def test_a_file_of_an_older_groundbench_is_brought_up_to_date_keeping_its_rows(
         con.execute("INSERT INTO scores (configuration, condition, budget, qid, attempt, iou) "
                     "VALUES ('cfg', 'base', 8, 'q1', 0, 0.5)")  # fmt: skip
     with Store(path) as s:
-        assert s.version() == SCHEMA_VERSION == 3
+        assert s.version() == SCHEMA_VERSION == 4
         _, rows = s.query("SELECT iou, says_absent FROM scores")
         assert rows == [(0.5, None)]  # kept, with the new column empty
         _, rows = s.query("SELECT name, reading FROM configurations")
         assert rows == [("cfg", None)]
         assert s.unscored() == 0 and s.pending() == []
+
+
+def test_a_file_before_re_scoring_gets_its_table_and_keeps_its_rows(tmp_path: Path) -> None:
+    path = tmp_path / "exp.duckdb"
+    with duckdb.connect(str(path)) as con:  # as groundbench made it before migration 4
+        con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, what VARCHAR, "
+                    "applied_at TIMESTAMPTZ DEFAULT current_timestamp)")  # fmt: skip
+        for migration in MIGRATIONS[:3]:
+            for statement in migration.statements:
+                con.execute(statement)
+            con.execute("INSERT INTO schema_migrations (version) VALUES (?)", [migration.version])
+        con.execute("INSERT INTO grid VALUES ('cfg', 'base', 8, 'q1', 3)")
+        con.execute("INSERT INTO responses (configuration, condition, budget, qid, attempt, "
+                    "outcome, parseable, answer, seq) "
+                    "VALUES ('cfg', 'base', 8, 'q1', 0, 'answer', true, '[1, 2]', 1)")  # fmt: skip
+        con.execute("INSERT INTO scores (configuration, condition, budget, qid, attempt, iou, "
+                    "says_absent) VALUES ('cfg', 'base', 8, 'q1', 0, 0.5, false)")  # fmt: skip
+    with Store(path) as s:
+        assert s.version() == 4
+        assert s.query("SELECT iou, says_absent FROM scores")[1] == [(0.5, False)]
+        assert s.query("SELECT count(*) FROM reference_scores")[1] == [(0,)]
+        assert s.polygon_answers() == 1
+        assert [j.answer for j in s.unrescored(["phase0"])] == ["[1, 2]"]
+        _, columns = s.query(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_name = 'reference_scores' ORDER BY ordinal_position"
+        )
+        assert columns == [
+            ("configuration", "VARCHAR"), ("condition", "VARCHAR"), ("budget", "INTEGER"),
+            ("qid", "VARCHAR"), ("attempt", "INTEGER"), ("reference", "VARCHAR"),
+            ("iou", "DOUBLE"),
+        ]  # fmt: skip
+
+
+def test_reference_rows_are_written_once_and_only_polygon_answers_wait(tmp_path: Path) -> None:
+    with Store(tmp_path / "exp.duckdb") as s:
+        s.register([_registration()], _grid(["q1", "q2", "q3"], budgets=(8, 0)))
+        s.write_responses(
+            [attempt_row("q1"), attempt_row("q2", parseable=False, answer="no list"),
+             attempt_row("q3", outcome="transient"), attempt_row("q1", budget=0)]
+        )  # fmt: skip
+        assert s.polygon_answers() == 1  # not the unparseable, the error or the box answer
+        (job,) = s.unrescored(["phase0", "part"])
+        key = tuple(job[:5])
+        assert key == ("cfg", "base", 8, "q1", 0)
+        assert s.write_reference_scores([(*key, "phase0", 0.25)]) == 1
+        assert s.unrescored(["phase0", "part"]) == [job]  # "part" is still missing
+        assert s.unrescored(["phase0"]) == []
+        again = [(*key, "phase0", 0.99), (*key, "part", 0.5), (*key, "part", 0.5)]
+        assert s.write_reference_scores(again) == 1  # the stored phase0 row is kept
+        assert s.unrescored(["phase0", "part"]) == []
+        _, rows = s.query("SELECT reference, iou FROM reference_scores ORDER BY reference")
+        assert rows == [("part", 0.5), ("phase0", 0.25)]
+        assert s.write_reference_scores([]) == 0
 
 
 def test_a_changed_reading_rescores_that_configuration_only(tmp_path: Path) -> None:
