@@ -1,8 +1,13 @@
 """The paper's tables and figures from an experiment's store.
 
 Plain Python over the store's views and the ``scoring`` package: :func:`load_report_data`
-reads the ``iou2`` and best-effort views back as scores, :func:`all_tables` builds Tables 1–5,
+reads the ``iou2`` and best-effort views back as scores, :func:`all_tables` builds Tables 1–5
+and the audits behind the text (the eight-phase audit and the alternate references, from the
+re-scored answers: :func:`phase_audit_figures`, :func:`alternate_reference_figures`),
 :func:`render` writes one as Markdown, CSV or LaTeX, :func:`write_figures` draws the PNGs.
+The rank-stability and subdivision-only analyses are plain values too (:func:`rank_stability`,
+:func:`subdivision_contrasts`), and :func:`findings` states the paper's §4 claims as verdicts
+from all of them.
 """
 
 from runner.reports._all import all_tables
@@ -18,9 +23,42 @@ from runner.reports._data import (
     load_report_data,
 )
 from runner.reports._figures import write_figures
+from runner.reports._findings import Finding, findings, findings_table
+from runner.reports._ranks import (
+    RANK_METRICS,
+    BudgetOrdering,
+    RankStability,
+    rank_stability,
+    rank_stability_table,
+)
 from runner.reports._render import FORMATS, SUFFIX, render, rich_table
+from runner.reports._robustness import (
+    AlternateReferences,
+    PhaseAudit,
+    PhaseCell,
+    PhaseOrdering,
+    PhaseReversal,
+    ReferenceMeans,
+    Shift,
+    Unscored,
+    alternate_reference_figures,
+    alternate_references_table,
+    fixed_iou,
+    phase_audit_figures,
+    phase_audit_table,
+    phase_claims_table,
+)
+from runner.reports._slices import (
+    BudgetContrast,
+    SubdivisionContrast,
+    subdivision_contrast,
+    subdivision_contrasts,
+    subdivision_table,
+)
 from runner.reports._tables import (
+    Mark,
     ReportTable,
+    best_and_second,
     table1,
     table2,
     table3,
@@ -32,21 +70,50 @@ __all__ = [
     "ALTERNATE_REFERENCES",
     "FORMATS",
     "PHASE_REFERENCES",
+    "RANK_METRICS",
     "SUFFIX",
+    "AlternateReferences",
     "BoxReport",
     "BoxRun",
+    "BudgetContrast",
+    "BudgetOrdering",
     "Cell",
+    "Finding",
+    "Mark",
+    "PhaseAudit",
+    "PhaseCell",
+    "PhaseOrdering",
+    "PhaseReversal",
     "Question",
+    "RankStability",
+    "ReferenceMeans",
     "ReportData",
     "ReportTable",
     "Rescored",
+    "Shift",
+    "SubdivisionContrast",
+    "Unscored",
     "ViewScores",
     "all_tables",
+    "alternate_reference_figures",
+    "alternate_references_table",
+    "best_and_second",
     "box_benchmark_table",
+    "findings",
+    "findings_table",
+    "fixed_iou",
     "load_box_report",
     "load_report_data",
+    "phase_audit_figures",
+    "phase_audit_table",
+    "phase_claims_table",
+    "rank_stability",
+    "rank_stability_table",
     "render",
     "rich_table",
+    "subdivision_contrast",
+    "subdivision_contrasts",
+    "subdivision_table",
     "table1",
     "table2",
     "table3",

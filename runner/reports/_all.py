@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 from runner.reports._data import ReportData
+from runner.reports._findings import findings_table
+from runner.reports._ranks import rank_stability_table
+from runner.reports._robustness import (
+    alternate_references_table,
+    phase_audit_table,
+    phase_claims_table,
+)
+from runner.reports._slices import subdivision_table
 from runner.reports._tables import ReportTable, table1, table2, table3, table4, table5
 
 
@@ -14,4 +22,10 @@ def all_tables(data: ReportData) -> list[ReportTable]:
         table3(data),
         table4(data),
         table5(data),
+        rank_stability_table(data),
+        subdivision_table(data),
+        phase_audit_table(data),
+        phase_claims_table(data),
+        alternate_references_table(data),
+        findings_table(data),
     ]

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
+from typing import TypeVar
 
 from rich.table import Table
+from rich.text import Text
 
-from runner.reports._tables import ReportTable
+from runner.reports._tables import Mark, ReportTable
+
+T = TypeVar("T")
 
 FORMATS = ("markdown", "csv", "latex")
 SUFFIX = {"markdown": "md", "csv": "csv", "latex": "tex"}
@@ -17,7 +22,7 @@ def rich_table(table: ReportTable) -> Table:
     out = Table(title=table.title, caption="\n".join(table.notes) or None)
     for i, column in enumerate(table.columns):
         out.add_column(column, justify="left" if i < 2 else "right")
-    for row in table.rows:
+    for row in _styled(table, _rich_cell):
         out.add_row(*row)
     return out
 
@@ -34,9 +39,9 @@ def render(table: ReportTable, kind: str) -> str:
 
 
 def markdown(table: ReportTable) -> str:
-    lines = [f"**{table.title}**", "", _md_row(table.columns)]
+    lines = [f"**{table.title}**", "", _md_row([_md_escape(c) for c in table.columns])]
     lines.append("|" + "|".join("---" for _ in table.columns) + "|")
-    lines += [_md_row(r) for r in table.rows]
+    lines += [_md_row(r) for r in _styled(table, _md_cell)]
     lines += [""] + [f"_{n}_" for n in table.notes]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -59,7 +64,7 @@ def latex(table: ReportTable) -> str:
         r"\toprule",
         " & ".join(_tex(c) for c in table.columns) + r" \\",
         r"\midrule",
-        *(" & ".join(_tex(v) for v in row) + r" \\" for row in table.rows),
+        *(" & ".join(row) + r" \\" for row in _styled(table, _tex_cell)),
         r"\bottomrule",
         r"\end{tabular}",
         *(rf"\par\footnotesize {_tex(n)}" for n in table.notes),
@@ -68,13 +73,45 @@ def latex(table: ReportTable) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _md_row(values: tuple[str, ...]) -> str:
-    return "| " + " | ".join(v.replace("|", r"\|") for v in values) + " |"
+def _styled(table: ReportTable, cell: Callable[[str, Mark | None], T]) -> list[list[T]]:
+    """Every row's cells through one format's ``cell``, which escapes a value and styles it by
+    its mark: the one place a renderer meets :attr:`ReportTable.marks`."""
+    return [
+        [cell(value, table.marks.get((i, j))) for j, value in enumerate(row)]
+        for i, row in enumerate(table.rows)
+    ]
+
+
+_RICH_STYLE = {"best": "bold", "second": "underline"}
+_MD_STYLE = {None: "{}", "best": "**{}**", "second": "<u>{}</u>"}
+_TEX_STYLE = {None: "{}", "best": r"\textbf{{{}}}", "second": r"\underline{{{}}}"}
+
+
+def _rich_cell(value: str, mark: Mark | None) -> str | Text:
+    # A Text, not markup: cells hold brackets ("[95% CI]") that rich would read as tags.
+    return value if mark is None else Text(value, style=_RICH_STYLE[mark])
+
+
+def _md_cell(value: str, mark: Mark | None) -> str:
+    return _MD_STYLE[mark].format(_md_escape(value))
+
+
+def _tex_cell(value: str, mark: Mark | None) -> str:
+    return _TEX_STYLE[mark].format(_tex(value))
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _md_escape(value: str) -> str:
+    return value.replace("|", r"\|")
 
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-        "Δ": r"$\Delta$", "·": r"$\cdot$", "—": "---", "τ": r"$\tau$"}  # fmt: skip
+        "Δ": r"$\Delta$", "·": r"$\cdot$", "—": "---", "τ": r"$\tau$", "≤": r"$\leq$",
+        "−": r"$-$", "<": r"$<$", ">": r"$>$"}  # fmt: skip
 
 
 def _tex(text: str) -> str:

@@ -9,13 +9,15 @@ it were complete.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal, TypeVar
 
 from conditions import BOX, CONDITION_NAMES
 from runner.reports._data import Cell, Question, ReportData, ViewScores
 from scoring import (
     THRESHOLDS,
+    CellSummary,
     Contrast,
     Pair,
     PolygonScore,
@@ -27,6 +29,9 @@ from scoring import (
 )
 
 INCOMPLETE = "*"
+Mark = Literal["best", "second"]
+"""A cell's mark: the renderers set a ``best`` cell bold and a ``second`` one underlined."""
+K = TypeVar("K", bound=Hashable)
 CUE_AND_IMAGE = ("no-image", "half-res", "greyscale", "cue-spatial-true", "cue-spatial-wrong",
                  "cue-colour-true", "cue-colour-wrong", "cue-both-wrong")  # fmt: skip
 SLICES: tuple[tuple[str, Callable[[Question], str], bool], ...] = (
@@ -40,61 +45,264 @@ SLICES: tuple[tuple[str, Callable[[Question], str], bool], ...] = (
 
 @dataclass(frozen=True)
 class ReportTable:
-    """One table: what it is, its columns, its rows of formatted text, notes below it."""
+    """One table: what it is, its columns, its rows of formatted text, notes below it.
+
+    ``marks`` maps (row, column) indices of ``rows`` to a :data:`Mark`; the cell's text stays
+    plain, and each renderer styles marked cells in one place (a CSV leaves them plain).
+    """
 
     name: str
     title: str
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     notes: tuple[str, ...] = ()
+    marks: Mapping[tuple[int, int], Mark] = field(default_factory=dict)
+
+
+TABLE1_FIGURES = ("IoU", "IoU_p", "IoU_n", *(f"Acc@{t:g}" for t in THRESHOLDS), "Legal %",
+                  "Legal IoU", "Box Acc@0.5", "Box control IoU")  # fmt: skip
+"""Table 1's figure columns, after Configuration, N and Questions: the ones marks rank."""
+POOLED = "Pooled"
+MEAN = "Mean"
 
 
 def table1(data: ReportData) -> ReportTable:
-    """Configuration × budget: IoU, IoU_p, IoU_n, Acc@τ, legality, box Acc@.5 and control."""
-    view = data.headline
-    columns = ("Configuration", "N", "Questions", "IoU", "IoU_p", "IoU_n",
-               *(f"Acc@{t:g}" for t in THRESHOLDS), "Legal %", "Legal IoU",
-               "Box Acc@0.5", "Box control IoU")  # fmt: skip
-    rows = []
-    for configuration in data.configurations:
-        box_cell = Cell(configuration, "base", BOX)
-        boxes = view.boxes.get(box_cell, {})
-        box = summarise_box_cell(list(boxes.values())) if box_cell in view.grid else None
-        for n in data.budgets_of(configuration):
-            cell = Cell(configuration, "base", n)
-            s = summarise_cell(list(view.polygons.get(cell, {}).values()), data.fidelity.get(n))
-            control = (
-                _fmt(summarise_cell(control_scores(list(boxes.values()), n)).iou.fixed)
-                + _mark(view, box_cell)
-                if box is not None
-                else "—"
-            )
-            rows.append(
-                (
-                    configuration,
-                    str(n),
-                    _count(view, cell),
-                    _pair(s.iou),
-                    _pair(s.iou_p),
-                    _pair(s.iou_n),
-                    *(_pair(s.acc[t]) for t in THRESHOLDS),
-                    _pair(s.legal_coverage),
-                    _pair(s.legal_iou),
-                    _pair(box.acc[0.5]) + _mark(view, box_cell) if box is not None else "—",
-                    control,
-                )
-            )
+    """Configuration × budget: IoU, IoU_p, IoU_n, Acc@τ, legality, box Acc@.5 and control.
+
+    Each configuration's budget rows are followed by its Pooled row, and the table ends with
+    the Mean block (one row per budget and one for Pooled); see :func:`_table1_notes`.
+    """
+    lines = [line for c in data.configurations for line in _configuration_lines(data, c)]
+    labels = [*(str(n) for n in _all_budgets(data)), POOLED]
+    means, left_out = _mean_lines(lines, labels, data.configurations)
     return ReportTable(
         "table1",
         "Table 1: filled-region results under IoU2 (fixed / parseable-only, points)",
-        columns,
-        tuple(rows),
-        _notes(
-            view,
-            "base condition; IoU_n = 100·IoU_p / C_N; the box control is the box "
-            "answer as an N-vertex polygon",
-        ),
+        ("Configuration", "N", "Questions", *TABLE1_FIGURES),
+        tuple(line.cells() for line in [*lines, *means]),
+        _notes(data.headline, *_table1_notes(left_out)),
+        _line_marks(lines),
     )
+
+
+@dataclass(frozen=True)
+class _Figure:
+    """One figure cell of Table 1 before it is formatted.
+
+    ``complete``: it covers complete cells only; an incomplete figure is never marked nor
+    averaged into a Mean. ``flagged``: the cell carries its own ``*`` (the box columns: the row's
+    Questions count is not theirs). ``fixed_only``: printed as the fixed value alone (the
+    box control, a fixed-denominator figure).
+    """
+
+    value: Pair
+    complete: bool = True
+    flagged: bool = False
+    fixed_only: bool = False
+
+    def text(self) -> str:
+        body = _fmt(self.value.fixed) if self.fixed_only else _pair(self.value)
+        return body if self.complete or not self.flagged else body + INCOMPLETE
+
+
+@dataclass(frozen=True)
+class _Line:
+    """One row of Table 1 before it is formatted: ``label`` is the budget, Pooled or Mean's."""
+
+    configuration: str
+    label: str
+    questions: str
+    figures: tuple[_Figure | None, ...]  # None: no such cell ("—")
+
+    @property
+    def complete(self) -> bool:
+        return all(f is None or f.complete for f in self.figures)
+
+    def cells(self) -> tuple[str, ...]:
+        figures = (f.text() if f is not None else "—" for f in self.figures)
+        return (self.configuration, self.label, self.questions, *figures)
+
+
+def _configuration_lines(data: ReportData, configuration: str) -> list[_Line]:
+    """A configuration's budget rows, then its Pooled row."""
+    view = data.headline
+    lines = []
+    for n in data.budgets_of(configuration):
+        cell = Cell(configuration, "base", n)
+        s = summarise_cell(list(view.polygons.get(cell, {}).values()), data.fidelity.get(n))
+        figures = _polygon_figures(s, view.complete(cell)) + _box_figures(view, configuration, [n])
+        lines.append(_Line(configuration, str(n), _count(view, cell), figures))
+    lines.append(_pooled_line(data, configuration))
+    return lines
+
+
+def _pooled_line(data: ReportData, configuration: str) -> _Line:
+    """Every base (budget, question) answer of a configuration as one summary.
+
+    ``IoU_n`` normalises each answer by its own budget's ``C_N`` (pooling answers, not budget
+    means), so it is the per-budget ``IoU_n`` weighted by the answers behind each.
+    """
+    view = data.headline
+    budgets = data.budgets_of(configuration)
+    cells = [Cell(configuration, "base", n) for n in budgets]
+    per_budget = [
+        summarise_cell(list(view.polygons.get(c, {}).values()), data.fidelity.get(c.budget))
+        for c in cells
+    ]
+    s = replace(
+        summarise_cell(list(pooled(view, configuration, "base").values())),
+        iou_n=_pooled_iou_n(per_budget),
+    )
+    complete = all(view.complete(c) for c in cells)
+    settled = sum(len(view.polygons.get(c, {})) for c in cells)
+    count = _count_text(settled, sum(view.grid.get(c, 0) for c in cells))
+    figures = _polygon_figures(s, complete) + _box_figures(view, configuration, budgets)
+    return _Line(configuration, POOLED, count, figures)
+
+
+def _polygon_figures(s: CellSummary, complete: bool) -> tuple[_Figure, ...]:
+    pairs = (s.iou, s.iou_p, s.iou_n, *(s.acc[t] for t in THRESHOLDS), s.legal_coverage,
+             s.legal_iou)  # fmt: skip
+    return tuple(_Figure(p, complete) for p in pairs)
+
+
+def _box_figures(
+    view: ViewScores, configuration: str, budgets: Sequence[int]
+) -> tuple[_Figure | None, _Figure | None]:
+    """Box Acc@.5 (one box cell per configuration) and the box control pooled over
+    ``budgets``; none without a box cell."""
+    box_cell = Cell(configuration, "base", BOX)
+    if box_cell not in view.grid:
+        return None, None
+    boxes = list(view.boxes.get(box_cell, {}).values())
+    complete = view.complete(box_cell)
+    control = summarise_cell([s for n in budgets for s in control_scores(boxes, n)]).iou
+    return (
+        _Figure(summarise_box_cell(boxes).acc[0.5], complete, flagged=True),
+        _Figure(control, complete, flagged=True, fixed_only=True),
+    )
+
+
+def _pooled_iou_n(per_budget: Sequence[CellSummary]) -> Pair:
+    """Pooled ``IoU_n``: each budget's weighted by its questions (fixed) or its parseable
+    answers (parseable-only)."""
+    fixed = _weighted_mean([(s.iou_n.fixed, s.questions) for s in per_budget])
+    parseable = _weighted_mean([(s.iou_n.parseable, s.parseable) for s in per_budget])
+    return Pair(fixed, parseable)
+
+
+def _weighted_mean(values: Sequence[tuple[float, int]]) -> float:
+    """NaN when nothing weighs, or when a value that weighs is NaN (a budget without ``C_N``):
+    a pooled figure that silently dropped a budget's answers would not be that pool's."""
+    weighed = [(v, w) for v, w in values if w > 0]
+    total = sum(w for _, w in weighed)
+    if not total or any(math.isnan(v) for v, _ in weighed):
+        return math.nan
+    return sum(v * w for v, w in weighed) / total
+
+
+def _mean_lines(
+    lines: Sequence[_Line], labels: Sequence[str], configurations: Sequence[str]
+) -> tuple[list[_Line], dict[str, list[str]]]:
+    """The Mean block: per label and column, the unweighted mean over configurations of their
+    complete figures; also, per label, the configurations left out ("name (why)")."""
+    means, left_out = [], {}
+    for label in labels:
+        group = {line.configuration: line for line in lines if line.label == label}
+        columns = zip(*(line.figures for line in group.values()), strict=True)
+        if not group:
+            continue
+        figures = tuple(_mean_figure(list(c)) for c in columns)
+        means.append(_Line(MEAN, label, "—", figures))
+        left_out[label] = [
+            f"{c} ({_why_left_out(group.get(c))})"
+            for c in configurations
+            if c not in group or not group[c].complete
+        ]
+    return means, {label: names for label, names in left_out.items() if names}
+
+
+def _why_left_out(line: _Line | None) -> str:
+    """ "no cell", "incomplete", or the columns whose cells are incomplete (the box ones)."""
+    if line is None:
+        return "no cell"
+    present = [(c, f) for c, f in zip(TABLE1_FIGURES, line.figures, strict=True) if f is not None]
+    incomplete = [c for c, f in present if not f.complete]
+    return (
+        "incomplete" if len(incomplete) == len(present) else f"{', '.join(incomplete)} incomplete"
+    )
+
+
+def _mean_figure(figures: Sequence[_Figure | None]) -> _Figure | None:
+    usable = [f for f in figures if f is not None and f.complete]
+    if not usable:
+        return None
+    fixed = _finite_mean([f.value.fixed for f in usable])
+    parseable = _finite_mean([f.value.parseable for f in usable])
+    return _Figure(Pair(fixed, parseable), fixed_only=usable[0].fixed_only)
+
+
+def _finite_mean(values: Sequence[float]) -> float:
+    finite = [v for v in values if math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else math.nan
+
+
+def _line_marks(lines: Sequence[_Line]) -> dict[tuple[int, int], Mark]:
+    """Best and second per label (budget or Pooled) and figure column, over configurations."""
+    marks: dict[tuple[int, int], Mark] = {}
+    first = 3  # Configuration, N, Questions come first
+    for label in dict.fromkeys(line.label for line in lines):
+        rows = [i for i, line in enumerate(lines) if line.label == label]
+        for j in range(len(TABLE1_FIGURES)):
+            values = {i: f.value.fixed for i in rows if (f := lines[i].figures[j]) and f.complete}
+            marks.update(((i, first + j), m) for i, m in best_and_second(values).items())
+    return marks
+
+
+def best_and_second(values: Mapping[K, float]) -> dict[K, Mark]:
+    """Which keys get the best and the second-best mark: the highest and the next-highest value.
+
+    Values are compared as printed (one decimal), so figures that print alike tie, and every
+    tied key gets the mark; the second mark goes to the next distinct value below the best
+    (dense ranking). NaN takes no part. Nothing is marked with fewer than two values to
+    compare, or when they all tie (there is no best then).
+
+    >>> best_and_second({"a": 50.0, "b": 50.04, "c": 10.0, "d": float("nan")})
+    {'a': 'best', 'b': 'best', 'c': 'second'}
+    """
+    shown = {k: round(v, 1) for k, v in values.items() if math.isfinite(v)}
+    levels = sorted(set(shown.values()), reverse=True)
+    if len(levels) < 2:
+        return {}
+    mark: dict[float, Mark] = {levels[0]: "best", levels[1]: "second"}
+    return {k: mark[v] for k, v in shown.items() if v in mark}
+
+
+def _table1_notes(left_out: Mapping[str, Sequence[str]]) -> list[str]:
+    """What Pooled, Mean and the marks are, and which configurations a Mean row leaves out."""
+    notes = [
+        "base condition; IoU_n = 100·IoU_p / C_N; the box control is the box answer as an "
+        "N-vertex polygon",
+        "Pooled: all of a configuration's base (budget, question) answers as one cell; its "
+        "IoU_n normalises each answer by its own budget's C_N, and its box control pools "
+        "the controls of every budget",
+        "Mean: the unweighted mean over configurations, fixed and parseable-only separately; "
+        "a configuration without the cell, with the cell incomplete, or with no value there "
+        "(—) is left out of it",
+        "bold / underline: best / second configuration per N (and per Pooled) and column by "
+        "the fixed value as printed; ties all get the mark; incomplete and Mean rows never",
+    ]
+    if left_out:
+        listed = "; ".join(
+            f"{'N=' if label.isdigit() else ''}{label}: {', '.join(names)}"
+            for label, names in left_out.items()
+        )
+        notes.append(f"Mean rows leave out {listed}")
+    return notes
+
+
+def _all_budgets(data: ReportData) -> list[int]:
+    return sorted({n for c in data.configurations for n in data.budgets_of(c)})
 
 
 def table2(data: ReportData) -> ReportTable:
@@ -248,7 +456,10 @@ def _count(view: ViewScores, cell: Cell) -> str:
     settled = (
         len(view.boxes.get(cell, {})) if cell.budget == BOX else len(view.polygons.get(cell, {}))
     )
-    total = view.grid.get(cell, 0)
+    return _count_text(settled, view.grid.get(cell, 0))
+
+
+def _count_text(settled: int, total: int) -> str:
     return f"{settled}" if settled == total else f"{settled}/{total}{INCOMPLETE}"
 
 

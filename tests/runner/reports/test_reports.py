@@ -64,8 +64,8 @@ def data(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> Repo
 
 def test_table1_equals_the_hand_computed_cell(data: ReportData) -> None:
     t = table1(data)
-    rows = {r[1]: dict(zip(t.columns, r, strict=True)) for r in t.rows}
-    n8 = rows["8"]
+    rows = {(r[0], r[1]): dict(zip(t.columns, r, strict=True)) for r in t.rows}
+    n8 = rows["cfg", "8"]
     assert n8["Questions"] == "4"
     assert n8["IoU"] == "47.5 / 63.3"  # (50 + 80 + 0 + 60) / 4; / 3 parseable
     assert n8["Legal %"] == "50.0 / 66.7"  # q0 and q3 legal, q1 crossing, q2 none
@@ -75,9 +75,35 @@ def test_table1_equals_the_hand_computed_cell(data: ReportData) -> None:
     # The box cell: q1 answered 0.75, q0 three unparseable answers, q2 and q3 not yet.
     assert n8["Box Acc@0.5"] == "50.0 / 100.0*"
     assert n8["Box control IoU"] == "20.0*"  # q1's control 0.4 over the 2 settled
-    n16 = rows["16"]
+    n16 = rows["cfg", "16"]
     assert n16["Questions"] == "1/4*" and n16["IoU"] == "70.0 / 70.0"
     assert any("incomplete" in note for note in t.notes)
+
+
+def test_table1_pools_budgets_and_averages_only_complete_cells(data: ReportData) -> None:
+    t = table1(data)
+    labels = [("cfg", "8"), ("cfg", "16"), ("cfg", "Pooled")]
+    assert [r[:2] for r in t.rows] == [*labels, *(("Mean", n) for _, n in labels)]
+    rows = {(r[0], r[1]): dict(zip(t.columns, r, strict=True)) for r in t.rows}
+    # Pooled: base/8's four answers and base/16's one settled of four.
+    p = rows["cfg", "Pooled"]
+    assert p["Questions"] == "5/8*"
+    assert p["IoU"] == "52.0 / 65.0"  # (50 + 80 + 0 + 60 + 70) / 5; / 4 parseable
+    assert p["Legal %"] == "60.0 / 75.0"  # q0@8, q3@8, q0@16 legal: 3 / 5; 3 / 4
+    assert p["Acc@0.5"] == "80.0 / 100.0"  # 0.5, 0.8, 0.6, 0.7 of 5
+    assert p["Box Acc@0.5"] == "50.0 / 100.0*"  # the one box cell, still incomplete
+    assert p["Box control IoU"] == "20.0*"  # q1's 0.4 at N=8 and N=16 over 2 × 2 settled
+    # Mean: base/8 is complete (its box columns are not); base/16 and the pool are not.
+    m8 = rows["Mean", "8"]
+    assert (m8["Questions"], m8["IoU"], m8["Acc@0.5"]) == ("—", "47.5 / 63.3", "75.0 / 100.0")
+    assert (m8["Box Acc@0.5"], m8["Box control IoU"]) == ("—", "—")
+    assert set(rows["Mean", "16"].values()) - {"Mean", "16"} == {"—"}
+    assert set(rows["Mean", "Pooled"].values()) - {"Mean", "Pooled"} == {"—"}
+    assert (
+        "Mean rows leave out N=8: cfg (Box Acc@0.5, Box control IoU incomplete); "
+        "N=16: cfg (incomplete); Pooled: cfg (incomplete)"
+    ) in t.notes
+    assert t.marks == {}  # one configuration: nothing to rank
 
 
 def test_contrasts_are_paired_on_the_common_questions(data: ReportData) -> None:
