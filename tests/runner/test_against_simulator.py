@@ -229,11 +229,14 @@ def test_quota_exhaustion_is_terminal_at_once_with_no_retry(
 def test_transport_faults_are_retried_inside_the_attempt_and_never_become_answers(
     small_cohort: Cohort, small_root: DataRoot, cache: VariantCache
 ) -> None:
-    faults = Faults(server_error=0.1, overloaded=0.05, reset=0.05, malformed=0.05, truncated=0.05)
+    # Which arrival draws which fault follows the requests' fingerprints (so the cohort's
+    # hash): rates of 10% over ~70 arrivals leave each kind absent with odds below 1 in 1,000
+    # whatever the cohort, and 20 retries make a request that exhausts them negligible.
+    faults = Faults(server_error=0.1, overloaded=0.05, reset=0.1, malformed=0.1, truncated=0.1)
     sim = Simulator(small_cohort, small_root.images, cache, SimSpec(behaviour=CLEAN, faults=faults))
     records = _run(
         sim, QWEN, lambda c: _requests(small_cohort, small_root, cache, c, 40), _ask_all,
-        max_retry_time_s=60.0,
+        max_retry_time_s=60.0, max_transport_retries=20,
     )  # fmt: skip
     assert len(_by_request(records)) == 40
     assert all(r.outcome == "answer" and r.parseable for r in records)
