@@ -61,6 +61,8 @@ def main() -> None:
           f"targets alone by executemany: {baseline:.2f} s")  # fmt: skip
     print(f"load and re-check the hash: {t4 - t3:.2f} s")
     print(f"cohort {cohort.hash}")
+    c_n = " / ".join(f"{cohort.fidelity[n]:.1f}" for n in sorted(cohort.fidelity))
+    print(f"C_N of the synthetic cohort, N = 8 / 16 / 24 / 32 / 64: {c_n}")
     record(build_s=t2 - t1, questions=len(cohort.questions), write_s=t3 - t2, baseline_s=baseline)
 
 

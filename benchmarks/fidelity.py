@@ -5,6 +5,9 @@
 - a generated set: 1,500 star-shaped contours at 640×480 with COCO-like vertex counts
   (6 to 200), radial noise and sizes, so that the figure does not depend on the fixtures.
 
+Then ``C_N`` of the 655 real referents at each of the eight sampling phases and its spread:
+with the origin pinned (PROTOCOL §2.3, revised) each phase is its own target.
+
 The paper reports 88.6 / 96.2 / 98.3 / 99.0 / 99.4 on its cohort. Run:
 
     .venv/bin/python -m benchmarks.fidelity
@@ -17,7 +20,7 @@ import math
 import numpy as np
 
 from benchmarks._data import FIXTURE, real_referents
-from scoring import BUDGETS, Referent, construction_fidelity
+from scoring import BUDGETS, PHASES, Referent, construction_fidelity
 
 PAPER = {8: 88.6, 16: 96.2, 24: 98.3, 32: 99.0, 64: 99.4}
 
@@ -50,6 +53,18 @@ def main() -> None:
         row = [construction_fidelity(referents, n) for n in BUDGETS]
         print(f"{name:<30}" + "".join(f"{v:>9.2f}" for v in row))
     print(f"{'paper (its cohort)':<30}" + "".join(f"{PAPER[n]:>9.1f}" for n in BUDGETS))
+    print()
+    print_phases(sets["COCO val2014-100 (655 real)"])
+
+
+def print_phases(referents: list[Referent]) -> None:
+    """``C_N`` at every sampling phase, then the spread (max − min) over the phases."""
+    table = {k: [construction_fidelity(referents, n, k) for n in BUDGETS] for k in range(PHASES)}
+    print(f"{'COCO val2014-100, by phase':<30}" + "".join(f"{f'N={n}':>9}" for n in BUDGETS))
+    for k, row in table.items():
+        print(f"{f'phase {k}':<30}" + "".join(f"{v:>9.2f}" for v in row))
+    spread = [max(col) - min(col) for col in zip(*table.values(), strict=True)]
+    print(f"{'spread over 8 phases':<30}" + "".join(f"{v:>9.2f}" for v in spread))
 
 
 if __name__ == "__main__":
