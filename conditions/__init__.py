@@ -106,7 +106,13 @@ from conditions._requests import (
     plan,
     protocol_hash,
 )
-from conditions._store import CohortMismatchError, load_cohort, stored_cohort_hash, write_cohort
+from conditions._store import (
+    CohortMismatchError,
+    load_cohort,
+    require_current_targets,
+    stored_cohort_hash,
+    write_cohort,
+)
 from conditions._synthetic import SynthSpec
 from conditions._synthetic import generate as generate_synthetic
 from conditions._synthetic_boxes import (
@@ -209,6 +215,7 @@ __all__ = [
     "reasoning_named",
     "render",
     "request_builder",
+    "require_current_targets",
     "semantic_group",
     "sent_scale",
     "source_named",

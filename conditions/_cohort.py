@@ -168,6 +168,23 @@ class Cohort:
         slim.__dict__["hash"] = self.hash  # the cached_property's slot
         return slim
 
+    def stale_target(self) -> TargetKey | None:
+        """The first stored target that this groundbench's rules (PROTOCOL §2) no longer
+        build from the question's part, or None when every one still matches.
+
+        A cohort stores its targets and its hash covers them, so a cohort built under an
+        earlier rule (before §2.3 pinned the sampling origin, say) still loads; but the
+        scorers rebuild ``G_N`` from the parts, and a run or a re-scoring over such a store
+        would mix two references. About a second for 1,500 questions × 5 budgets × 8 phases.
+        """
+        for q in self.questions:
+            part = self.referent(q.qid).part
+            for phase in range(PHASES):
+                for n, ring in canonical_targets(part, BUDGETS, phase).items():
+                    if self.targets.get((q.qid, n, phase)) != tuple(c for xy in ring for c in xy):
+                        return (q.qid, n, phase)
+        return None
+
     def target(self, qid: str, n: int, phase: int = 0) -> list[tuple[float, float]]:
         """``G_N`` of question ``qid`` at ``phase``, as ``(x, y)`` pixels."""
         flat = self.targets[(qid, n, phase)]

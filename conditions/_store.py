@@ -205,6 +205,27 @@ def load_cohort(path: Path | str) -> Cohort:
     return cohort
 
 
+def require_current_targets(path: Path | str, cohort: Cohort) -> None:
+    """Refuse a cohort whose stored targets this groundbench would not build (see
+    :meth:`Cohort.stale_target`): scoring or re-scoring its answers would mix two rules.
+
+    Raises
+    ------
+    DataFileError
+        Naming the first such target and what to do.
+    """
+    stale = cohort.stale_target()
+    if stale is not None:
+        qid, n, phase = stale
+        raise DataFileError(
+            path,
+            f"its cohort's target G_{n} of question {qid} (phase {phase}) was built by an "
+            "earlier rule than this groundbench's (PROTOCOL §2.3 now pins the sampling "
+            "origin), so its answers cannot be scored consistently; build the cohort again "
+            "into a new experiment file and run the experiment there",
+        )
+
+
 def _read_cohort(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, Cohort]:
     """The stored hash and the cohort of an open experiment file."""
     row = None

@@ -474,8 +474,10 @@ def report(
         typer.Option(help="Also write every table as Markdown, CSV and LaTeX, and the figures."),
     ] = None,
 ) -> None:
-    """The paper's Tables 1–5 from a store (incomplete cells marked *), and its figures; for a
-    box benchmark's store, that benchmark's main table."""
+    """The paper's Tables 1–5 from a store (incomplete cells marked *), the analyses behind
+    its text (rank stability, the subdivision slice, the phase audit, alternate references,
+    the §4 findings as verdicts) and its figures; for a box benchmark's store, that
+    benchmark's main table."""
     from runner.reports import (
         FORMATS,
         SUFFIX,

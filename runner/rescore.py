@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from conditions import Cohort, holds_box_set, load_cohort
+from conditions import Cohort, holds_box_set, load_cohort, require_current_targets
 from runner.store import ReferenceRow, ScoreJob, Store, StoreError, read_only
 from scoring import REFERENCES, Referent, score_references
 
@@ -147,7 +147,9 @@ def _polygon_cohort(path: Path) -> Cohort:
             )
         if not _has_table(con, "responses"):
             raise StoreError(f"{path}: no run results to re-score; run the experiment first")
-    return load_cohort(path)
+    cohort = load_cohort(path)
+    require_current_targets(path, cohort)
+    return cohort
 
 
 def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:

@@ -40,6 +40,7 @@ from conditions import (
     load_cohort,
     plan_of,
     protocol_of,
+    require_current_targets,
     stored_box_set_hash,
     stored_cohort_hash,
     write_box_set,
@@ -188,6 +189,7 @@ def ensure_cohort(experiment: Experiment) -> Cohort:
         write_cohort(experiment.store, cohort)
         return cohort
     cohort = load_cohort(experiment.store)
+    require_current_targets(experiment.store, cohort)
     if section.root is not None and section.spec() != cohort.spec:
         asked, held = section.spec(), cohort.spec
         raise ConfigError(

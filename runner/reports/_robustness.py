@@ -279,7 +279,9 @@ def _phase_audit_notes(audit: PhaseAudit) -> list[str]:
     if audit.official_gap > _GAP:
         notes.append(
             f"phase 0 differs from the stored IoU2 by up to {audit.official_gap:.2f} points: "
-            f"the re-scores do not match the store's answers; {RESCORE} again"
+            "the run scored its answers against other targets than the re-scoring did (a "
+            "groundbench of another target rule); written rows are never changed, so "
+            "re-score into a copy of the store made by one groundbench"
         )
     return notes
 

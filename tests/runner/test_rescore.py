@@ -7,12 +7,14 @@ left unscored (as a killed run leaves it).
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 from typer.testing import CliRunner
 
@@ -20,6 +22,7 @@ from conditions import (
     BOX,
     READERS,
     Cohort,
+    DataFileError,
     box_set,
     generate_box_benchmark,
     write_box_set,
@@ -142,6 +145,18 @@ def test_re_scoring_twice_changes_nothing(store: Path) -> None:
     assert _table(store) == before  # every row, every value, exactly
 
 
+def test_an_answer_missing_some_rows_gets_only_those(store: Path) -> None:
+    rescore(store)
+    before = _table(store)
+    with duckdb.connect(str(store)) as con:  # as if a crash had cut one answer's rows short
+        con.execute(
+            "DELETE FROM reference_scores WHERE budget = 16 AND reference IN ('phase5', 'union')"
+        )
+    again = rescore(store)
+    assert again == RescoreReport(considered=3, rescored=1, rows=2, already=2)
+    assert _table(store) == before
+
+
 def test_batches_and_progress(store: Path, tmp_path: Path, made: tuple[Path, list[str]]) -> None:
     told: list[tuple[int, int]] = []
     done = rescore(store, batch=2, progress=lambda k, total: told.append((k, total)))
@@ -230,3 +245,25 @@ def test_a_bad_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.strip() == f"groundbench: {bad}: no such experiment file"
     assert not bad.exists()
+
+
+def test_a_cohort_built_under_an_earlier_target_rule_is_refused(
+    tmp_path: Path, small_cohort: Cohort
+) -> None:
+    # A cohort whose stored G_8 of one question is not what this groundbench builds (as one
+    # built before the origin was pinned): its hash covers what it stores, so it loads, but
+    # re-scoring it against rebuilt targets would mix two rules.
+    qid = small_cohort.questions[0].qid
+    old = small_cohort.targets[(qid, 8, 0)]
+    stale = dataclasses.replace(
+        small_cohort, targets={**small_cohort.targets, (qid, 8, 0): old[2:] + old[:2]}
+    )
+    assert stale.stale_target() == (qid, 8, 0) and small_cohort.stale_target() is None
+    path = tmp_path / "exp.duckdb"
+    write_cohort(path, stale)
+    with Store(path) as s:
+        s.register([Registration("cfg", "p" * 64, "qwen", "m", 3, "{}")], [])
+    with pytest.raises(DataFileError, match=rf"target G_8 of question {qid} \(phase 0\)"):
+        rescore(path)
+    with read_only(path) as con:  # nothing written
+        assert con.execute("SELECT count(*) FROM reference_scores").fetchone() == (0,)

@@ -105,11 +105,11 @@ def test_every_claim_holds_on_a_store_built_to_the_paper() -> None:
     found = findings(data_of(view(paper_like(), NO_LEGAL_AT_64), part_vertices=parts))
     verdicts = {f.claim: f.verdict for f in found}
     # No box cells: the two box claims cannot be tested; every other claim holds.
-    assert {c for c, v in verdicts.items() if v != "holds"} == {
-        "F1 gap: the strongest configuration's box IoU exceeds its polygon IoU",
-        "F1 control: direct polygons ≈ the box-derived N-gon",
+    assert {c.split(":")[0] for c, v in verdicts.items() if v != "holds"} == {
+        "F1 gap",
+        "F1 control",
     }
-    assert {verdicts[c] for c in verdicts if c.startswith("F1 gap") or "control" in c} == {
+    assert {v for c, v in verdicts.items() if c.startswith(("F1 gap", "F1 control"))} == {
         "not testable"
     }
     collapse = next(f for f in found if f.claim.startswith("F2 collapse"))
@@ -238,7 +238,6 @@ def test_the_table_has_one_row_per_claim_and_renders() -> None:
     table = findings_table(data_of(view(paper_like())))
     assert table.columns == ("Claim", "Paper", "This store [95% CI]", "Verdict", "Test")
     assert len(table.rows) == len(CLAIMS) == 14
-    assert all(row[3] in ("holds", "does not hold", "not testable") for row in table.rows)
 
 
 def test_claims_on_references_wait_for_the_rescore() -> None:
@@ -247,8 +246,24 @@ def test_claims_on_references_wait_for_the_rescore() -> None:
     found = {f.claim.split(":")[0]: f for f in findings(bare)}
     for claim in ("F2 phases", "§4.3 references"):
         assert found[claim].verdict == "not testable"
-        assert found[claim].test == "needs `groundbench rescore STORE`, ≥ 2 configurations"
+        assert found[claim].test == "needs `groundbench rescore STORE`"
     assert found["F1 ordering"].verdict == "holds"  # the headline claims need no rescore
+
+
+def test_audits_over_running_or_unscored_cells_are_not_testable() -> None:
+    cells = paper_like()
+    v = view(cells, NO_LEGAL_AT_64)
+    data = data_of(v)
+    del data.rescored.ious["phase3"][Cell("kimi", "base", 16)]["q1"]  # one answer not re-scored
+    found = {f.claim.split(":")[0]: f for f in findings(data)}
+    assert found["F2 phases"].verdict == "not testable"
+    assert found["F2 phases"].test == "needs kimi/base/N=16 (1 answers not re-scored)"
+    assert found["§4.3 references"].verdict == "holds"  # it reads no phase but phase 0
+    del v.polygons[Cell("doubao", "base", 8)]["q0"]  # a base question still running
+    found = {f.claim.split(":")[0]: f for f in findings(data_of(v))}
+    for claim in ("F2 phases", "§4.3 references", "Rank stability", "F1 ordering"):
+        assert found[claim].verdict == "not testable", claim
+        assert "doubao" in found[claim].test, claim
 
 
 def test_a_curve_highest_at_64_has_no_reversal() -> None:
