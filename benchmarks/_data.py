@@ -33,11 +33,12 @@ def generated_answers(
     for k in range(count):
         referent = referents[k % len(referents)]
         n = BUDGETS[int(rng.integers(len(BUDGETS)))]
-        out.append((referent, n, _answer(referent, n, rng)))
+        out.append((referent, n, generated_answer(referent, n, rng)))
     return out
 
 
-def _answer(referent: Referent, n: int, rng: np.random.Generator) -> str:
+def generated_answer(referent: Referent, n: int, rng: np.random.Generator) -> str:
+    """A made-up answer of one of the kinds models give, in their usual proportions."""
     kind = rng.choice(
         ["traced", "shifted", "crossing", "decimal", "distractor", "wrong-count", "prose"],
         p=[0.45, 0.15, 0.1, 0.1, 0.1, 0.05, 0.05],

@@ -25,8 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._data import _answer
+from benchmarks._data import generated_answer
 from benchmarks._figures import record
+from benchmarks._store import CONFIGURATIONS
 from conditions import (
     CONDITION_NAMES,
     Cohort,
@@ -41,7 +42,6 @@ from runner.rescore import rescore
 from runner.store import RESPONSE_COLUMNS, GridRow, Registration, ResponseRow, Store
 from scoring import BUDGETS, REFERENCES, Referent, parse_list
 
-CONFIGURATIONS = ("qwen-max", "doubao", "kimi", "gemini-high")
 GOAL_S = 600.0
 T0 = datetime(2026, 11, 30, tzinfo=UTC)
 
@@ -66,7 +66,7 @@ def answer_rows(cohort: Cohort, grid: list[GridRow], seed: int = 0) -> Iterator[
     referents: dict[str, Referent] = {}
     for g in grid:
         referent = referents.get(g.qid) or referents.setdefault(g.qid, cohort.referent(g.qid))
-        text = _answer(referent, g.budget, rng)
+        text = generated_answer(referent, g.budget, rng)
         fields = {**g._asdict(), "attempt": 0, "replicate": 0, "protocol": "p" * 64,
                   "provider": "qwen", "model": "m", "outcome": "answer", "answer": text,
                   "parseable": parse_list(text, 2 * g.budget) is not None,

@@ -108,6 +108,7 @@ from conditions._requests import (
 )
 from conditions._store import (
     CohortMismatchError,
+    has_table,
     load_cohort,
     require_current_targets,
     stored_cohort_hash,
@@ -194,6 +195,7 @@ __all__ = [
     "ensure_same_protocol",
     "generate_box_benchmark",
     "generate_synthetic",
+    "has_table",
     "holds_box_set",
     "load_box_set",
     "load_cohort",

@@ -25,8 +25,8 @@ from conditions._images import capped_size
 from conditions._store import (
     CohortMismatchError,
     _connect,
-    _has_table,
     _stored_hash,
+    has_table,
     in_transaction,
 )
 
@@ -241,7 +241,7 @@ def _question(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _box_set_hash(con: duckdb.DuckDBPyConnection) -> str | None:
-    if not _has_table(con, "box_set"):
+    if not has_table(con, "box_set"):
         return None
     row = con.execute("SELECT hash FROM box_set").fetchone()
     return None if row is None else str(row[0])

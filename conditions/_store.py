@@ -98,7 +98,7 @@ def write_cohort(path: Path | str, cohort: Cohort) -> bool:
                 f"{path}: already holds cohort {stored[:12]}; this one is {cohort.hash[:12]}. "
                 "One experiment file holds one cohort: use a new file"
             )
-        if _has_table(con, "box_set"):
+        if has_table(con, "box_set"):
             raise CohortMismatchError(
                 f"{path}: holds a box benchmark's questions; a cohort needs a file of its own"
             )
@@ -267,7 +267,8 @@ def _quoted(names: list[str]) -> str:
     return ", ".join(f'"{n}"' for n in names)
 
 
-def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether the open experiment file has a table called ``name``."""
     exists = con.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
     ).fetchone()
@@ -275,7 +276,7 @@ def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
 
 
 def _stored_hash(con: duckdb.DuckDBPyConnection) -> str | None:
-    if not _has_table(con, "cohort"):
+    if not has_table(con, "cohort"):
         return None
     row = con.execute("SELECT hash FROM cohort").fetchone()
     return None if row is None else str(row[0])

@@ -14,9 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
-from conditions import Cohort, holds_box_set, load_cohort, require_current_targets
+from conditions import Cohort, has_table, holds_box_set, load_cohort, require_current_targets
 from runner.store import ReferenceRow, ScoreJob, Store, StoreError, read_only
 from scoring import REFERENCES, Referent, score_references
 
@@ -140,20 +138,13 @@ def _polygon_cohort(path: Path) -> Cohort:
                 f"{path}: holds a box benchmark's questions; only GroundBench's polygon answers "
                 "are re-scored against other references"
             )
-        if not _has_table(con, "cohort"):
+        if not has_table(con, "cohort"):
             raise StoreError(
                 f"{path}: holds no cohort, so no answers to re-score; build one with "
                 "`groundbench cohort build` and run the experiment"
             )
-        if not _has_table(con, "responses"):
+        if not has_table(con, "responses"):
             raise StoreError(f"{path}: no run results to re-score; run the experiment first")
     cohort = load_cohort(path)
     require_current_targets(path, cohort)
     return cohort
-
-
-def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    row = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
-    ).fetchone()
-    return bool(row and row[0])

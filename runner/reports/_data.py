@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import duckdb
 
-from conditions import BOX
+from conditions import BOX, has_table
 from runner.store import StoreError
 from runner.store._errors import first_line
 from scoring import ALTERNATE_REFERENCES as ALTERNATE_REFERENCES
@@ -185,7 +185,7 @@ def _rescored(con: duckdb.DuckDBPyConnection, grid: dict[Cell, int]) -> Rescored
     A store written before ``reference_scores`` existed (opened read-only, so not brought up
     to date) still reports: no IoUs, every parseable answer missing.
     """
-    source = _JOINED if _has_table(con, "reference_scores") else _UNJOINED
+    source = _JOINED if has_table(con, "reference_scores") else _UNJOINED
     rows = con.execute(
         f"SELECT q.configuration, q.condition, q.budget, q.qid, {source} "
         f"WHERE q.view = 'iou2' AND q.settled AND q.parseable AND q.budget <> {BOX}"
@@ -222,13 +222,6 @@ def _part_vertices(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
             "SELECT qid, parts FROM instances WHERE role = 'target'"
         ).fetchall()
     }
-
-
-def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    row = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
-    ).fetchone()
-    return bool(row and row[0])
 
 
 def _controls(
