@@ -24,7 +24,12 @@ def shared_data() -> Path:
     """``../shared/data``: small real data laid out as the project expects."""
     data = SHARED / "data"
     if not data.is_dir():
-        pytest.fail(f"{data} is missing: the real-data tests need ../shared beside the checkout")
+        why = f"{data} is missing: the real-data tests need ../shared beside the checkout"
+        # CI always has ../shared: there a missing copy is a failure, never a quiet skip. A
+        # bare clone elsewhere skips these tests and says why.
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
     return data
 
 
