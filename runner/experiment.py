@@ -80,7 +80,7 @@ from conditions import (
 from runner._errors import ConfigError
 from runner.backends import provider_named
 from runner.simulator import SimSpec
-from scoring import BUDGETS, BoxParsing, Convention
+from scoring import BOX_PROTOCOLS, BUDGETS, BoxParsing, Convention
 
 SIMULATOR = "simulator"
 
@@ -168,7 +168,8 @@ class BoxesSection(_Frozen):
     benchmark: Benchmark
     file: UsablePath
     # Whose released code reads the answers (PROTOCOL §10): the benchmark's own by default;
-    # another's to compare readings. A change re-scores the stored answers, sending nothing.
+    # another's to compare readings, or "groundbench" (lenient: corners ordered, clipped). A
+    # change re-scores the stored answers, sending nothing.
     reader: BoxParsing | None = None
 
     @property
@@ -253,7 +254,7 @@ class Experiment(_Frozen):
         convention = self.conventions.get(configuration)
         if self.boxes is None or convention is None:
             return None
-        return f"{self.boxes.reading} reader, {convention}"
+        return f"{BOX_PROTOCOLS[self.boxes.reading].reader}, {convention}"
 
     def configuration(self, spec: ConfigurationSpec, simulator_url: str | None) -> Configuration:
         """``spec`` as the grid's :class:`Configuration` (transport from its backend)."""

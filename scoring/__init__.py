@@ -28,6 +28,7 @@ from scoring._aggregate import (
     summarise_box_cell,
     summarise_cell,
 )
+from scoring._box_readers import Box, BoxParsing, find_box
 from scoring._box_tables import (
     DISTRACTOR_GROUPS,
     GROUNDINGME_DIMENSIONS,
@@ -42,15 +43,12 @@ from scoring._box_tables import (
 )
 from scoring._boxes import (
     BOX_PROTOCOLS,
-    Box,
     BoxJudgement,
-    BoxParsing,
     BoxProtocol,
     Convention,
     RejectionRule,
     accuracy_at,
     corner_iou,
-    find_box,
     judge_box,
     mean_accuracy,
     rejection_accuracy,

@@ -72,13 +72,13 @@ def test_a_box_benchmark_runs_resumes_and_rescores_without_calling_again(
     fixed = run_once(path, lines, RunOptions(address=local_ray, progress_every_s=0.5))
     assert fixed.sent_requests == 0 and fixed.simulator_calls == 0 and fixed.unscored == 0
     assert any(
-        "wrong: its answers are read by refbench-pro reader, norm1000 now "
-        "(were refbench-pro reader, pixels): 48 scores made again" in line
+        "wrong: its answers are read by refbench-pro reader r2, norm1000 now "
+        "(were refbench-pro reader r2, pixels): 48 scores made again" in line
         for line in lines
     ), lines
     assert query(store, "SELECT reading FROM configurations ORDER BY name") == [
-        ("refbench-pro reader, norm1000",),
-        ("refbench-pro reader, norm1000",),
+        ("refbench-pro reader r2, norm1000",),
+        ("refbench-pro reader r2, norm1000",),
     ]
     accuracy = _accuracy(store)
     # Same model, same requests: the simulator answers both configurations alike.
@@ -95,30 +95,31 @@ def test_a_box_benchmark_runs_resumes_and_rescores_without_calling_again(
     assert "RefBench-PRO" in result.output
     markdown = (tmp_path / "out" / "box-refbench-pro.md").read_text()
     assert "Acc_RC" in markdown and markdown.count("| right |") == 2
-    assert "right: refbench-pro reader, norm1000" in markdown
+    assert "right: refbench-pro reader r2, norm1000" in markdown
 
-    # Read by GroundingME's code instead: it finds the same boxes in RefBench-PRO's Qwen-style
-    # lists and keeps the better of three unit readings, so no box reads worse; an answer with
-    # no box says "absent" under both.
+    # Read by GroundingME's code instead: every stored answer is scored again as that reader
+    # scores it, nothing sent; an answer with no box says "absent" under both.
     absent = query(store, "SELECT count(*) FROM scores WHERE says_absent")
     path.write_text(path.read_text().replace("[boxes]\n", '[boxes]\nreader = "groundingme"\n'))
     other = run_once(path, lines, RunOptions(address=local_ray, progress_every_s=0.5))
     assert other.sent_requests == 0 and other.unscored == 0
     assert query(store, "SELECT DISTINCT reading FROM configurations") == [
-        ("groundingme reader, norm1000",)
+        ("groundingme reader r2, norm1000",)
     ]
-    assert _accuracy(store)["right"] >= accuracy["right"]
+    _assert_live_scores_equal_offline(
+        store, questions, {"right": "norm1000", "wrong": "norm1000"}, "groundingme"
+    )
     assert query(store, "SELECT count(*) FROM scores WHERE says_absent") == absent
 
 
 def _assert_live_scores_equal_offline(
-    store: Path, questions: BoxSet, conventions: dict[str, str]
+    store: Path, questions: BoxSet, conventions: dict[str, str], reader: str | None = None
 ) -> None:
     answers = query(
         store,
         "SELECT configuration, condition, budget, qid, attempt, answer FROM responses "
         "WHERE outcome = 'answer' ORDER BY ALL",
     )
-    offline, _ = BoxScorer(questions, conventions).score(ScoreJob(*a) for a in answers)  # type: ignore[arg-type]
+    offline, _ = BoxScorer(questions, conventions, reader).score(ScoreJob(*a) for a in answers)  # type: ignore[arg-type]
     live = query(store, "SELECT * FROM scores ORDER BY configuration, condition, budget, qid")
     assert [tuple(row) for row in live] == sorted(offline)

@@ -1,0 +1,190 @@
+"""Which box an answer gives, as each box benchmark's released code finds it (PROTOCOL §10).
+
+A reader turns an answer's text into the four numbers it writes, in the answer's own units, or
+None when it finds none. Each follows one released file line by line — what it searches, what it
+accepts as a number, which match wins — and never raises, whatever the text: where the released
+code gives up (an exception it catches) the reader does the same, and where the released code
+would crash (an exception it lets through) the reader goes on as if that step had found no box.
+
+Two deliberate departures from the released code, the same in every reader (PROTOCOL §10):
+
+- a JSON ``true``/``false`` is not a number (Python's ``isinstance(True, int)`` made Ref-Adv's and
+  RefBench-PRO's code read it as 1/0, GroundingME's ``float(True)`` likewise);
+- a box is returned with whatever values it has, non-finite ones included: what a non-finite
+  coordinate means is the judge's rule, not the reader's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from scoring._parse import parse_box
+
+Box = tuple[float, float, float, float]
+BoxParsing = Literal["groundbench", "ref-adv", "groundingme", "refbench-pro"]
+
+ZERO: Box = (0.0, 0.0, 0.0, 0.0)
+
+# Ref-Adv (run.py: FENCE_RE, _load_last_json_candidate, _collect_boxes).
+_FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+_BOX_KEYS = ("bboxes", "boxes", "bbox", "bbox_2d", "predictions", "results", "objects",
+             "coordinates")  # fmt: skip
+# GroundingME (evaluate.py: parse_bbox): greedy, from the first "{" to the last "}".
+_BBOX_2D = re.compile(r"\{.*\"bbox_2d\".*\}", re.DOTALL)
+_FOUR_NUMBERS = re.compile(r"(-?\d+(?:\.\d+)?)" + r"[\s,]+(-?\d+(?:\.\d+)?)" * 3)
+# RefBench-PRO (eval_qwen3vl.py: extract_bbox_from_response): no DOTALL, so within one line —
+# Qwen's multi-line ``[\n {"bbox_2d": [x1, y1, x2, y2], …}\n]`` yields the inner list.
+_BRACKETED = re.compile(r"\[(.*?)\]")
+
+# What the JSON decoder and float() raise on text that is no number or no JSON: a syntax error
+# or a number of over 4,300 digits (ValueError), nesting deeper than the interpreter allows
+# (RecursionError), an integer too large for a float (OverflowError).
+_UNREADABLE = (ValueError, TypeError, KeyError, RecursionError, OverflowError)
+
+
+def find_box(text: str, parsing: BoxParsing) -> Box | None:
+    """The box an answer gives, in its own units, as ``parsing`` reads it; None if none.
+
+    - ``groundbench``: the last list of exactly 4 values (PROTOCOL §4);
+    - ``ref-adv``: the last fenced block that is JSON, else a JSON value that ends the answer;
+      the first 4-number list in it, depth first, box-like keys (``bboxes``, ``bbox_2d``, …)
+      before the others;
+    - ``groundingme``: the ``bbox_2d`` of the JSON object spanning the first ``{`` to the last
+      ``}`` (``null`` is the zero box; each value through ``float()``, so ``"903"`` reads),
+      else the last run of four numbers;
+    - ``refbench-pro``: the last ``[…]`` within one line that holds four JSON numbers or four
+      comma-separated values ``float()`` reads.
+
+    >>> find_box('{"bbox_2d": ["0", "903", "240", "999"]}', "groundingme")
+    (0.0, 903.0, 240.0, 999.0)
+    >>> find_box("[" * 3000, "ref-adv") is None
+    True
+    """
+    return _FINDERS[parsing](text)
+
+
+# -- Ref-Adv ------------------------------------------------------------------------------------
+
+
+def _ref_adv(text: str) -> Box | None:
+    if not text.strip():
+        return None
+    try:
+        return _first_box(_last_json(text))
+    except _UNREADABLE:  # run.py: any exception while parsing leaves the answer without a box
+        return None
+
+
+def _last_json(text: str) -> Any:
+    for chunk in reversed([c.strip() for c in _FENCED.findall(text) if c.strip()]):
+        try:
+            return json.loads(chunk)
+        except _UNREADABLE:
+            continue
+    tail = text.rstrip()
+    decoder = json.JSONDecoder()
+    for start, char in enumerate(tail):
+        if char in "[{":
+            try:
+                value, end = decoder.raw_decode(tail, start)
+            except _UNREADABLE:
+                continue
+            if end == len(tail):
+                return value
+    return None
+
+
+def _first_box(value: Any) -> Box | None:
+    """The first 4-number list of ``value``, depth first as ``_collect_boxes`` visits it.
+
+    An explicit stack, not recursion: a value nested as deep as the JSON decoder allows is
+    walked without touching the interpreter's recursion limit.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            if len(item) == 4 and all(_is_number(v) for v in item):
+                return _floats(item)
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            keys = [k for k in _BOX_KEYS if k in item] + [k for k in item if k not in _BOX_KEYS]
+            stack.extend(item[k] for k in reversed(keys))
+    return None
+
+
+# -- GroundingME --------------------------------------------------------------------------------
+
+
+def _groundingme(text: str) -> Box | None:
+    found = _BBOX_2D.search(text)
+    if found is not None:
+        try:
+            value = json.loads(found.group(0))["bbox_2d"]
+            if value is None:
+                return ZERO
+            if isinstance(value, list) and len(value) == 4:
+                return _floats([_float(v) for v in value])
+        except _UNREADABLE:  # evaluate.py's bare ``except: pass``: on to the fallback
+            pass
+    runs = _FOUR_NUMBERS.findall(text)
+    return _floats([float(v) for v in runs[-1]]) if runs else None
+
+
+def _float(value: object) -> float:
+    """``float(value)`` as evaluate.py calls it (strings such as ``" 903 "`` read), save that a
+    boolean is no coordinate."""
+    if isinstance(value, bool):
+        raise TypeError("a boolean is not a coordinate")
+    return float(value)  # type: ignore[arg-type]  # anything else float() refuses raises
+
+
+# -- RefBench-PRO -------------------------------------------------------------------------------
+
+
+def _refbench_pro(text: str) -> Box | None:
+    for content in reversed(_BRACKETED.findall(text)):
+        box = _bracket_box(content)
+        if box is not None:
+            return box
+    return None
+
+
+def _bracket_box(content: str) -> Box | None:
+    """``_parse_and_validate_bbox``: four JSON numbers, else four comma-separated floats."""
+    try:
+        value = json.loads(f"[{content}]")
+        if isinstance(value, list) and len(value) == 4 and all(_is_number(v) for v in value):
+            return _floats(value)
+    except _UNREADABLE:  # the released code catches only JSONDecodeError; it crashes on the rest
+        pass
+    parts = content.split(",")
+    if len(parts) != 4:
+        return None
+    try:
+        return _floats([float(p.strip()) for p in parts])
+    except ValueError:
+        return None
+
+
+# -- shared -------------------------------------------------------------------------------------
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _floats(values: Sequence[Any]) -> Box:
+    x1, y1, x2, y2 = (float(v) for v in values)
+    return (x1, y1, x2, y2)
+
+
+_FINDERS: dict[BoxParsing, Callable[[str], Box | None]] = {
+    "groundbench": parse_box,
+    "ref-adv": _ref_adv,
+    "groundingme": _groundingme,
+    "refbench-pro": _refbench_pro,
+}

@@ -1,0 +1,127 @@
+"""Which box an answer gives, as each box benchmark's released code finds it (PROTOCOL §10)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scoring import Box, BoxParsing, find_box
+
+READERS: tuple[BoxParsing, ...] = ("groundbench", "ref-adv", "groundingme", "refbench-pro")
+NAN = float("nan")
+
+
+@pytest.mark.parametrize(
+    ("parsing", "text", "expected"),
+    [
+        ("groundbench", "first [1, 2, 3, 4] then 5 6 7 8", (5, 6, 7, 8)),
+        ("groundbench", "[[10, 20], [30, 40]]", (10, 20, 30, 40)),
+        # Ref-Adv (run.py): the last fenced JSON, else a JSON value ending the answer; its
+        # first 4-number list, depth first, box-like keys first.
+        (
+            "ref-adv",
+            'think [1, 2, 3, 4]\n```json\n{"bboxes": [[10, 20, 30, 40]]}\n```',
+            (10, 20, 30, 40),
+        ),
+        ("ref-adv", "So the final answer is [486, 336, 602, 432]", (486, 336, 602, 432)),
+        ("ref-adv", '{"label": "cup", "bbox_2d": [1, 2, 3, 4]}', (1, 2, 3, 4)),
+        ("ref-adv", '{"a": [9, 9, 9, 9], "boxes": [[1, 2, 3, 4]]}', (1, 2, 3, 4)),
+        ("ref-adv", "[[[1, 2, 3, 4], [5, 6, 7, 8]], [0, 0, 1, 1]]", (1, 2, 3, 4)),
+        ("ref-adv", "[486, 336, 602, 432] is my answer.", None),  # JSON must end the answer
+        ("ref-adv", '```json\n{"bboxes": [["1", "2", "3", "4"]]}\n```', None),  # no numbers
+        ("ref-adv", "   ", None),
+        # GroundingME (evaluate.py: parse_bbox): bbox_2d through float(), else four numbers.
+        ("groundingme", 'Found it: {"bbox_2d": [1, 2, 3, 4]}', (1, 2, 3, 4)),
+        ("groundingme", '{"bbox_2d": null}', (0, 0, 0, 0)),  # null: the zero box
+        ("groundingme", '{"bbox_2d": ["0", "903", "240", "999"]}', (0, 903, 240, 999)),
+        ("groundingme", '{"bbox_2d": [" 12 ", 1.5, "1e2", 7]}', (12, 1.5, 100, 7)),
+        ("groundingme", '{"bbox_2d": ["a", 2, 3, 4]} or 5 6 7 8', (5, 6, 7, 8)),  # fallback
+        ("groundingme", '{"bbox_2d": [[1, 2], 3, 4, 5]}', None),  # "2], 3" breaks a run
+        ("groundingme", '{"bbox_2d": [[1, 2], 3, 4]} 6 7 8 9', (6, 7, 8, 9)),
+        ("groundingme", "maybe 1, 2, 3, 4 or rather 5 6 7 8", (5, 6, 7, 8)),
+        ("groundingme", "Nothing matches.", None),
+        # RefBench-PRO (eval_qwen3vl.py: extract_bbox_from_response): the last one-line […]
+        # holding four JSON numbers or four comma-separated floats.
+        ("refbench-pro", "[1, 2] then [10, 20, 30, 40] and [a, b]", (10, 20, 30, 40)),
+        ("refbench-pro", "[[1, 2, 3, 4]]", None),  # its reader takes no nested list …
+        ("refbench-pro", '[\n  {"bbox_2d": [1, 2, 3, 4]}\n]', (1, 2, 3, 4)),  # … across lines
+        ("refbench-pro", '{"bbox_2d": [1.5, 2, 3, 4], "label": "x"}', (1.5, 2, 3, 4)),
+        ("refbench-pro", "[ 1 , 2 , 3 , 4 ]", (1, 2, 3, 4)),
+        ("refbench-pro", '["1", "2", "3", "4"]', None),  # neither JSON numbers nor floats
+    ],
+)
+def test_each_benchmark_finds_the_box_its_released_code_finds(
+    parsing: BoxParsing, text: str, expected: Box | None
+) -> None:
+    assert find_box(text, parsing) == expected
+
+
+@pytest.mark.parametrize(
+    ("parsing", "text", "fallback"),
+    [
+        ("ref-adv", '{"bboxes": [[true, 0, 50, 50], [10, 20, 30, 40]]}', (10, 20, 30, 40)),
+        ("groundingme", '{"bbox_2d": [true, 0, 50, 50]} 10 20 30 40', (10, 20, 30, 40)),
+        ("refbench-pro", "[10, 20, 30, 40] [true, 0, 50, 50]", (10, 20, 30, 40)),
+    ],
+)
+def test_a_boolean_is_not_a_coordinate(parsing: BoxParsing, text: str, fallback: Box) -> None:
+    # Deviation (§10): the released code reads true/false as 1/0 and would find (1, 0, 50, 50).
+    assert find_box(text, parsing) == fallback
+
+
+@pytest.mark.parametrize(
+    ("parsing", "text"),
+    [
+        ("ref-adv", '{"bboxes": [[NaN, 200, 250, 400]]}'),
+        ("groundingme", '{"bbox_2d": [NaN, 200, 250, 400]}'),
+        ("groundingme", '{"bbox_2d": ["nan", "200", "250", "400"]}'),
+        ("refbench-pro", "[NaN, 200, 250, 400]"),
+        ("refbench-pro", "[nan, 200, 250, 400]"),
+    ],
+)
+def test_a_non_finite_box_is_found_as_written(parsing: BoxParsing, text: str) -> None:
+    # The judge decides what it is worth (a box that matches nothing); the reader only reads.
+    box = find_box(text, parsing)
+    assert box is not None and math.isnan(box[0]) and box[1:] == (200, 250, 400)
+
+
+DEEP = [
+    "[" * 3000,
+    "[" * 3000 + "]",
+    "[" * 3000 + "]" * 3000,
+    "{" * 3000,
+    '{"bbox_2d": ' + "[" * 3000 + "1" + "]" * 3000 + "}",
+    "```json\n" + '{"a": ' * 2000 + "1" + "}" * 2000 + "\n```",
+]
+
+
+@pytest.mark.parametrize("parsing", READERS)
+@pytest.mark.parametrize("text", DEEP, ids=range(len(DEEP)))
+def test_deep_nesting_finds_no_box_and_never_raises(parsing: BoxParsing, text: str) -> None:
+    # Ref-Adv's and GroundingME's released code catch the RecursionError and read no box;
+    # RefBench-PRO's lets it through (a crash), which here reads as no box from that bracket.
+    assert find_box(text, parsing) is None
+
+
+def test_a_box_nested_within_the_decoders_depth_is_still_found() -> None:
+    text = '{"bboxes": ' + "[" * 200 + "[1, 2, 3, 4]" + "]" * 200 + "}"
+    assert find_box(text, "ref-adv") == (1, 2, 3, 4)
+
+
+PIECES = st.one_of(
+    st.text(max_size=8),
+    st.sampled_from(['{"bbox_2d": ', "null", "[", "]", "{", "}", ",", "```json\n", "```", "0",
+                     "12.5", "-3", "1e999", "NaN", "Infinity", "true", '"7"', "9" * 400,
+                     "[" * 400, "]" * 400, '"bboxes": ', "\n", ": "]),
+)  # fmt: skip
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(st.lists(PIECES, max_size=30).map("".join))
+def test_no_reader_raises_on_any_text(text: str) -> None:
+    for parsing in READERS:
+        box = find_box(text, parsing)
+        assert box is None or (len(box) == 4 and all(isinstance(v, float) for v in box))
