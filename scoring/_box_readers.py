@@ -43,6 +43,16 @@ _BRACKETED = re.compile(r"\[(.*?)\]")
 # or a number of over 4,300 digits (ValueError), nesting deeper than the interpreter allows
 # (RecursionError), an integer too large for a float (OverflowError).
 _UNREADABLE = (ValueError, TypeError, KeyError, RecursionError, OverflowError)
+# JSON nested deeper than this is unreadable (decided, §10). The released code's limit is the
+# interpreter's recursion limit — about 990 levels from the top of a script, fewer from deeper
+# in a program — so where it falls depends on the caller; a fixed bound, far enough below it
+# that the decoder never reaches it first, makes an answer read the same from a test, the CLI
+# or a Ray actor.
+MAX_DEPTH = 500
+
+
+class _TooDeep(ValueError):
+    """A JSON value nested deeper than :data:`MAX_DEPTH`."""
 
 
 def find_box(text: str, parsing: BoxParsing) -> Box | None:
@@ -81,7 +91,7 @@ def _ref_adv(text: str) -> Box | None:
 def _last_json(text: str) -> Any:
     for chunk in reversed([c.strip() for c in _FENCED.findall(text) if c.strip()]):
         try:
-            return json.loads(chunk)
+            return _shallow(json.loads(chunk))
         except _UNREADABLE:
             continue
     tail = text.rstrip()
@@ -90,10 +100,10 @@ def _last_json(text: str) -> Any:
         if char in "[{":
             try:
                 value, end = decoder.raw_decode(tail, start)
+                if end == len(tail):
+                    return _shallow(value)
             except _UNREADABLE:
                 continue
-            if end == len(tail):
-                return value
     return None
 
 
@@ -123,7 +133,7 @@ def _groundingme(text: str) -> Box | None:
     found = _BBOX_2D.search(text)
     if found is not None:
         try:
-            value = json.loads(found.group(0))["bbox_2d"]
+            value = _shallow(json.loads(found.group(0)))["bbox_2d"]
             if value is None:
                 return ZERO
             if isinstance(value, list) and len(value) == 4:
@@ -171,6 +181,25 @@ def _bracket_box(content: str) -> Box | None:
 
 
 # -- shared -------------------------------------------------------------------------------------
+
+
+def _shallow(value: Any) -> Any:
+    """``value`` if it nests at most :data:`MAX_DEPTH` lists and objects deep.
+
+    Raises
+    ------
+    _TooDeep
+        When it nests deeper: read as the decoder's RecursionError would be.
+    """
+    level = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        if isinstance(item, list | dict):
+            if depth > MAX_DEPTH:
+                raise _TooDeep(f"JSON nested over {MAX_DEPTH} deep")
+            children = item.values() if isinstance(item, dict) else item
+            level.extend((child, depth + 1) for child in children)
+    return value
 
 
 def _is_number(value: object) -> bool:

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoring import Box, BoxParsing, find_box
+from scoring._box_readers import MAX_DEPTH
 
 READERS: tuple[BoxParsing, ...] = ("groundbench", "ref-adv", "groundingme", "refbench-pro")
 NAN = float("nan")
@@ -106,9 +107,33 @@ def test_deep_nesting_finds_no_box_and_never_raises(parsing: BoxParsing, text: s
     assert find_box(text, parsing) is None
 
 
-def test_a_box_nested_within_the_decoders_depth_is_still_found() -> None:
-    text = '{"bboxes": ' + "[" * 200 + "[1, 2, 3, 4]" + "]" * 200 + "}"
-    assert find_box(text, "ref-adv") == (1, 2, 3, 4)
+NESTED = {
+    "ref-adv": lambda n: '{"bboxes": ' + "[" * n + "[1, 2, 3, 4]" + "]" * n + "}",
+    "groundingme": lambda n: '{"bbox_2d": ["1", "2", "3", "4"], "x": ' + "[" * n + "]" * n + "}",
+}
+
+
+@pytest.mark.parametrize("parsing", sorted(NESTED))
+def test_json_nested_up_to_the_bound_is_read_and_beyond_it_is_not(parsing: BoxParsing) -> None:
+    # Both read (1, 2, 3, 4) while the JSON nests at most MAX_DEPTH deep; beyond, Ref-Adv's
+    # answer is unreadable and GroundingME's falls back to its run of four numbers (none here).
+    assert find_box(NESTED[parsing](MAX_DEPTH - 2), parsing) == (1, 2, 3, 4)
+    assert find_box(NESTED[parsing](MAX_DEPTH), parsing) is None
+
+
+@pytest.mark.parametrize("parsing", sorted(NESTED))
+@pytest.mark.parametrize("nesting", [MAX_DEPTH - 2, MAX_DEPTH, 900])
+def test_an_answer_reads_the_same_from_any_depth_of_caller(
+    parsing: BoxParsing, nesting: int
+) -> None:
+    # The decoder's own limit is the interpreter's, which a deep caller (a Ray actor) lowers;
+    # the fixed bound makes the reading independent of who calls.
+    text = NESTED[parsing](nesting)
+
+    def from_depth(frames: int) -> Box | None:
+        return find_box(text, parsing) if frames == 0 else from_depth(frames - 1)
+
+    assert from_depth(0) == from_depth(300)
 
 
 PIECES = st.one_of(
