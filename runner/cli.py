@@ -67,6 +67,7 @@ boxes_app = typer.Typer(
 )
 app.add_typer(boxes_app, name="boxes")
 BenchmarkName = Literal["ref-adv", "groundingme", "refbench-pro"]
+ReaderName = Literal["ref-adv", "groundingme", "refbench-pro", "groundbench"]
 ConventionName = Literal["norm999", "norm1000", "unit", "pixels"]
 console = Console()
 OutputFormat = Literal["table", "csv", "json"]
@@ -212,8 +213,11 @@ def boxes_score(
         Literal["table", "markdown", "csv", "latex"], typer.Option("--format")
     ] = "table",
     reader: Annotated[
-        BenchmarkName | None,
-        typer.Option(help="Read the answers by this benchmark's code [default: its own]."),
+        ReaderName | None,
+        typer.Option(
+            help="Read the answers by this benchmark's code [default: its own]; "
+            "groundbench: the lenient reading (corners ordered, clipped)."
+        ),
     ] = None,
 ) -> None:
     """Score collected answers as the benchmark's released code does; print its main table."""

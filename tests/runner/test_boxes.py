@@ -82,9 +82,11 @@ def test_another_benchmarks_reader_can_be_chosen(tmp_path: Path) -> None:
         header, row = result.output.strip().splitlines()
         return dict(zip(header.split(","), row.split(","), strict=True))["Attribute"]
 
-    # RefBench-PRO's code wants a bracketed list; GroundingME's takes the last four numbers.
+    # RefBench-PRO's code wants a bracketed list; GroundingME's takes the last four numbers, as
+    # does the lenient groundbench reading (in the 0–1000 convention given).
     assert attribute() == "0.0"
     assert attribute("--reader", "groundingme") == "100.0"
+    assert attribute("--reader", "groundbench") == "100.0"
 
 
 def test_check_counts_questions_and_rejections(tmp_path: Path) -> None:
