@@ -6,10 +6,11 @@ accepts as a number, which match wins — and never raises, whatever the text: w
 code gives up (an exception it catches) the reader does the same, and where the released code
 would crash (an exception it lets through) the reader goes on as if that step had found no box.
 
-Two deliberate departures from the released code, the same in every reader (PROTOCOL §10):
+Deliberate departures from the released code, the same in every reader (PROTOCOL §10):
 
 - a JSON ``true``/``false`` is not a number (Python's ``isinstance(True, int)`` made Ref-Adv's and
   RefBench-PRO's code read it as 1/0, GroundingME's ``float(True)`` likewise);
+- JSON nested deeper than :data:`MAX_DEPTH` is unreadable (there, the interpreter's stack decides);
 - a box is returned with whatever values it has, non-finite ones included: what a non-finite
   coordinate means is the judge's rule, not the reader's.
 """

@@ -96,8 +96,28 @@ class BoxReport:
     def table(self) -> ReportTable:
         table = box_benchmark_table(self.benchmark, self.runs)
         read = "; ".join(f"{name}: {reading}" for name, reading in self.readings)
-        notes = (*table.notes, *([f"Read by: {read}."] if read else []), *self.incomplete)
+        outdated = ", ".join(name for name, reading in self.readings if _outdated(reading))
+        notes = (
+            *table.notes,
+            *([f"Read by: {read}."] if read else []),
+            *(
+                [
+                    f"{outdated}: read by an earlier revision of the reader (PROTOCOL §10); run "
+                    "the experiment again to read the stored answers anew — no call is sent."
+                ]
+                if outdated
+                else []
+            ),
+            *self.incomplete,
+        )
         return ReportTable(table.name, table.title, table.columns, table.rows, notes)
+
+
+def _outdated(reading: str) -> bool:
+    """Whether ``reading`` (as a store records it: ``refbench-pro reader r2, norm1000``) names
+    an earlier revision of its reader than this code's."""
+    protocol = BOX_PROTOCOLS.get(reading.split(" reader", 1)[0])
+    return protocol is not None and not reading.startswith(f"{protocol.reader},")
 
 
 def load_box_report(con: duckdb.DuckDBPyConnection, where: Path | str) -> BoxReport:

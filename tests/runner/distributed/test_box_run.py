@@ -96,6 +96,7 @@ def test_a_box_benchmark_runs_resumes_and_rescores_without_calling_again(
     markdown = (tmp_path / "out" / "box-refbench-pro.md").read_text()
     assert "Acc_RC" in markdown and markdown.count("| right |") == 2
     assert "right: refbench-pro reader r2, norm1000" in markdown
+    assert "earlier revision" not in markdown
 
     # Read by GroundingME's code instead: every stored answer is scored again as that reader
     # scores it, nothing sent; an answer with no box says "absent" under both.

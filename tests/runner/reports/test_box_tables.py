@@ -113,8 +113,10 @@ def test_a_store_reports_complete_runs_and_names_the_others(tmp_path: Path) -> N
         "b (cot): 1 of 8 questions scored; left out until its run completes",
     )
     table = report.table()
-    assert table.notes[-2:] == (
+    assert table.notes[-3:] == (
         "Read by: a: groundingme reader, norm1000; b: groundingme reader, pixels.",
+        "a, b: read by an earlier revision of the reader (PROTOCOL §10); run the experiment "
+        "again to read the stored answers anew — no call is sent.",
         report.incomplete[0],
-    )
+    )  # a store scored before readers carried a revision
     assert all(row[-1] == "100.0" for row in table.rows)  # Total: every answer right
