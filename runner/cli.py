@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import csv
+import functools
 import json
 import math
 import sys
@@ -425,7 +426,10 @@ def sql(
     Views: request_status (one row per request), question_scores (per question, cell and
     view iou0/iou1/iou2/best_effort), cell_summary (per cell and view).
     """
-    names, rows = query_store(store, query, address)
+    from runner.distributed import query_running_store
+
+    through_run = functools.partial(query_running_store, address=address)
+    names, rows = query_store(store, query, through_run)
     if output == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(names)

@@ -11,7 +11,13 @@ actor, but nothing here knows about Ray.
   (terminal), :class:`Transient`, :class:`Fatal`.
 """
 
-from runner.backends._attempts import BEST_EFFORT_ATTEMPTS, HEADLINE_ATTEMPTS, ask, parses
+from runner.backends._attempts import (
+    BEST_EFFORT_ATTEMPTS,
+    HEADLINE_ATTEMPTS,
+    ask,
+    attempts_allowed,
+    parses,
+)
 from runner.backends._client import Backend, Exchange, decodings, protocol_for
 from runner.backends._errors import (
     CallError,
@@ -54,6 +60,7 @@ __all__ = [
     "Usage",
     "WireProtocol",
     "ask",
+    "attempts_allowed",
     "classify_gemini",
     "classify_openai",
     "decodings",

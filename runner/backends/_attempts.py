@@ -40,12 +40,18 @@ def parses(request: Request, answer: str) -> bool:
     return parse_answer(answer, request.key.budget) is not None
 
 
-def attempts_of(request: Request, best_effort: bool) -> int:
-    """How many attempts ``request`` may make: its own count (a box benchmark asks once),
-    else the views' window (§6)."""
-    if request.attempts is not None:
-        return request.attempts
+def attempts_allowed(fixed: int | None, best_effort: bool) -> int:
+    """How many attempts a request may make — the one rule (§6): ``fixed`` where its task
+    sets a count (a box benchmark asks once), else the views' window, attempt 3 included
+    where the configuration authorises best-effort recovery."""
+    if fixed is not None:
+        return fixed
     return BEST_EFFORT_ATTEMPTS if best_effort else HEADLINE_ATTEMPTS
+
+
+def attempts_of(request: Request, best_effort: bool) -> int:
+    """How many attempts ``request`` may make (:func:`attempts_allowed`)."""
+    return attempts_allowed(request.attempts, best_effort)
 
 
 async def ask(

@@ -3,44 +3,56 @@
 The actors are thin wrappers (``_actors``) over plain classes tested without Ray:
 :class:`BackendWorker` (one backend's calls, every record stored before the next call),
 :class:`Scorer` and :class:`BoxScorer` (score rows for stored answers) and
-:class:`CommitBatcher` (many writers, one batched write at a time). :func:`run_experiment` is
-the driver.
+:class:`CommitBatcher` (many writers, one batched write at a time). The run's policy — chunks
+and back-pressure, restarts, the quota wait, scoring rounds — is :class:`Feeder`, plain asyncio
+over small ports. :func:`run_experiment` is the driver: the lifecycle on Ray. Every Ray call
+outside the actor declarations is in ``_ray``.
 """
 
 from runner.distributed._batcher import CommitBatcher
 from runner.distributed._driver import (
     BackendReport,
-    RunFailed,
     RunOptions,
     RunReport,
-    check_backends,
-    ensure_box_set,
-    ensure_cohort,
-    ensure_questions,
     run_experiment,
     summary_lines,
 )
+from runner.distributed._feeder import (
+    BackendPort,
+    Feed,
+    Feeder,
+    FeedPolicy,
+    PendingSource,
+    RunFailed,
+    WorkerLost,
+    score_to_the_end,
+)
+from runner.distributed._ray import query_running_store
 from runner.distributed._scorer import BoxScorer, Scorer, scorer_for
 from runner.distributed._watch import read_run, watch_run
 from runner.distributed._worker import BackendWorker, ChunkOutcome, WorkerStats
 
 __all__ = [
+    "BackendPort",
     "BackendReport",
     "BackendWorker",
     "BoxScorer",
     "ChunkOutcome",
     "CommitBatcher",
+    "Feed",
+    "FeedPolicy",
+    "Feeder",
+    "PendingSource",
     "RunFailed",
     "RunOptions",
     "RunReport",
     "Scorer",
+    "WorkerLost",
     "WorkerStats",
-    "check_backends",
-    "ensure_box_set",
-    "ensure_cohort",
-    "ensure_questions",
+    "query_running_store",
     "read_run",
     "run_experiment",
+    "score_to_the_end",
     "scorer_for",
     "summary_lines",
     "watch_run",

@@ -1,82 +1,37 @@
-"""The driver: start the actors, feed each backend its pending calls, report, and end cleanly.
+"""The driver: the run's lifecycle on Ray — start the actors, let the feeder drive them, report,
+and end cleanly.
 
-The store is the only record of what is done. A run asks it for the pending set, feeds each
-backend actor chunks of that set (at most :data:`CHUNKS_IN_FLIGHT` at a time: back-pressure,
-never 120,000 futures), and asks again only where a chunk was lost with a dead actor. A backend
-whose quota runs out stops; the others go on; the report says what is left and how to resume.
+What a run asks is settled before Ray starts (:mod:`runner.plan`); which calls go where, and
+what happens when an actor dies or a quota runs out, is the feeder's policy
+(:mod:`._feeder`); every Ray call goes through :mod:`._ray`. The store is the only record of
+what is done; the report says what is left and how to resume.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
-import json
-import logging
-import os
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import ray
-from ray.exceptions import RayActorError, RayTaskError
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-from conditions import (
-    BOX_ATTEMPTS,
-    READERS,
-    BoxSet,
-    Cohort,
-    ConditionsError,
-    Configuration,
-    DataRoot,
-    Questions,
-    box_set,
-    build_cohort,
-    load_box_set,
-    load_cohort,
-    plan_of,
-    protocol_of,
-    require_current_targets,
-    stored_box_set_hash,
-    stored_cohort_hash,
-    write_box_set,
-    write_cohort,
-)
-from runner._errors import ConfigError, RunnerError
+from conditions import Configuration, Questions
 from runner._names import NAMESPACE, actor_name, run_tag
-from runner.backends import (
-    BEST_EFFORT_ATTEMPTS,
-    HEADLINE_ATTEMPTS,
-    ApiKey,
-    Backend,
-    key_from_env,
-    provider_named,
-)
+from runner.distributed import _ray
 from runner.distributed._actors import RemoteBackend, RemoteScorer, RemoteSimulator, RemoteStore
+from runner.distributed._feeder import Feed, Feeder, FeedPolicy, forget, score_to_the_end
 from runner.distributed._scorer import scorer_for
 from runner.distributed._watch import read_run
-from runner.distributed._worker import ChunkOutcome
 from runner.experiment import Experiment
 from runner.monitor import Reading, Snapshot, plain_lines, snapshot
-from runner.store import GridRow, Pending, Progress, Registration
-from scoring import ScoringError
-
-CHUNK = 512  # calls per chunk handed to a backend actor
-CHUNKS_IN_FLIGHT = 2  # per backend: one running, one queued behind it
-MAX_BACKEND_RESTARTS = 3  # per backend and run: the driver starts a new actor and re-feeds it
-MAX_SCORING_ROUNDS = 3
-NAME_WAIT_S = 20.0  # a scorer that dies leaves answers unscored: the driver sends more
+from runner.plan import grid_of, prepare
+from runner.store import Progress
 
 Echo = Callable[[str], None]
 Show = Callable[[Snapshot], None]
-
-
-class RunFailed(RunnerError):
-    """The run could not go on (an actor kept dying, the store failed)."""
 
 
 @dataclass(frozen=True)
@@ -115,107 +70,6 @@ class RunReport:
         return sum(p.pending for p in self.progress)
 
 
-def ensure_questions(experiment: Experiment) -> Questions:
-    """What the experiment asks: its box benchmark's questions (``[boxes]``), else its cohort.
-
-    Raises
-    ------
-    ConfigError
-        The store holds the other task's questions (one store, one task), or see
-        :func:`ensure_cohort` and :func:`ensure_box_set`.
-    """
-    if experiment.boxes is not None:
-        return ensure_box_set(experiment)
-    if stored_box_set_hash(experiment.store) is not None:
-        raise ConfigError(
-            f"{experiment.store}: holds a box benchmark's questions, and the experiment has no "
-            "[boxes]; GroundBench's grid needs a store of its own"
-        )
-    return ensure_cohort(experiment)
-
-
-def ensure_box_set(experiment: Experiment) -> BoxSet:
-    """The experiment's box questions: the ones in its store, or read now from ``[boxes]``'s
-    released file (images it embeds are written to the experiment's images folder).
-
-    Raises
-    ------
-    ConfigError
-        The store holds a cohort, another benchmark's questions, or questions read from a
-        file of another name.
-    """
-    section = experiment.boxes
-    assert section is not None
-    store = experiment.store
-    if stored_cohort_hash(store) is not None:
-        raise ConfigError(f"{store}: holds a GroundBench cohort; [boxes] needs a store of its own")
-    if stored_box_set_hash(store) is None:
-        read = READERS[section.benchmark](section.file, experiment.images)
-        questions = box_set(section.benchmark, read, experiment.images, section.file.name)
-        write_box_set(store, questions)
-        return questions
-    questions = load_box_set(store)
-    if questions.benchmark != section.benchmark:
-        raise ConfigError(
-            f"{store}: holds {questions.benchmark}'s questions; [boxes] asks for "
-            f"{section.benchmark}. One store holds one benchmark: use a new store for another"
-        )
-    if questions.source != section.file.name:
-        # Read once: the store's copy is what every stored answer was asked from.
-        raise ConfigError(
-            f"{store}: holds questions read from {questions.source}; [boxes] names "
-            f"{section.file.name}. Use a new store for another file"
-        )
-    return questions
-
-
-def ensure_cohort(experiment: Experiment) -> Cohort:
-    """The experiment's cohort: the one in its store, or one built now from ``[cohort]``.
-
-    Raises
-    ------
-    ConfigError
-        The store holds no cohort and the experiment says nowhere to build one from, or it
-        holds a cohort drawn otherwise than ``[cohort]`` now asks (one store, one cohort).
-    """
-    section = experiment.cohort
-    if stored_cohort_hash(experiment.store) is None:
-        if section.root is None:
-            raise ConfigError(
-                f"{experiment.store}: holds no cohort, and the experiment has no [cohort] root "
-                "to build one from"
-            )
-        cohort = build_cohort(DataRoot.at(section.root, section.images), section.spec())
-        write_cohort(experiment.store, cohort)
-        return cohort
-    cohort = load_cohort(experiment.store)
-    require_current_targets(experiment.store, cohort)
-    if section.root is not None and section.spec() != cohort.spec:
-        asked, held = section.spec(), cohort.spec
-        raise ConfigError(
-            f"{experiment.store}: holds a cohort drawn with seed {held.seed}, {held.per_source} "
-            f"per source, {held.matched} matched; [cohort] asks for seed {asked.seed}, "
-            f"{asked.per_source} per source, {asked.matched} matched. One store holds one "
-            "cohort: use a new store for another"
-        )
-    return cohort
-
-
-def check_backends(experiment: Experiment) -> None:
-    """Fail before anything starts when a key variable is not set or a configuration asks for
-    a setting its provider's API cannot express."""
-    for name, backend in experiment.backends.items():
-        if backend.simulated:
-            continue
-        variable = backend.api_key_env or provider_named(backend.provider).key_variable
-        try:
-            key_from_env(variable)
-        except ConfigError as exc:
-            raise ConfigError(f"backend {name}: {exc}") from None
-    for spec in experiment.configurations:
-        Backend(experiment.configuration(spec, None), ApiKey("not-sent"))  # raises ConfigError
-
-
 def run_experiment(
     experiment: Experiment,
     options: RunOptions = RunOptions(),
@@ -231,15 +85,14 @@ def run_experiment(
     Joins the Ray cluster at ``options.address`` (or ``RAY_ADDRESS``, as under ``ray job
     submit``), else starts a local one; one already initialised in this process is used as is.
     """
-    check_backends(experiment)
-    questions = ensure_questions(experiment)
-    started_ray = _connect(options.address)
+    questions = prepare(experiment)
+    started_ray = _ray.connect(options.address)
     try:
         run = _Run(experiment, questions, options, echo, experiment_file, show or _lines(echo))
         return asyncio.run(run.go())
     finally:
         if started_ray:
-            ray.shutdown()
+            _ray.shutdown()
 
 
 def _lines(echo: Echo) -> Show:
@@ -250,22 +103,10 @@ def _lines(echo: Echo) -> Show:
     return show
 
 
-def _connect(address: str | None) -> bool:
-    if ray.is_initialized():
-        return False
-    # Ray's own notices (token set-up, start-up) would drown the progress lines; errors stay.
-    kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": True}
-    if address is not None:
-        ray.init(address=address, **kwargs)
-    elif os.environ.get("RAY_ADDRESS"):
-        ray.init(**kwargs)
-    else:
-        ray.init(include_dashboard=False, **kwargs)
-    return True
-
-
 @dataclass
-class _BackendRun:
+class _BackendActor:
+    """How one backend's actor is started, and where it was last."""
+
     name: str
     configurations: tuple[Configuration, ...]
     simulated: bool  # on the built-in simulator, which listens on the driver node's loopback
@@ -273,10 +114,6 @@ class _BackendRun:
     args: tuple[Any, ...]  # its actor's constructor arguments
     handle: Any = None
     node: str | None = None  # where its actor was started last
-    quota: str | None = None
-    restarts: int = 0
-    sent: int = 0
-    lost: list[Pending] = field(default_factory=list)
 
 
 class _Run:
@@ -295,15 +132,15 @@ class _Run:
         self.options = options
         self.echo = echo
         self.experiment_file = experiment_file
-        self.node = NodeAffinitySchedulingStrategy(
-            node_id=ray.get_runtime_context().get_node_id(), soft=False
-        )
+        self.node = _ray.driver_node()
         self.cache = experiment.store.with_suffix(".variants")
         self.tag = run_tag(experiment.store)
         self.store: Any = None
         self.simulator: Any = None
-        self.backends: list[_BackendRun] = []
+        self.actors: list[_BackendActor] = []
+        self.feeds: list[Feed] = []
         self.scorers: list[Any] = []
+        self.scoring: list[asyncio.Task[Any]] = []  # every scorer run started
         token = secrets.token_hex(3)
         self._turn = itertools.count()  # backends take the cluster's nodes in turn
         self._scorer_names = (f"scorer-{token}-{n}" for n in itertools.count())
@@ -313,12 +150,12 @@ class _Run:
         begun = time.monotonic()
         options = RemoteStore.options(
             num_cpus=0,
-            scheduling_strategy=self.node,
+            scheduling_strategy=_ray.pinned(self.node),
             name=actor_name(self.tag, "store"),
             namespace=NAMESPACE,
         )
         # Opening is the store actor's readiness: its errors (lock, schema) come back whole.
-        self.store = await _when_name_free(
+        self.store = await _ray.when_name_free(
             lambda: options.remote(self.experiment.store),
             lambda store: store.open.remote(),
             "another run of this experiment is still going (its store actor is alive); "
@@ -328,55 +165,73 @@ class _Run:
             return await self._go(begun)
         finally:
             # Whatever happened, no actor of this run outlives it (their names would block
-            # the next run of the experiment).
-            for b in self.backends:
-                ray.kill(b.handle)
+            # the next run of the experiment), and no scorer run is left to report its
+            # actor's death after the run has ended.
+            forget(self.scoring)
+            for b in self.actors:
+                _ray.kill(b.handle)
             for scorer in self.scorers:
-                ray.kill(scorer)
-            await _quietly(self.store.close.remote())
-            ray.kill(self.store)
+                _ray.kill(scorer)
+            await _ray.quietly(self.store.close.remote())
+            _ray.kill(self.store)
             if self.simulator is not None:
-                await _quietly(self.simulator.stop.remote())
-                ray.kill(self.simulator)
+                await _ray.quietly(self.simulator.stop.remote())
+                _ray.kill(self.simulator)
 
     async def _go(self, begun: float) -> RunReport:
-        questions_ref = ray.put(self.questions)
+        questions_ref = _ray.put(self.questions)
         url = await self._start_simulator(questions_ref)
         configurations = [
             self.experiment.configuration(c, url) for c in self.experiment.configurations
         ]
-        reread = await _call(self.store.register.remote(*self._grid(configurations)))
+        grid = grid_of(self.experiment, self.questions, configurations)
+        registering = self.store.register.remote(list(grid.registrations), list(grid.rows))
+        reread = await _ray.call(registering)
         for name, was, answers in reread:
             self.echo(
                 f"configuration {name}: its answers are read by {self.experiment.reading(name)} "
                 f"now (were {was}): {answers:,} scores made again, no call sent again"
             )
         # Backends build requests: the questions are all they need of the cohort.
-        asking_ref = ray.put(self.questions.for_asking())
-        self.backends = backends = self._start_backends(configurations, asking_ref)
+        asking_ref = _ray.put(self.questions.for_asking())
+        self.actors = self._start_backends(configurations, asking_ref)
+        self.feeds = [self._feed_of(actor) for actor in self.actors]
         boxes = self.experiment.boxes
         reader = boxes.reading if boxes is not None else None
-        scorer_ref = ray.put(scorer_for(self.questions, self.experiment.conventions, reader))
+        scorer_ref = _ray.put(scorer_for(self.questions, self.experiment.conventions, reader))
         self.scorers = self._start_scorers(scorer_ref, self.experiment.scorers)
-        scoring = [s.run.remote(self.store) for s in self.scorers]  # live: scored as they land
+        scoring = [self._scoring(s) for s in self.scorers]  # live: scored as they land
+        store = _ray.ActorStore(self.store)
+        feeder = Feeder(store, self._policy(), self.echo)
         watcher = asyncio.create_task(self._watch(begun))
         try:
-            await asyncio.gather(*(self._drive(b) for b in backends))
-            await _call(self.store.finish.remote())
-            unscored = await self._score_to_the_end(scoring, scorer_ref)
+            await asyncio.gather(*(feeder.drive(f) for f in self.feeds))
+            await _ray.call(self.store.finish.remote())
+            unscored = await score_to_the_end(
+                store, scoring, lambda i, lost: self._score_again(i, lost, scorer_ref)
+            )
         finally:
             watcher.cancel()
         await self._show(begun)  # the view's last frame: the run as it ends
-        progress = tuple(await _call(self.store.progress.remote()))
-        calls = await _call(self.simulator.calls.remote()) if self.simulator is not None else None
+        return await self._report(begun, unscored)
+
+    def _policy(self) -> FeedPolicy:
+        return FeedPolicy(
+            wait_on_quota_s=self.options.wait_on_quota_s,
+            max_quota_waits=self.options.max_quota_waits,
+        )
+
+    async def _report(self, begun: float, unscored: int) -> RunReport:
+        progress = tuple(await _ray.call(self.store.progress.remote()))
+        simulator = self.simulator
+        calls = await _ray.call(simulator.calls.remote()) if simulator is not None else None
         report = RunReport(
             progress=progress,
             backends=tuple(
-                BackendReport(b.name, tuple(c.name for c in b.configurations), b.quota, b.restarts)
-                for b in backends
+                BackendReport(f.name, f.configurations, f.quota, f.restarts) for f in self.feeds
             ),
             elapsed_s=time.monotonic() - begun,
-            sent_requests=sum(b.sent for b in backends),
+            sent_requests=sum(f.sent for f in self.feeds),
             unscored=unscored,
             simulator_calls=calls,
         )
@@ -384,53 +239,22 @@ class _Run:
             self.echo(line)
         return report
 
-    # -- start ------------------------------------------------------------------------------
+    # -- backends ---------------------------------------------------------------------------
 
     async def _start_simulator(self, questions_ref: Any) -> str | None:
         if not self.experiment.simulated:
             return None
-        self.simulator = RemoteSimulator.options(num_cpus=0, scheduling_strategy=self.node).remote(
-            questions_ref, self.experiment.images, self.cache, self.experiment.simulator
-        )
-        url: str = await _call(self.simulator.start.remote())
+        self.simulator = RemoteSimulator.options(
+            num_cpus=0, scheduling_strategy=_ray.pinned(self.node)
+        ).remote(questions_ref, self.experiment.images, self.cache, self.experiment.simulator)
+        url: str = await _ray.call(self.simulator.start.remote())
         return url
-
-    def _grid(
-        self, configurations: Sequence[Configuration]
-    ) -> tuple[list[Registration], list[GridRow]]:
-        registrations: list[Registration] = []
-        grid: list[GridRow] = []
-        boxes = isinstance(self.questions, BoxSet)
-        for c in configurations:
-            attempts = (
-                BOX_ATTEMPTS
-                if boxes
-                else BEST_EFFORT_ATTEMPTS
-                if c.best_effort
-                else HEADLINE_ATTEMPTS
-            )
-            registrations.append(
-                Registration(
-                    name=c.name,
-                    protocol=protocol_of(self.questions, c),
-                    provider=c.provider,
-                    model=c.model,
-                    attempts=attempts,
-                    settings=json.dumps(c.output_settings(), sort_keys=True),
-                    reading=self.experiment.reading(c.name),
-                )
-            )
-            keys = plan_of(self.questions, [c], self.experiment.budgets, self.experiment.box)
-            grid.extend(
-                GridRow(k.configuration, k.condition, k.budget, k.qid, attempts) for k in keys
-            )
-        return registrations, grid
 
     def _start_backends(
         self, configurations: Sequence[Configuration], questions_ref: Any
-    ) -> list[_BackendRun]:
+    ) -> list[_BackendActor]:
         by_name = {c.name: c for c in configurations}
-        runs = []
+        actors = []
         for name, spec in self.experiment.backends.items():
             members = tuple(by_name[c.name] for c in self.experiment.configurations_of(name))
             if not members:
@@ -446,43 +270,50 @@ class _Run:
             }
             key = (self.experiment.simulator.api_key or "simulator") if spec.simulated else None
             args = (members, questions_ref, self.experiment.images, self.cache, self.store, key)
-            run = _BackendRun(name, members, spec.simulated, options, args)
-            run.handle = self._place(run)
-            runs.append(run)
-        return runs
+            actor = _BackendActor(name, members, spec.simulated, options, args)
+            actor.handle = self._place(actor)
+            actors.append(actor)
+        return actors
 
-    def _place(self, run: _BackendRun) -> Any:
-        """Start ``run``'s actor (again, after it died). A simulated backend stays on the
-        driver's node, by its simulator; others take the cluster's live nodes in turn (each
-        backend's encoding and connections on a node of its own when there are enough), and
-        a restart avoids the node its last actor died on."""
-        run.node = self.node.node_id if run.simulated else self._next_node(avoid=run.node)
-        # Hard affinity: Ray's SPREAD and soft affinity both left actors that ask for no CPU
-        # on the driver's node, and soft affinity to a node that just died fails the actor.
-        strategy = NodeAffinitySchedulingStrategy(node_id=run.node, soft=False)
-        return RemoteBackend.options(**run.options, scheduling_strategy=strategy).remote(*run.args)
+    def _feed_of(self, actor: _BackendActor) -> Feed:
+        async def restart() -> _ray.ActorBackend:
+            actor.handle = await self._restarted(actor)
+            return _ray.ActorBackend(actor.handle)
 
-    async def _restarted(self, backend: _BackendRun) -> Any:
-        """A new actor for ``backend``, once the dead one's name is free."""
-        ray.kill(backend.handle, no_restart=True)
-        return await _when_name_free(
-            lambda: self._place(backend),
+        names = tuple(c.name for c in actor.configurations)
+        return Feed(actor.name, names, _ray.ActorBackend(actor.handle), restart)
+
+    def _place(self, actor: _BackendActor) -> Any:
+        """Start ``actor`` (again, after it died). A simulated backend stays on the driver's
+        node, by its simulator; others take the cluster's live nodes in turn (each backend's
+        encoding and connections on a node of its own when there are enough), and a restart
+        avoids the node its last actor died on."""
+        actor.node = self.node if actor.simulated else self._next_node(avoid=actor.node)
+        strategy = _ray.pinned(actor.node)
+        return RemoteBackend.options(**actor.options, scheduling_strategy=strategy).remote(
+            *actor.args
+        )
+
+    async def _restarted(self, actor: _BackendActor) -> Any:
+        """A new actor for ``actor``'s backend, once the dead one's name is free."""
+        _ray.kill(actor.handle)
+        return await _ray.when_name_free(
+            lambda: self._place(actor),
             lambda handle: handle.__ray_ready__.remote(),
-            f"backend {backend.name}: cannot restart its actor",
+            f"backend {actor.name}: cannot restart its actor",
         )
 
     def _next_node(self, avoid: str | None) -> str:
-        own = self.node.node_id
-        alive = [n["NodeID"] for n in ray.nodes() if n["Alive"]]  # type: ignore[no-untyped-call]
-        others = sorted(node for node in alive if node not in (own, avoid))
-        order: list[str] = [*others, own]  # the driver's node last: it holds the store
+        others = sorted(n for n in _ray.alive_nodes() if n not in (self.node, avoid))
+        order: list[str] = [*others, self.node]  # the driver's node last: it holds the store
         return order[next(self._turn) % len(order)]
+
+    # -- scorers ----------------------------------------------------------------------------
 
     def _start_scorers(self, scorer_ref: Any, wanted: int) -> list[Any]:
         # Each scorer holds a CPU; never ask for more than the cluster has, or some would wait
         # for ever.
-        cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
-        count = max(1, min(wanted, cpus))
+        count = max(1, min(wanted, _ray.cluster_cpus()))
         return [
             RemoteScorer.options(
                 num_cpus=1,
@@ -496,111 +327,16 @@ class _Run:
             for _ in range(count)
         ]
 
-    # -- feeding a backend ------------------------------------------------------------------
+    def _scoring(self, scorer: Any) -> asyncio.Task[Any]:
+        # A task now, so scoring runs while the backends are fed.
+        task = asyncio.ensure_future(_ray.lost_if_dead(scorer.run.remote(self.store)))
+        self.scoring.append(task)
+        return task
 
-    async def _drive(self, backend: _BackendRun) -> None:
-        names = [c.name for c in backend.configurations]
-        calls: list[Pending] = await _call(self.store.pending.remote(names))
-        waits = 0
-        while calls:
-            quota = await self._feed(backend, calls)
-            if backend.lost:  # the actor died: start another; the store says what is left
-                backend.restarts += 1
-                if backend.restarts > MAX_BACKEND_RESTARTS:
-                    raise RunFailed(
-                        f"backend {backend.name}: its actor died {backend.restarts} times"
-                    )
-                lost = {_key(p) for p in backend.lost}
-                backend.lost = []
-                backend.handle = await self._restarted(backend)
-                now = await _call(self.store.pending.remote(names))
-                calls = [p for p in now if _key(p) in lost]
-                self.echo(f"backend {backend.name}: actor restarted; {len(calls)} calls re-sent")
-                continue
-            calls = []
-            if quota is None:
-                break
-            backend.quota = quota
-            wait = self.options.wait_on_quota_s
-            if wait is None or waits >= self.options.max_quota_waits:
-                self.echo(f"backend {backend.name}: quota exhausted, stopped: {quota}")
-                break
-            waits += 1
-            self.echo(f"backend {backend.name}: quota exhausted; trying again in {wait:g} s")
-            await asyncio.sleep(wait)
-            await _call(backend.handle.resume_after_quota.remote())
-            backend.quota = None
-            calls = await _call(self.store.pending.remote(names))
-
-    async def _feed(self, backend: _BackendRun, calls: Sequence[Pending]) -> str | None:
-        """Hand ``calls`` to the actor a chunk at a time; the quota message if it stopped.
-
-        A chunk lost with a dead actor goes to ``backend.lost`` with every chunk not yet fed.
-        """
-        chunks = [list(calls[i : i + CHUNK]) for i in range(0, len(calls), CHUNK)]
-        running: dict[asyncio.Future[ChunkOutcome], list[Pending]] = {}
-        try:
-            return await self._feed_chunks(backend, chunks, running)
-        except BaseException:
-            for future in running:  # interrupted: nobody will read these any more
-                future.cancel()
-            raise
-
-    async def _feed_chunks(
-        self,
-        backend: _BackendRun,
-        chunks: list[list[Pending]],
-        running: dict[asyncio.Future[ChunkOutcome], list[Pending]],
-    ) -> str | None:
-        quota: str | None = None
-        died = False
-        while chunks or running:
-            while chunks and len(running) < CHUNKS_IN_FLIGHT and quota is None and not died:
-                chunk = chunks.pop(0)
-                ref = backend.handle.run.remote(chunk)
-                running[asyncio.wrap_future(ref.future())] = chunk
-            if not running:
-                break
-            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for future in done:
-                chunk = running.pop(future)
-                try:
-                    outcome = future.result()
-                except RayActorError:
-                    died = True
-                    backend.lost.extend(chunk)
-                    continue
-                except RayTaskError as exc:
-                    raise _cause(exc) from None
-                backend.sent += outcome.calls
-                quota = quota or outcome.quota
-            if died:
-                backend.lost.extend(p for c in chunks for p in c)
-                chunks = []
-        return quota
-
-    # -- scoring ----------------------------------------------------------------------------
-
-    async def _score_to_the_end(self, runs: list[Any], scorer_ref: Any) -> int:
-        """Wait for the scorers (started with the run) until every stored answer has a score."""
-        for _ in range(MAX_SCORING_ROUNDS):
-            results = await asyncio.gather(*runs, return_exceptions=True)
-            for r in results:
-                if isinstance(r, RayTaskError):
-                    raise _cause(r) from None
-            left: int = await _call(self.store.unscored.remote())
-            if left == 0:
-                break
-            # A scorer died holding answers: queue them again, with a fresh scorer for each
-            # that died, and score what is left.
-            await _call(self.store.requeue_unscored.remote())
-            self.scorers = [
-                self._start_scorers(scorer_ref, 1)[0] if isinstance(r, RayActorError) else s
-                for s, r in zip(self.scorers, results, strict=True)
-            ]
-            runs = [s.run.remote(self.store) for s in self.scorers]
-        unscored: int = await _call(self.store.unscored.remote())
-        return unscored
+    def _score_again(self, i: int, lost: bool, scorer_ref: Any) -> asyncio.Task[Any]:
+        if lost:  # a fresh scorer for the one that died
+            self.scorers[i] = self._start_scorers(scorer_ref, 1)[0]
+        return self._scoring(self.scorers[i])
 
     # -- progress ---------------------------------------------------------------------------
 
@@ -611,7 +347,7 @@ class _Run:
 
     async def _show(self, begun: float) -> None:
         prices = {name: b.prices for name, b in self.experiment.backends.items()}
-        now = await read_run(self.store, {b.name: b.handle for b in self.backends})
+        now = await read_run(self.store, {b.name: b.handle for b in self.actors})
         self.show(snapshot(now, self._last_reading, begun, prices))
         self._last_reading = now
 
@@ -639,45 +375,3 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
             + (" (after the quota resets)" if any(b.quota for b in report.backends) else "")
         )
     return lines
-
-
-async def _when_name_free(
-    start: Callable[[], Any], ready: Callable[[Any], Any], failure: str
-) -> Any:
-    """Start a named actor and wait until ``ready`` says it serves; while an actor of that
-    name (a killed run's, a dead backend's) is still going away, try again for a while."""
-    deadline = time.monotonic() + NAME_WAIT_S
-    while True:
-        try:
-            handle = start()
-            await _call(ready(handle))
-            return handle
-        except ValueError as exc:  # Ray: the name is taken
-            if time.monotonic() >= deadline:
-                raise RunFailed(f"{failure}: {exc}") from None
-            await asyncio.sleep(0.2)
-
-
-def _key(p: Pending) -> tuple[str, str, int, str]:
-    return (p.configuration, p.condition, p.budget, p.qid)
-
-
-async def _call(ref: Any) -> Any:
-    """Await an actor call; an error of ours raised inside the actor comes out as itself."""
-    try:
-        return await ref
-    except RayTaskError as exc:
-        raise _cause(exc) from None
-
-
-def _cause(exc: RayTaskError) -> BaseException:
-    cause = exc.cause
-    if isinstance(cause, RunnerError | ConditionsError | ScoringError):
-        return cause
-    return exc
-
-
-async def _quietly(ref: Any) -> None:
-    # Tearing down: the actor may be gone already.
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout=10)

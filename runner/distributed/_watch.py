@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import ray
-from ray.exceptions import RayActorError, RayTaskError
-
 from runner._errors import RunnerError
-from runner._names import NAMESPACE, actor_name, run_tag
+from runner._names import actor_name, run_tag
+from runner.distributed import _ray
 from runner.distributed._actors import StoreClosed
 from runner.distributed._worker import WorkerStats
 from runner.experiment import Experiment
@@ -57,14 +53,9 @@ def watch_run(
     RunnerError
         No run of this experiment is going on the Ray cluster reached.
     """
-    if not ray.is_initialized():
-        ray.init(
-            address=address or os.environ.get("RAY_ADDRESS") or "auto",
-            logging_level=logging.ERROR,
-            log_to_driver=False,
-        )
+    _ray.connect(address, attach=True)
     tag = run_tag(experiment.store)
-    store = _actor(actor_name(tag, "store"))
+    store = _ray.named_actor(actor_name(tag, "store"))
     if store is None:
         raise RunnerError(f"{experiment.store}: no run of this experiment is going on this cluster")
     prices = {name: b.prices for name, b in experiment.backends.items()}
@@ -73,13 +64,13 @@ def watch_run(
         begun = time.monotonic()
         before: Reading | None = None
         while True:
-            backends = {n: _actor(actor_name(tag, f"backend-{n}")) for n in experiment.backends}
+            backends = {
+                n: _ray.named_actor(actor_name(tag, f"backend-{n}")) for n in experiment.backends
+            }
             try:
                 now = await read_run(store, backends)
-            except (RayActorError, StoreClosed):  # the run ended: its store is closed or gone
-                return
-            except RayTaskError as exc:
-                if isinstance(exc.cause, StoreClosed):
+            except Exception as exc:
+                if _ray.is_gone(exc, StoreClosed):  # the run ended: its store is closed or gone
                     return
                 raise
             show(snapshot(now, before, begun, prices))
@@ -87,10 +78,3 @@ def watch_run(
             await asyncio.sleep(every_s)
 
     asyncio.run(loop())
-
-
-def _actor(name: str) -> Any:
-    try:
-        return ray.get_actor(name, namespace=NAMESPACE)
-    except ValueError:
-        return None

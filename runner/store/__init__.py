@@ -16,7 +16,7 @@ from runner.store._schema import (
     SCORE_SCHEMA,
     Migration,
 )
-from runner.store._sql import check_query, query_store, read_only
+from runner.store._sql import Result, ThroughRun, check_query, query_store, read_only
 from runner.store._store import (
     CellProgress,
     ControlRow,
@@ -47,10 +47,12 @@ __all__ = [
     "ReferenceRow",
     "Registration",
     "ResponseRow",
+    "Result",
     "ScoreJob",
     "ScoreRow",
     "Store",
     "StoreError",
+    "ThroughRun",
     "check_query",
     "query_store",
     "read_only",

@@ -8,10 +8,10 @@ inside a transaction it rolls back; after the run the file is opened read-only.
 
 from __future__ import annotations
 
-import logging
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import duckdb
 
@@ -46,22 +46,27 @@ def check_query(sql: str) -> None:
         )
 
 
-def query_store(path: Path, sql: str, address: str | None = None) -> Result:
-    """Run a read-only query on the store at ``path``: the file if free, else the running
-    store actor of the run that holds it.
+# Runs a checked query through the store of the run that holds the file.
+ThroughRun = Callable[[Path, str], Result]
+
+
+def query_store(path: Path, sql: str, through_run: ThroughRun | None = None) -> Result:
+    """Run a read-only query on the store at ``path``: the file if free, else — given
+    ``through_run`` — the running store of the run that holds it.
 
     Raises
     ------
     StoreError
-        The query is not read-only, fails, or the file is held by no run this process can reach.
+        The query is not read-only, fails, or the file is held by a run this process cannot
+        reach.
     """
     check_query(sql)
     try:
         con = read_only(path)
     except StoreError as exc:
-        if "a run holds the file" not in str(exc):
+        if "a run holds the file" not in str(exc) or through_run is None:
             raise
-        return _through_run(path, sql, address)
+        return through_run(path, sql)
     with con:
         return run_query(con, sql, path)
 
@@ -97,27 +102,3 @@ def run_query(con: duckdb.DuckDBPyConnection, sql: str, where: Path | str) -> Re
         return names, result.fetchall()
     except duckdb.Error as exc:
         raise StoreError(f"{where}: {first_line(exc)}") from None
-
-
-def _through_run(path: Path, sql: str, address: str | None) -> Result:
-    import ray  # only for a running store
-
-    from runner._names import NAMESPACE, actor_name, run_tag
-
-    if not ray.is_initialized():
-        ray.init(address=address or "auto", logging_level=logging.ERROR, log_to_driver=False)
-    try:
-        store: Any = ray.get_actor(actor_name(run_tag(path), "store"), namespace=NAMESPACE)
-    except ValueError:
-        raise StoreError(
-            f"{path}: another process holds the file, and no groundbench run of it is "
-            "reachable on this Ray cluster"
-        ) from None
-    try:
-        result = cast(Result, ray.get(store.query.remote(sql)))
-    except ray.exceptions.RayTaskError as exc:
-        cause: object = exc.cause
-        if isinstance(cause, StoreError):
-            raise cause from None
-        raise
-    return result

@@ -117,7 +117,7 @@ def test_the_paper_experiment_file_is_the_paper_grid() -> None:
 def test_a_store_keeps_its_cohort_and_refuses_another_spec(
     tmp_path: Path, small_root: DataRoot
 ) -> None:
-    from runner.distributed import ensure_cohort
+    from runner.plan import ensure_cohort
 
     text = (
         f'store = "exp.duckdb"\nimages = "{small_root.images}"\n'
@@ -149,7 +149,7 @@ def _box_experiment(tmp_path: Path, benchmark: str = "refbench-pro", extra: str 
 def test_a_box_store_keeps_its_benchmark_and_refuses_another_task(
     tmp_path: Path, small_root: DataRoot
 ) -> None:
-    from runner.distributed import ensure_questions
+    from runner.plan import ensure_questions
 
     path = _box_experiment(tmp_path)
     experiment = load_experiment(path)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conditions import ProtocolMismatchError
-from runner.distributed import RunOptions, Scorer, watch_run
+from runner.distributed import RunOptions, Scorer, query_running_store, watch_run
 from runner.experiment import load_experiment
 from runner.monitor import Snapshot
 from runner.simulator import Behaviour, Faults, SimSpec, Simulator
@@ -176,10 +176,14 @@ def test_sql_answers_during_a_run_through_its_store_and_refuses_writes(run: RunS
         until(lambda: sim.stats.answered >= 20)
         with pytest.raises(StoreError, match="a run holds the file"):
             read_only(run.store)
-        names, rows = query_store(run.store, "SELECT count(*) AS n FROM responses")
+        with pytest.raises(StoreError, match="a run holds the file"):
+            query_store(run.store, "SELECT 1")  # no way to reach the run given
+        names, rows = query_store(
+            run.store, "SELECT count(*) AS n FROM responses", query_running_store
+        )
         assert names == ["n"] and rows[0][0] >= 20
         with pytest.raises(StoreError, match="not DELETE"):
-            query_store(run.store, "DELETE FROM responses")
+            query_store(run.store, "DELETE FROM responses", query_running_store)
     assert result[0].complete
     assert_every_key_once(run.store)
 

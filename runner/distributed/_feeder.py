@@ -1,0 +1,224 @@
+"""The run's policy: which calls go to which backend, when, and what happens when one fails.
+
+Plain asyncio, no Ray. The driver hands :class:`Feeder` small ports over its actors (a backend
+that runs a chunk of calls, the store that says what is pending); tests hand it in-process
+:class:`BackendWorker`\\ s and fakes that die. The rules that decide whether a paid call is lost
+or sent twice all live here:
+
+- **back-pressure**: a backend holds at most ``chunks_in_flight`` chunks of ``chunk`` calls
+  (one running, one queued), never 120,000 futures;
+- **a dead worker**: the chunks it held and every chunk not yet fed are lost *from this feed*,
+  not from the run; a new worker is started (at most ``max_restarts`` times) and fed only those
+  of the lost calls the store still has pending — a call whose record landed is never resent;
+- **quota**: a backend that reports a quota error gets no further chunk; after an optional wait
+  it resumes with what the store then has pending, else it stops and the others go on;
+- **scoring rounds**: when the scorers finish with answers still unscored (one died holding
+  them), the answers are queued again and a fresh scorer replaces each dead one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from runner._errors import RunnerError
+from runner.distributed._worker import ChunkOutcome
+from runner.store import Pending
+
+Echo = Callable[[str], None]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class RunFailed(RunnerError):
+    """The run could not go on (an actor kept dying, the store failed)."""
+
+
+class WorkerLost(RunnerError):
+    """A backend's or scorer's worker died (its process, its node) with work in hand."""
+
+
+class BackendPort(Protocol):
+    """One backend's worker, wherever it runs."""
+
+    async def run(self, chunk: list[Pending]) -> ChunkOutcome:
+        """Make the chunk's calls; :class:`WorkerLost` if the worker dies meanwhile."""
+        ...
+
+    async def resume_after_quota(self) -> None:
+        """Accept calls again after a quota error."""
+        ...
+
+
+class PendingSource(Protocol):
+    """The store, as the feeder asks it."""
+
+    async def pending(self, configurations: Sequence[str]) -> list[Pending]:
+        """The calls of ``configurations`` with no finished record yet."""
+        ...
+
+    async def unscored(self) -> int:
+        """Stored answers without a score."""
+        ...
+
+    async def requeue_unscored(self) -> None:
+        """Hand answers a scorer took but never scored to the next scorer that asks."""
+        ...
+
+
+@dataclass(frozen=True)
+class FeedPolicy:
+    chunk: int = 512  # calls per chunk handed to a backend's worker
+    chunks_in_flight: int = 2  # per backend: one running, one queued behind it
+    max_restarts: int = 3  # per backend and run
+    wait_on_quota_s: float | None = None  # wait this long after a quota error, then go on
+    max_quota_waits: int = 1
+    max_scoring_rounds: int = 3
+
+
+@dataclass
+class Feed:
+    """One backend as the feeder drives it, and what became of it."""
+
+    name: str
+    configurations: tuple[str, ...]
+    port: BackendPort
+    restart: Callable[[], Awaitable[BackendPort]]  # a new worker for this backend
+    quota: str | None = None  # the quota error that stopped it, if one did
+    restarts: int = 0
+    sent: int = 0  # requests whose attempts finished
+
+
+class Feeder:
+    """Feeds each backend its pending calls under a :class:`FeedPolicy`."""
+
+    def __init__(
+        self,
+        store: PendingSource,
+        policy: FeedPolicy = FeedPolicy(),
+        echo: Echo = print,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self._store = store
+        self._policy = policy
+        self._echo = echo
+        self._sleep = sleep
+
+    async def drive(self, feed: Feed) -> None:
+        """Send every pending call of ``feed``'s configurations, through restarts and quota.
+
+        Raises
+        ------
+        RunFailed
+            The backend's worker died more often than the policy allows.
+        """
+        calls = await self._store.pending(feed.configurations)
+        waits = 0
+        while calls:
+            quota, lost = await self._feed(feed, calls)
+            if lost:
+                calls = await self._after_death(feed, lost)
+                continue
+            if quota is None:
+                return
+            feed.quota = quota
+            wait = self._policy.wait_on_quota_s
+            if wait is None or waits >= self._policy.max_quota_waits:
+                self._echo(f"backend {feed.name}: quota exhausted, stopped: {quota}")
+                return
+            waits += 1
+            self._echo(f"backend {feed.name}: quota exhausted; trying again in {wait:g} s")
+            await self._sleep(wait)
+            await feed.port.resume_after_quota()
+            feed.quota = None
+            calls = await self._store.pending(feed.configurations)
+
+    async def _after_death(self, feed: Feed, lost: list[Pending]) -> list[Pending]:
+        """A new worker for ``feed``; the lost calls the store still has pending."""
+        feed.restarts += 1
+        if feed.restarts > self._policy.max_restarts:
+            raise RunFailed(f"backend {feed.name}: its actor died {feed.restarts} times")
+        feed.port = await feed.restart()
+        # Only what the store still lacks: a call whose record landed before the worker died
+        # was paid for, and is not sent again.
+        keys = {_key(p) for p in lost}
+        now = await self._store.pending(feed.configurations)
+        calls = [p for p in now if _key(p) in keys]
+        self._echo(f"backend {feed.name}: actor restarted; {len(calls)} calls re-sent")
+        return calls
+
+    async def _feed(self, feed: Feed, calls: Sequence[Pending]) -> tuple[str | None, list[Pending]]:
+        """Hand ``calls`` to the worker a chunk at a time, at most ``chunks_in_flight`` at
+        once: the quota message if it stopped, and the calls lost if it died."""
+        size = self._policy.chunk
+        chunks = [list(calls[i : i + size]) for i in range(0, len(calls), size)]
+        running: dict[asyncio.Task[ChunkOutcome], list[Pending]] = {}
+        quota: str | None = None
+        lost: list[Pending] = []
+        try:
+            while chunks or running:
+                while chunks and len(running) < self._policy.chunks_in_flight:
+                    if quota is not None or lost:
+                        break
+                    chunk = chunks.pop(0)
+                    running[asyncio.ensure_future(feed.port.run(chunk))] = chunk
+                if not running:
+                    break
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    chunk = running.pop(task)
+                    try:
+                        outcome = task.result()
+                    except WorkerLost:
+                        lost.extend(chunk)
+                        continue
+                    feed.sent += outcome.calls
+                    quota = quota or outcome.quota
+                if lost:  # nothing more goes to a dead worker
+                    lost.extend(p for c in chunks for p in c)
+                    chunks = []
+        finally:
+            forget(running)  # interrupted: nobody will read these any more
+        return quota, lost
+
+
+async def score_to_the_end(
+    store: PendingSource,
+    runs: Sequence[Awaitable[None]],
+    again: Callable[[int, bool], Awaitable[None]],
+    rounds: int = FeedPolicy.max_scoring_rounds,
+) -> int:
+    """Wait for the scorers' runs until every stored answer has a score; the answers still
+    unscored after ``rounds`` rounds.
+
+    ``again(i, lost)`` is scorer ``i``'s next run: on a fresh scorer when ``lost`` (it died),
+    else on the same one. A scorer's error other than dying is raised.
+    """
+    current = list(runs)
+    for round_ in range(1, rounds + 1):
+        results = await asyncio.gather(*current, return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException) and not isinstance(r, WorkerLost):
+                raise r
+        left = await store.unscored()
+        if left == 0 or round_ == rounds:
+            return left
+        # A scorer died holding answers: queue them again and score what is left.
+        await store.requeue_unscored()
+        current = [again(i, isinstance(r, WorkerLost)) for i, r in enumerate(results)]
+    return await store.unscored()  # rounds < 1: nothing awaited
+
+
+def forget(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Cancel what still runs and read what ended, so asyncio logs no "exception never
+    retrieved" for work nobody will look at any more."""
+    for task in tasks:
+        if not task.done():
+            task.cancel()
+        elif not task.cancelled():
+            task.exception()
+
+
+def _key(p: Pending) -> tuple[str, str, int, str]:
+    return (p.configuration, p.condition, p.budget, p.qid)
