@@ -17,7 +17,7 @@ from typing import Any
 
 from conditions import Request
 from runner.backends._errors import CallError, Fatal, QuotaExhausted, RateLimited, Transient
-from runner.backends._providers import Provider, thinking_fields
+from runner.backends._providers import Provider, thinking_fields, wire_codes
 from runner.backends._secrets import ApiKey, redact
 from runner.backends._wire import (
     IMAGE_SLOT,
@@ -32,31 +32,11 @@ from runner.backends._wire import (
     splice_json,
 )
 
-# Terminal: the account must be topped up or a limit raised before any call can succeed.
-QUOTA_CODES = frozenset({
-    # OpenAI: out of credit, or a spend limit reached (error.type stays insufficient_quota)
-    "insufficient_quota", "billing_hard_limit_reached", "billing_not_active",
-    "credit_balance_exhausted", "organization_spend_limit_exceeded",
-    "project_spend_limit_exceeded", "access_terminated",
-    # DashScope: arrears, free tier used up in "free tier only" mode
-    "Arrearage", "AllocationQuota.FreeTierOnly",
-    # Ark: the account is overdue
-    "AccountOverdueError",
-    # Kimi: balance spent
-    "exceeded_current_quota_error",
-})  # fmt: skip
-# Throttles: wait and try again.
-RATE_CODES = frozenset({
-    "rate_limit_exceeded", "rate_limit_reached_error", "requests", "tokens",
-    "Throttling", "Throttling.RateQuota", "Throttling.BurstRate", "Throttling.AllocationQuota",
-    "RateLimitExceeded", "RateLimitExceeded.EndpointRPMExceeded",
-    "RateLimitExceeded.EndpointTPMExceeded", "QuotaExceeded",
-})  # fmt: skip
-# Overload and server faults reported with a 4xx or 429: retry with backoff.
-TRANSIENT_CODES = frozenset({
-    "engine_overloaded_error", "engine_overloaded", "server_error", "ServerOverloaded",
-    "InternalError", "InternalError.Algo", "ServiceUnavailable", "timeout",
-})  # fmt: skip
+# Every OpenAI-wire provider's codes (each listed in its own unit, ``_providers/``).
+_CODES = wire_codes("openai")
+QUOTA_CODES = _CODES.quota  # terminal: the account must be topped up or a limit raised
+RATE_CODES = _CODES.rate  # throttles: wait and try again
+TRANSIENT_CODES = _CODES.transient  # overload and server faults sent as a 4xx or 429
 # DashScope's Throttling.AllocationQuota is a per-minute allocation unless its message says a
 # plan or free allocation is used up: then no wait will bring it back.
 _PLAN_SPENT = re.compile(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from runner.backends import CallError, classify_gemini, classify_openai
+from runner.backends import PROVIDERS, CallError, classify_gemini, classify_openai
 
 from .recorded import RECORDED, Recorded
 
@@ -39,3 +41,28 @@ def test_a_masked_key_in_an_error_body_is_redacted() -> None:
     r = next(r for r in RECORDED if r.name == "openai 401")
     message = str(_classify(r))
     assert "sk-proj" not in message and "[redacted]" in message
+
+
+def _declared() -> list[tuple[str, str, str]]:
+    """(provider, code, kind) for every code a provider unit declares."""
+    out = []
+    for p in PROVIDERS.values():
+        for kind, names in (("quota", p.errors.quota), ("rate-limited", p.errors.rate),
+                            ("transient", p.errors.transient)):  # fmt: skip
+            out.extend((p.name, code, kind) for code in sorted(names))
+    return out
+
+
+@pytest.mark.parametrize(("provider", "code", "kind"), _declared())
+@pytest.mark.parametrize("status", [400, 429])
+def test_every_code_a_provider_declares_is_read_as_it_says(
+    provider: str, code: str, kind: str, status: int
+) -> None:
+    body = json.dumps({"error": {"code": code, "message": "m", "type": "t"}}).encode()
+    assert classify_openai(status, {}, body).kind == kind, (provider, code)
+
+
+def test_each_openai_wire_provider_declares_its_own_codes() -> None:
+    for p in PROVIDERS.values():
+        declared = p.errors.quota | p.errors.rate | p.errors.transient
+        assert bool(declared) == (p.protocol == "openai"), p.name  # Gemini reads rpc statuses
