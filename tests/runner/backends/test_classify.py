@@ -45,7 +45,7 @@ def test_a_masked_key_in_an_error_body_is_redacted() -> None:
 
 def _declared() -> list[tuple[str, str, str]]:
     """(provider, code, kind) for every code a provider unit declares."""
-    out = []
+    out: list[tuple[str, str, str]] = []
     for p in PROVIDERS.values():
         for kind, names in (("quota", p.errors.quota), ("rate-limited", p.errors.rate),
                             ("transient", p.errors.transient)):  # fmt: skip
