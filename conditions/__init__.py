@@ -94,6 +94,7 @@ from conditions._images import (
 )
 from conditions._layout import SOURCE_NAMES, SOURCES, DataRoot, Source, SourceIndex, source_named
 from conditions._metadata import GROUPS, Tertiles, Thresholds, semantic_group
+from conditions._prompts import TEMPLATES as PROMPT_TEMPLATES
 from conditions._prompts import box_prompt, polygon_prompt
 from conditions._refs import Ref, Sentence, load_plain_pickle, load_refs
 from conditions._requests import (
@@ -137,6 +138,7 @@ __all__ = [
     "MAX_SIDE",
     "PALETTE",
     "PAPER_CONFIGURATIONS",
+    "PROMPT_TEMPLATES",
     "READERS",
     "REASONINGS",
     "REJECTION_DIMENSIONS",

@@ -21,26 +21,21 @@ import hashlib
 import json
 import math
 import random
-import re
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
 
 from aiohttp import web
 
 from conditions import (
-    BOX_BENCHMARK_PROMPTS,
-    Benchmark,
     BoxQuestion,
     BoxSet,
     Cohort,
     Question,
     Questions,
-    Reasoning,
     Variant,
     VariantCache,
     capped_size,
@@ -48,33 +43,15 @@ from conditions import (
 )
 from runner.simulator._boxes import box_answer
 from runner.simulator._model import Answer, Seen, Truth, answer
+from runner.simulator._prompts import BOX_PROMPTS, COLOUR, SPATIAL, expression_and_budget
 from runner.simulator._spec import SimSpec
+from runner.simulator._wires import WIRES, BadRequest, Parsed, Usage, WireFormat, wire_for
 
-Wire = Literal["openai", "gemini"]
-
-_EXPRESSION = re.compile(r'this expression: "(.*)"\.\n', re.DOTALL)
-_BUDGET = re.compile(r"with exactly (\d+) vertices")
-_SPATIAL = re.compile(r"Hint: the object is in the (.+?) of the image\.")
-_COLOUR = re.compile(r"Hint: the object is mostly (\w+)\.")
-_GEMINI_PATH = re.compile(r"/models/([^/:]+):generateContent$")
 _IMAGE_TOKEN = 28
 # The request id a client may choose (OpenAI's name for it): one per call, kept on retries.
 CALL_ID_HEADER = "X-Client-Request-Id"
 # Most requests send the full image: index those first, the rarer variants only when needed.
 _INDEX_PASSES: tuple[tuple[Variant, ...], ...] = (("full",), ("half", "grey"))
-
-
-def _box_prompt_pattern(template: str) -> re.Pattern[str]:
-    """A benchmark's prompt as a pattern whose one group is the expression."""
-    marker = "\x00EXPRESSION\x00"
-    escaped = re.escape(template.format(expression=marker))
-    return re.compile(escaped.replace(re.escape(marker), "(.*)"), re.DOTALL)
-
-
-_BOX_PROMPTS: dict[Benchmark, tuple[tuple[Reasoning, re.Pattern[str]], ...]] = {
-    benchmark: tuple((r, _box_prompt_pattern(t)) for r, t in prompts.items())
-    for benchmark, prompts in BOX_BENCHMARK_PROMPTS.items()
-}
 
 
 @dataclass
@@ -93,20 +70,6 @@ class SimStats:
     def paid_twice(self) -> int:
         """Answers made again for a call already answered: what a client paid more than once."""
         return sum(n - 1 for n in self.paid.values())
-
-
-@dataclass(frozen=True)
-class Parsed:
-    wire: Wire
-    model: str
-    prompt: str
-    image_b64: bytes | None
-    thinking: bool
-    temperature: float | None
-
-
-class BadRequest(Exception):
-    """The request is not one the real API would accept (answered with a 400)."""
 
 
 class Simulator:
@@ -151,9 +114,9 @@ class Simulator:
     # -- the request ---------------------------------------------------------------------
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        wire: Wire = "gemini" if request.path.endswith(":generateContent") else "openai"
-        if not request.path.endswith(("/chat/completions", ":generateContent")):
-            return self._error(wire, 404, "not_found", "no such endpoint", {})
+        wire = wire_for(request.path)
+        if wire is None:
+            return self._error(WIRES[0], 404, "not_found", "no such endpoint", {})
         if not self._authorised(request, wire):
             return self._error(wire, 401, "invalid_api_key", self._bad_key_message(request), {})
         headers = self._admit()
@@ -191,12 +154,8 @@ class Simulator:
             return await self._truncated(request, body, headers)
         return self._send(200, body, headers)
 
-    def _authorised(self, request: web.Request, wire: Wire) -> bool:
-        given = (
-            request.headers.get("x-goog-api-key", "")
-            if wire == "gemini"
-            else request.headers.get("Authorization", "").removeprefix("Bearer ")
-        )
+    def _authorised(self, request: web.Request, wire: WireFormat) -> bool:
+        given = wire.given_key(request.headers)
         return bool(given) and (self.spec.api_key is None or given == self.spec.api_key)
 
     @staticmethod
@@ -222,7 +181,7 @@ class Simulator:
         think-first prompt)."""
         benchmark = questions.benchmark
         asked = next(
-            ((r, m) for r, p in _BOX_PROMPTS[benchmark] if (m := p.fullmatch(parsed.prompt))),
+            ((r, m) for r, p in BOX_PROMPTS[benchmark] if (m := p.fullmatch(parsed.prompt))),
             None,
         )
         found = None
@@ -243,10 +202,7 @@ class Simulator:
         return self.questions.question(qid)
 
     def _see(self, cohort: Cohort, parsed: Parsed, image: str | None) -> Seen:
-        match = _EXPRESSION.search(parsed.prompt)
-        expression = match.group(1) if match else ""
-        budget_match = _BUDGET.search(parsed.prompt)
-        budget = int(budget_match.group(1)) if budget_match else 0
+        expression, budget = expression_and_budget(parsed.prompt)
         qid: str | None = None
         variant: Variant = "none"
         if image is not None:
@@ -255,9 +211,9 @@ class Simulator:
         spatial = colour = None
         if qid is not None:
             q = cohort.question(qid)
-            if m := _SPATIAL.search(parsed.prompt):
+            if m := SPATIAL.search(parsed.prompt):
                 spatial = _truth(m.group(1) == q.cell)
-            if m := _COLOUR.search(parsed.prompt):
+            if m := COLOUR.search(parsed.prompt):
                 colour = _truth(m.group(1) == q.colour)
         return Seen(
             qid, expression, budget, variant, spatial, colour, parsed.thinking, parsed.temperature
@@ -359,7 +315,7 @@ class Simulator:
             "x-ratelimit-reset-requests": f"{full_in:.3f}s",
         }
 
-    def _throttle(self, wire: Wire) -> web.Response:
+    def _throttle(self, wire: WireFormat) -> web.Response:
         self.stats.faults["rate-limited"] += 1
         self.stats.throttled_at.append(time.monotonic())
         wait = (1.0 - self._tokens) / self._rate
@@ -369,34 +325,16 @@ class Simulator:
             headers["retry-after-ms"] = str(max(1, math.ceil(wait * 1000)))
         elif style == "seconds":
             headers["Retry-After"] = str(max(1, math.ceil(wait)))
-        if wire == "gemini":
-            details = [_quota_failure("GenerateRequestsPerMinutePerProjectPerModel")]
-            if style != "none":
-                details.append(
-                    {
-                        "@type": "type.googleapis.com/google.rpc.RetryInfo",
-                        "retryDelay": f"{wait:.3f}s",
-                    }
-                )
-            return self._gemini_error(
-                429, "RESOURCE_EXHAUSTED", "Resource exhausted.", details, headers
-            )
-        message = "Rate limit reached for requests per minute. Please try again later."
-        return self._error(wire, 429, "rate_limit_exceeded", message, headers)
+        status, doc = wire.throttled(wait, tells_wait=style != "none")
+        return self._send(status, json.dumps(doc).encode(), headers)
 
-    def _quota(self, wire: Wire) -> web.Response:
-        if wire == "gemini":
-            details = [_quota_failure("GenerateRequestsPerDayPerProjectPerModel")]
-            message = "You exceeded your current quota, please check your plan and billing details."
-            return self._gemini_error(429, "RESOURCE_EXHAUSTED", message, details, {})
-        message = "You exceeded your current quota, please check your plan and billing details."
-        return self._error(wire, 429, "insufficient_quota", message, {})
+    def _quota(self, wire: WireFormat) -> web.Response:
+        status, doc = wire.quota_spent()
+        return self._send(status, json.dumps(doc).encode(), {})
 
-    def _overloaded(self, wire: Wire, headers: dict[str, str]) -> web.Response:
-        if wire == "gemini":
-            return self._gemini_error(503, "UNAVAILABLE", "The model is overloaded.", [], headers)
-        message = "The engine is currently overloaded, please try again later"
-        return self._error(wire, 429, "engine_overloaded_error", message, headers)
+    def _overloaded(self, wire: WireFormat, headers: dict[str, str]) -> web.Response:
+        status, doc = wire.overloaded()
+        return self._send(status, json.dumps(doc).encode(), headers)
 
     # -- writing -------------------------------------------------------------------------
 
@@ -407,19 +345,9 @@ class Simulator:
         )
 
     def _error(
-        self, wire: Wire, status: int, code: str, message: str, headers: dict[str, str]
+        self, wire: WireFormat, status: int, code: str, message: str, headers: dict[str, str]
     ) -> web.Response:
-        if wire == "gemini":
-            rpc = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUND"}
-            return self._gemini_error(status, rpc.get(status, "INTERNAL"), message, [], headers)
-        body = {"error": {"message": message, "type": code, "param": None, "code": code}}
-        return self._send(status, json.dumps(body).encode(), headers)
-
-    def _gemini_error(
-        self, status: int, rpc: str, message: str, details: list[Any], headers: dict[str, str]
-    ) -> web.Response:
-        body = {"error": {"code": status, "message": message, "status": rpc, "details": details}}
-        return self._send(status, json.dumps(body).encode(), headers)
+        return self._send(status, json.dumps(wire.error(status, code, message)).encode(), headers)
 
     async def _reset(self, request: web.Request) -> web.StreamResponse:
         self.stats.statuses[0] += 1
@@ -463,19 +391,8 @@ def _digest(b64: bytes) -> str:
     return hashlib.sha256(str(len(b64)).encode() + b":" + sample).hexdigest()
 
 
-def _quota_failure(quota_id: str) -> dict[str, Any]:
-    return {
-        "@type": "type.googleapis.com/google.rpc.QuotaFailure",
-        "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_requests",
-                        "quotaId": quota_id}],
-    }  # fmt: skip
-
-
-_IMAGE_MARKERS: dict[Wire, bytes] = {"openai": b";base64,", "gemini": b'"data":"'}
-
-
-def _parse(wire: Wire, path: str, raw: bytes) -> Parsed:
-    emptied, lifted = _lift_image(wire, raw)
+def _parse(wire: WireFormat, path: str, raw: bytes) -> Parsed:
+    emptied, lifted = _lift_image(wire.image_marker, raw)
     if lifted is not None:
         parsed = _decode(wire, path, emptied)
         # What was cut out is the image only if the image is what came out empty (a prompt
@@ -485,7 +402,7 @@ def _parse(wire: Wire, path: str, raw: bytes) -> Parsed:
     return _decode(wire, path, raw)
 
 
-def _decode(wire: Wire, path: str, raw: bytes) -> Parsed:
+def _decode(wire: WireFormat, path: str, raw: bytes) -> Parsed:
     try:
         doc = json.loads(raw)
     except ValueError as exc:
@@ -493,99 +410,37 @@ def _decode(wire: Wire, path: str, raw: bytes) -> Parsed:
     if not isinstance(doc, dict):
         raise BadRequest("body is not a JSON object")
     try:
-        return _parse_gemini(path, doc) if wire == "gemini" else _parse_openai(doc)
+        return wire.parse(path, doc)
     except (KeyError, IndexError, TypeError, AttributeError) as exc:
         raise BadRequest(f"request is missing a field: {exc}") from None
 
 
-def _lift_image(wire: Wire, raw: bytes) -> tuple[bytes, bytes | None]:
+def _lift_image(marker_text: bytes, raw: bytes) -> tuple[bytes, bytes | None]:
     """``raw`` with the base64 image string emptied, and the image; or ``raw`` unchanged.
 
     Decoding 200 KB of JSON cost the server more than anything else it does; the image is one
     escape-free string that a byte search finds. Anything unexpected falls back to the full
     decode.
     """
-    marker = raw.find(_IMAGE_MARKERS[wire])
+    marker = raw.find(marker_text)
     if marker < 0:
         return raw, None
-    start = marker + len(_IMAGE_MARKERS[wire])
+    start = marker + len(marker_text)
     end = raw.find(b'"', start)
     if end < 0 or raw.find(b"\\", start, end) >= 0:
         return raw, None
     return raw[:start] + raw[end:], raw[start:end]
 
 
-def _parse_openai(doc: dict[str, Any]) -> Parsed:
-    model = doc["model"]
-    prompt, image = "", None
-    for part in doc["messages"][-1]["content"]:
-        if part["type"] == "text":
-            prompt += part["text"]
-        elif part["type"] == "image_url":
-            image = part["image_url"]["url"].split(",", 1)[1].encode()
-    thinking = doc.get("enable_thinking", True) is not False
-    if isinstance(doc.get("thinking"), dict):
-        thinking = doc["thinking"].get("type") != "disabled"
-    if doc.get("reasoning_effort") == "none":
-        thinking = False
-    return Parsed("openai", str(model), prompt, image, thinking, doc.get("temperature"))
-
-
-def _parse_gemini(path: str, doc: dict[str, Any]) -> Parsed:
-    match = _GEMINI_PATH.search(path)
-    if match is None:
-        raise BadRequest(f"no model in {path}")
-    prompt, image = "", None
-    for part in doc["contents"][-1]["parts"]:
-        if "text" in part:
-            prompt += part["text"]
-        inline = part.get("inline_data") or part.get("inlineData")
-        if inline is not None:
-            image = inline["data"].encode()
-    config = doc.get("generationConfig", {})
-    thinking = config.get("thinkingConfig", {}).get("thinkingBudget") != 0
-    return Parsed("gemini", match.group(1), prompt, image, thinking, config.get("temperature"))
-
-
-def _reply_body(wire: Wire, parsed: Parsed, reply: Answer, serial: int, image_tokens: int) -> bytes:
-    input_tokens = len(parsed.prompt) // 4 + image_tokens
-    output_tokens = max(1, len(reply.text) // 3)
-    reasoning_tokens = len(reply.reasoning) // 4
-    if wire == "gemini":
-        parts: list[dict[str, Any]] = []
-        if reply.reasoning:
-            parts.append({"text": reply.reasoning, "thought": True})
-        parts.append({"text": reply.text})
-        doc: dict[str, Any] = {
-            "candidates": [
-                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
-            ],
-            "usageMetadata": {
-                "promptTokenCount": input_tokens,
-                "candidatesTokenCount": output_tokens,
-                "thoughtsTokenCount": reasoning_tokens,
-                "totalTokenCount": input_tokens + output_tokens + reasoning_tokens,
-            },
-            "modelVersion": parsed.model,
-            "responseId": f"sim-{serial}",
-        }
-    else:
-        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
-        if reply.reasoning:
-            message["reasoning_content"] = reply.reasoning
-        doc = {
-            "id": f"chatcmpl-sim-{serial}",
-            "object": "chat.completion",
-            "model": parsed.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {
-                "prompt_tokens": input_tokens,
-                "completion_tokens": output_tokens + reasoning_tokens,
-                "total_tokens": input_tokens + output_tokens + reasoning_tokens,
-                "completion_tokens_details": {"reasoning_tokens": reasoning_tokens},
-            },
-        }
-    return json.dumps(doc).encode()
+def _reply_body(
+    wire: WireFormat, parsed: Parsed, reply: Answer, serial: int, image_tokens: int
+) -> bytes:
+    usage = Usage(
+        input=len(parsed.prompt) // 4 + image_tokens,
+        output=max(1, len(reply.text) // 3),
+        reasoning=len(reply.reasoning) // 4,
+    )
+    return json.dumps(wire.answer(parsed, reply, serial, usage)).encode()
 
 
 @asynccontextmanager

@@ -20,6 +20,7 @@ from runner.backends import protocol_for, provider_named
 from runner.backends._providers import PROVIDERS, thinking_fields
 from runner.backends._wire import IMAGE_SLOT
 from runner.simulator._server import _parse
+from runner.simulator._wires import wire_for
 
 TRICKY = [
     IMAGE_SLOT, ";base64,", '"data":"', "data:image/jpeg;base64,", '"', "\\", "\x00", "\n",
@@ -78,8 +79,9 @@ def test_every_request_body_reads_back_exactly_what_was_asked(
     assert expected_fields is not None
     doc = json.loads(body)
     assert isinstance(doc, dict)
-    wire = PROVIDERS[provider].protocol
     path = protocol.url("http://h/v1").removeprefix("http://h")
+    wire = wire_for(path)
+    assert wire is not None and wire.name == PROVIDERS[provider].protocol
     seen = _parse(wire, path, body)
     assert seen.model == model and seen.prompt == prompt
     if image is None:

@@ -11,6 +11,7 @@ import aiohttp
 from conditions import Cohort, DataRoot, VariantCache
 from runner.simulator import SimSpec, Simulator, serving
 from runner.simulator._server import _lift_image
+from runner.simulator._wires import OpenAIWire
 from tests.runner.test_against_simulator import QWEN, _ask_all, _requests, _run
 
 
@@ -34,13 +35,13 @@ def test_the_same_seed_gives_the_same_answers(
 
 def test_the_image_is_found_without_decoding_it_and_odd_bodies_fall_back() -> None:
     body = json.dumps({"messages": [{"content": [{"image_url": {"url": "data:x;base64,QUJD"}}]}]})
-    rest, image = _lift_image("openai", body.encode())
+    rest, image = _lift_image(OpenAIWire.image_marker, body.encode())
     assert (
         image == b"QUJD"
         and json.loads(rest)["messages"][0]["content"][0]["image_url"]["url"] == "data:x;base64,"
     )
     escaped = body.replace("QUJD", "QU\\/JD").encode()
-    assert _lift_image("openai", escaped) == (escaped, None)
+    assert _lift_image(OpenAIWire.image_marker, escaped) == (escaped, None)
 
 
 def test_a_bad_request_is_a_400_in_the_protocols_own_shape(
