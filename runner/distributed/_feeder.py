@@ -2,8 +2,8 @@
 
 Plain asyncio, no Ray. The driver hands :class:`Feeder` small ports over its actors (a backend
 that runs a chunk of calls, the store that says what is pending); tests hand it in-process
-:class:`BackendWorker`\\ s and fakes that die. The rules that decide whether a paid call is lost
-or sent twice all live here:
+workers and fakes that die. The rules that decide whether a paid call is lost or sent twice all
+live here:
 
 - **back-pressure**: a backend holds at most ``chunks_in_flight`` chunks of ``chunk`` calls
   (one running, one queued), never 120,000 futures;
