@@ -21,25 +21,16 @@ from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletionContentPartParam, ChatCompletionMessageParam
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
-from conditions import (
-    PAPER_CONFIGURATIONS,
-    Cohort,
-    Configuration,
-    DataRoot,
-    Decoding,
-    ImageBlob,
-    Request,
-    RequestBuilder,
-    RequestKey,
-    Thinking,
-    VariantCache,
-    plan,
-)
+from conditions import Cohort, DataRoot, Request, Thinking, VariantCache
+from runner._errors import ConfigError
 from runner.backends import PROVIDERS, GeminiGenerate, OpenAIChat, thinking_fields
 from runner.backends._wire import IMAGE_SLOT
-from runner.simulator import Behaviour, SimSpec, Simulator, serving
+from runner.simulator import SimSpec, Simulator, serving
+from tests.runner.backends.test_wire import IMAGE
+from tests.runner.backends.test_wire import _request as _wire_request
+from tests.runner.test_against_simulator import CLEAN, GEMINI, QWEN
+from tests.runner.test_against_simulator import _requests as _simulator_requests
 
-IMAGE = ImageBlob(b"\xff\xd8jpeg-bytes\x00\x01", "image/jpeg", 640, 480)
 OPENAI_WIRE = sorted(name for name, p in PROVIDERS.items() if p.protocol == "openai")
 THINKING = [
     Thinking(mode="off"),
@@ -61,16 +52,14 @@ def _cases(providers: list[str]) -> list[tuple[str, Thinking]]:
     return [(p, t) for p in providers for t in THINKING if _expressible(p, t)]
 
 
-def _request(thinking: Thinking, temperature: float | None = 0.0) -> Request:
-    decoding = Decoding(thinking=thinking, temperature=temperature, max_output_tokens=4096)
-    return Request(RequestKey("c", "base", "refcoco:1", 8), "p" * 64, "Outline the cat.",
-                   IMAGE, decoding, 0)  # fmt: skip
+def _request(thinking: Thinking) -> Request:
+    return _wire_request(thinking, temperature=0.0)
 
 
 def _expressible(provider: str, thinking: Thinking) -> bool:
     try:
         thinking_fields(provider, thinking)
-    except Exception:  # a setting the provider's API cannot express is refused earlier
+    except ConfigError:  # a setting the provider's API cannot express is refused earlier
         return False
     return True
 
@@ -133,18 +122,6 @@ def test_the_gemini_check_can_fail() -> None:
 
 # -- the simulator's responses through the SDKs' clients -----------------------------------------
 
-QWEN = next(c for c in PAPER_CONFIGURATIONS if c.provider == "qwen")
-GEMINI = next(c for c in PAPER_CONFIGURATIONS if c.provider == "gemini")
-CLEAN = Behaviour(refusal=0.0, wrong_count=0.0, decimals=0.0)
-
-
-def _requests(
-    cohort: Cohort, root: DataRoot, cache: VariantCache, c: Configuration
-) -> list[Request]:
-    builder = RequestBuilder(cohort, root.images, cache)
-    keys = list(plan(cohort, [c]))
-    return [builder.build(k, c) for k in keys[:: max(1, len(keys) // 6)][:6]]
-
 
 def test_the_openai_client_reads_the_simulators_answers_as_groundbench_does(
     small_cohort: Cohort, small_root: DataRoot, tmp_path: Path
@@ -152,7 +129,7 @@ def test_the_openai_client_reads_the_simulators_answers_as_groundbench_does(
     cache = VariantCache(tmp_path / "v")
     sim = Simulator(small_cohort, small_root.images, cache, SimSpec(behaviour=CLEAN))
     wire = OpenAIChat(PROVIDERS["qwen"], QWEN.model)
-    requests = _requests(small_cohort, small_root, cache, QWEN)
+    requests = _simulator_requests(small_cohort, small_root, cache, QWEN, 6)
 
     async def main() -> int:
         checked = 0
@@ -187,7 +164,7 @@ def test_the_gemini_client_reads_the_simulators_answers_as_groundbench_does(
 ) -> None:
     cache = VariantCache(tmp_path / "v")
     sim = Simulator(small_cohort, small_root.images, cache, SimSpec(behaviour=CLEAN))
-    requests = _requests(small_cohort, small_root, cache, GEMINI)
+    requests = _simulator_requests(small_cohort, small_root, cache, GEMINI, 6)
     wire = GeminiGenerate(GEMINI.model)
 
     async def main() -> int:
