@@ -6,7 +6,7 @@ import random
 from datetime import UTC, datetime
 
 from conditions import BOX, BOX_CONDITIONS, CONDITION_NAMES
-from runner.store import RESPONSE_COLUMNS, GridRow, ResponseRow
+from runner.store import GridRow, ResponseRow
 from scoring import BUDGETS
 
 CONFIGURATIONS = ("qwen-max", "doubao", "kimi", "gemini-high")
@@ -63,5 +63,5 @@ def answer_rows(grid: list[GridRow], seed: int = 0) -> list[ResponseRow]:
             "response_id": f"chatcmpl-{rng.getrandbits(64):016x}",
             "reported_model": "qwen3-vl-plus",
         }
-        rows.append(tuple(record[c] for c in RESPONSE_COLUMNS))
+        rows.append(ResponseRow._make(record[c] for c in ResponseRow._fields))
     return rows

@@ -70,16 +70,16 @@ async def _drive(batch: list[Request], url: str, concurrency: int) -> tuple[floa
 
 def _encode_costs(batch: list[Request]) -> tuple[float, float]:
     """Microseconds per request body: ours (base64 once, spliced) and plain (per request)."""
-    protocol = OpenAIChat(PROVIDERS["qwen"], QWEN.model)
+    wire = OpenAIChat(PROVIDERS["qwen"], QWEN.model)
     sample = batch[:2000]
     begun = time.perf_counter()
     for r in sample:
-        protocol.encode(r)
+        wire.encode(r)
     ours = (time.perf_counter() - begun) / len(sample) * 1e6
     begun = time.perf_counter()
     for r in sample:
         assert r.image is not None
-        payload = protocol.payload(r)
+        payload = wire.payload(r)
         url = f"data:{r.image.media_type};base64,{base64.b64encode(r.image.data).decode()}"
         payload["messages"][0]["content"][0]["image_url"]["url"] = url
         json.dumps(payload).encode()

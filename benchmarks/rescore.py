@@ -39,7 +39,7 @@ from conditions import (
     write_cohort,
 )
 from runner.rescore import rescore
-from runner.store import RESPONSE_COLUMNS, GridRow, Registration, ResponseRow, Store
+from runner.store import GridRow, Registration, ResponseRow, Store
 from scoring import BUDGETS, REFERENCES, Referent, parse_list
 
 GOAL_S = 600.0
@@ -71,7 +71,7 @@ def answer_rows(cohort: Cohort, grid: list[GridRow], seed: int = 0) -> Iterator[
                   "provider": "qwen", "model": "m", "outcome": "answer", "answer": text,
                   "parseable": parse_list(text, 2 * g.budget) is not None,
                   "http_status": 200, "started_at": T0}  # fmt: skip
-        yield tuple(fields.get(c) for c in RESPONSE_COLUMNS)
+        yield ResponseRow._make(fields.get(c) for c in ResponseRow._fields)
 
 
 def build_store(path: Path, work: Path, answers: int) -> tuple[int, float]:
@@ -87,10 +87,9 @@ def build_store(path: Path, work: Path, answers: int) -> tuple[int, float]:
             [Registration(c, "p" * 64, "qwen", "m", 3, "{}") for c in CONFIGURATIONS], grid
         )
         batch: list[ResponseRow] = []
-        at = RESPONSE_COLUMNS.index("parseable")
         for row in answer_rows(cohort, grid):
             batch.append(row)
-            parseable += bool(row[at])
+            parseable += row.parseable
             if len(batch) == 5000:
                 store.write_responses(batch)
                 batch = []

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from benchmarks._figures import record
 from benchmarks._store import answer_rows, paper_grid
-from runner.store import RESPONSE_COLUMNS, Registration, Store
+from runner.store import Registration, Store
 
 
 def main() -> None:
@@ -27,14 +27,9 @@ def main() -> None:
     grid = paper_grid(cells=args.cells)
     rows = answer_rows(grid[: args.done])
     # A tenth of the done requests took two attempts: an unparseable answer, then a good one.
-    parseable, attempt = RESPONSE_COLUMNS.index("parseable"), RESPONSE_COLUMNS.index("attempt")
     retried = []
     for row in rows[::10]:
-        first = list(row)
-        first[parseable] = False
-        second = list(row)
-        second[attempt] = 1
-        retried += [tuple(first), tuple(second)]
+        retried += [row._replace(parseable=False), row._replace(attempt=1)]
     rows = [r for i, r in enumerate(rows) if i % 10] + retried
     with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "exp.duckdb") as store:
         names = sorted({g.configuration for g in grid})

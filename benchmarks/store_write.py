@@ -17,7 +17,7 @@ import duckdb
 
 from benchmarks._figures import record
 from benchmarks._store import answer_rows, paper_grid
-from runner.store import RESPONSE_COLUMNS, Store
+from runner.store import RESPONSE_COLUMNS, ResponseRow, Store
 
 
 def main() -> None:
@@ -62,9 +62,8 @@ def main() -> None:
     record(rows_per_s=len(rows) / ours, baseline_rows_per_s=len(sample) / baseline)
 
 
-def _mean_text(rows: list[tuple[object, ...]]) -> float:
-    a, r = RESPONSE_COLUMNS.index("answer"), RESPONSE_COLUMNS.index("reasoning")
-    return sum(len(str(row[a])) + len(str(row[r])) for row in rows) / len(rows)
+def _mean_text(rows: list[ResponseRow]) -> float:
+    return sum(len(str(row.answer)) + len(str(row.reasoning)) for row in rows) / len(rows)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from conditions._prompts import (
     polygon_prompt,
     with_hints,
 )
-from scoring import BUDGETS, BoxParsing
+from scoring import BUDGETS, ReaderName
 
 PROTOCOL_VERSION = 1
 BOX = 0  # the budget value of a box question
@@ -107,7 +107,7 @@ class Request:
     # A box benchmark's question (§10): how many attempts it gets (None: the views', §6), and
     # its reader, which says whether an answer parses.
     attempts: int | None = None
-    parsing: BoxParsing | None = None
+    parsing: ReaderName | None = None
 
     @property
     def fingerprint(self) -> str:

@@ -1,4 +1,4 @@
-"""Scoring box-benchmark answers that were collected elsewhere, by the papers' protocols.
+"""Scoring box-benchmark answers that were collected elsewhere, by the papers' own readers.
 
 ``groundbench boxes score`` takes a benchmark's released file and a JSON-lines file of answers
 (one per question, configuration and reasoning setting: ``qid``, ``configuration``, ``answer``,
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from conditions import Benchmark, BoxQuestion, Reasoning, one_line
 from runner._errors import ConfigError
 from runner.reports import BoxRun
-from scoring import BOX_PROTOCOLS, BoxParsing, Convention, JudgedQuestion, judge_box
+from scoring import BOX_READERS, Convention, JudgedQuestion, ReaderName, judge_box
 
 
 class BoxAnswer(BaseModel):
@@ -58,10 +58,10 @@ def judge_answers(
     answers: Sequence[BoxAnswer],
     convention: Convention | None,
     where: Path,
-    reader: BoxParsing | None = None,
+    reader: ReaderName | None = None,
 ) -> list[BoxRun]:
-    """One run per configuration and reasoning setting, every question judged by ``reader``'s
-    protocol (default: the benchmark's own).
+    """One run per configuration and reasoning setting, every question judged by the reader
+    named ``reader`` (default: the benchmark's own).
 
     Raises
     ------
@@ -70,7 +70,7 @@ def judge_answers(
         question of one run, an answer with no convention, or a run that leaves questions
         unanswered (a missing answer is not an "absent").
     """
-    protocol = BOX_PROTOCOLS[reader or benchmark]
+    reading = BOX_READERS[reader or benchmark]
     by_qid = {q.qid: q for q in questions}
     runs: dict[tuple[str, Reasoning], dict[str, JudgedQuestion]] = defaultdict(dict)
     for a in answers:
@@ -88,7 +88,7 @@ def judge_answers(
                 f"{where}: {a.configuration}: no coordinate convention (--convention)"
             )
         verdict = judge_box(
-            a.answer, question.box, protocol, used, question.width, question.height, a.sent_scale
+            a.answer, question.box, reading, used, question.width, question.height, a.sent_scale
         )
         run[a.qid] = JudgedQuestion(
             question.qid, question.dimension, question.subdimension, question.distractors,

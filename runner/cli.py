@@ -254,7 +254,7 @@ def simulate(
     """Serve the provider simulator for a store's questions: dry-run a grid before paying.
 
     Point a configuration's transport.base_url at the printed address: it answers both the
-    OpenAI-compatible and the Gemini wire protocol, from the cohort's own targets (or a box
+    OpenAI-compatible and the Gemini wire formats, from the cohort's own targets (or a box
     benchmark's boxes).
     """
     sim_spec = load_sim_spec(spec)

@@ -12,7 +12,7 @@ their limits and prices, the configurations and the conditions and budgets they 
     matched = 500
 
     [backends.qwen]                     # one Ray actor: one rate limit for all its configurations
-    provider = "qwen"                   # decides the wire protocol and the default endpoint
+    provider = "qwen"                   # decides the wire format and the default endpoint
     model = "qwen3-vl-plus"
     api_key_env = "DASHSCOPE_API_KEY"   # the key is read from this variable, never written here
     requests_per_minute = 600
@@ -80,7 +80,7 @@ from conditions import (
 from runner._errors import ConfigError
 from runner.backends import provider_named
 from runner.simulator import SimSpec
-from scoring import BOX_PROTOCOLS, BUDGETS, BoxParsing, Convention
+from scoring import BOX_READERS, BUDGETS, Convention, ReaderName
 
 SIMULATOR = "simulator"
 
@@ -170,10 +170,10 @@ class BoxesSection(_Frozen):
     # Whose released code reads the answers (PROTOCOL §10): the benchmark's own by default;
     # another's to compare readings, or "groundbench" (lenient: corners ordered, clipped). A
     # change re-scores the stored answers, sending nothing.
-    reader: BoxParsing | None = None
+    reader: ReaderName | None = None
 
     @property
-    def reading(self) -> BoxParsing:
+    def reading(self) -> ReaderName:
         return self.reader or self.benchmark
 
 
@@ -254,7 +254,7 @@ class Experiment(_Frozen):
         convention = self.conventions.get(configuration)
         if self.boxes is None or convention is None:
             return None
-        return f"{BOX_PROTOCOLS[self.boxes.reading].reader}, {convention}"
+        return f"{BOX_READERS[self.boxes.reading].label}, {convention}"
 
     def configuration(self, spec: ConfigurationSpec, simulator_url: str | None) -> Configuration:
         """``spec`` as the grid's :class:`Configuration` (transport from its backend)."""

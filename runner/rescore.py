@@ -96,8 +96,7 @@ class _ReferenceScorer:
             ious = score_references(job.answer, self._referent(job.qid), job.budget)
             if ious is None:
                 continue
-            key = (job.configuration, job.condition, job.budget, job.qid, job.attempt)
-            out.extend((*key, name, ious[name]) for name in REFERENCES)
+            out.extend(ReferenceRow(*job.key, name, ious[name]) for name in REFERENCES)
         return out
 
     def _referent(self, qid: str) -> Referent:

@@ -8,7 +8,7 @@ Plain Python over numpy, pycocotools, shapely and pyclipper; it never imports ``
   :func:`score_references` re-scores a stored answer against every one of :data:`REFERENCES`;
 - views: :func:`locked_attempt` picks the score ``IoU0``/``IoU1``/``IoU2``/best-effort locks;
 - cells: :func:`summarise_cell`, :func:`paired_contrast`, :func:`construction_fidelity`;
-- box benchmarks (§10): :func:`judge_box` under a :class:`BoxProtocol` and a coordinate
+- box benchmarks (§10): :func:`judge_box` under a :class:`BoxReader` and a coordinate
   convention, :func:`accuracy_at`, :func:`mean_accuracy`, :func:`rejection_accuracy`, and each
   paper's main-table row (:func:`ref_adv_row`, :func:`groundingme_row`, :func:`refbench_pro_row`).
 """
@@ -28,7 +28,7 @@ from scoring._aggregate import (
     summarise_box_cell,
     summarise_cell,
 )
-from scoring._box_readers import Box, BoxParsing, find_box
+from scoring._box_finders import Box, ReaderName, find_box
 from scoring._box_tables import (
     DISTRACTOR_GROUPS,
     GROUNDINGME_DIMENSIONS,
@@ -42,9 +42,9 @@ from scoring._box_tables import (
     refbench_pro_row,
 )
 from scoring._boxes import (
-    BOX_PROTOCOLS,
+    BOX_READERS,
     BoxJudgement,
-    BoxProtocol,
+    BoxReader,
     Convention,
     RejectionRule,
     accuracy_at,
@@ -101,7 +101,7 @@ from scoring._views import HEADLINE_VIEW, VIEW_ATTEMPTS, View, locked_attempt
 
 __all__ = [
     "ALTERNATE_REFERENCES",
-    "BOX_PROTOCOLS",
+    "BOX_READERS",
     "BUDGETS",
     "DISTRACTOR_GROUPS",
     "GROUNDINGME_DIMENSIONS",
@@ -120,8 +120,7 @@ __all__ = [
     "Box",
     "BoxCellSummary",
     "BoxJudgement",
-    "BoxParsing",
-    "BoxProtocol",
+    "BoxReader",
     "BoxScore",
     "CellSummary",
     "Contrast",
@@ -138,6 +137,7 @@ __all__ = [
     "PlacedAnswer",
     "Point",
     "PolygonScore",
+    "ReaderName",
     "Reference",
     "Referent",
     "RejectionRule",

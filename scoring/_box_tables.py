@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from scoring._boxes import BoxJudgement, BoxProtocol, accuracy_at, mean_accuracy
+from scoring._boxes import BoxJudgement, BoxReader, accuracy_at, mean_accuracy
 
 Row = dict[str, float]
 
@@ -46,46 +46,46 @@ REFBENCH_REASONING = ("relation", "commonsense")
 REFBENCH_REJECT = "reject"
 
 
-def ref_adv_row(questions: Sequence[JudgedQuestion], protocol: BoxProtocol) -> Row:
+def ref_adv_row(questions: Sequence[JudgedQuestion], reader: BoxReader) -> Row:
     """Ref-Adv's columns for one configuration."""
     judged = [q.judgement for q in questions]
-    row: Row = {f"Acc{t:g}": accuracy_at(judged, t, protocol.strict) for t in (0.5, 0.75, 0.9)}
-    row["mAcc"] = mean_accuracy(judged, protocol)
+    row: Row = {f"Acc{t:g}": accuracy_at(judged, t, reader.strict) for t in (0.5, 0.75, 0.9)}
+    row["mAcc"] = mean_accuracy(judged, reader)
     for label, low, high in DISTRACTOR_GROUPS:
         group = [
             q.judgement
             for q in questions
             if q.distractors is not None and low <= q.distractors <= high
         ]
-        row[f"{label} Acc0.5"] = accuracy_at(group, 0.5, protocol.strict)
+        row[f"{label} Acc0.5"] = accuracy_at(group, 0.5, reader.strict)
         row[f"{label} Δ"] = row[f"{label} Acc0.5"] - row["Acc0.5"]
     return row
 
 
-def groundingme_row(questions: Sequence[JudgedQuestion], protocol: BoxProtocol) -> Row:
+def groundingme_row(questions: Sequence[JudgedQuestion], reader: BoxReader) -> Row:
     """GroundingME's columns: Acc@0.5 per L-1 dimension and over every sample."""
     row: Row = {}
     for dimension in GROUNDINGME_DIMENSIONS:
         row[dimension] = _percent(
-            [q for q in questions if q.dimension == dimension], _correct(0.5, protocol)
+            [q for q in questions if q.dimension == dimension], _correct(0.5, reader)
         )
-    row["Total"] = _percent(list(questions), _correct(0.5, protocol))
+    row["Total"] = _percent(list(questions), _correct(0.5, reader))
     return row
 
 
-def groundingme_subdimensions(questions: Sequence[JudgedQuestion], protocol: BoxProtocol) -> Row:
+def groundingme_subdimensions(questions: Sequence[JudgedQuestion], reader: BoxReader) -> Row:
     """Acc@0.5 per L-2 task (``Dimension/Task``), for the paper's diagnosis."""
     keys = sorted({(q.dimension, q.subdimension or "") for q in questions})
     return {
         f"{d}/{s}" if s else d: _percent(
             [q for q in questions if (q.dimension, q.subdimension or "") == (d, s)],
-            _correct(0.5, protocol),
+            _correct(0.5, reader),
         )
         for d, s in keys
     }
 
 
-def refbench_pro_row(questions: Sequence[JudgedQuestion], protocol: BoxProtocol) -> Row:
+def refbench_pro_row(questions: Sequence[JudgedQuestion], reader: BoxReader) -> Row:
     """RefBench-PRO's columns: mAcc per task, RejAcc, and its means of them."""
 
     def task(name: str) -> list[JudgedQuestion]:
@@ -93,7 +93,7 @@ def refbench_pro_row(questions: Sequence[JudgedQuestion], protocol: BoxProtocol)
 
     row: Row = {}
     for name in REFBENCH_PERCEPTION + REFBENCH_REASONING:
-        row[name] = mean_accuracy([q.judgement for q in task(name)], protocol)
+        row[name] = mean_accuracy([q.judgement for q in task(name)], reader)
     row[REFBENCH_REJECT] = _percent(task(REFBENCH_REJECT), lambda q: q.judgement.says_absent)
     row["Acc_API"] = _mean(row[n] for n in REFBENCH_PERCEPTION)
     row["Acc_RC"] = _mean(row[n] for n in REFBENCH_REASONING)
@@ -102,13 +102,13 @@ def refbench_pro_row(questions: Sequence[JudgedQuestion], protocol: BoxProtocol)
     return row
 
 
-def _correct(threshold: float, protocol: BoxProtocol) -> Callable[[JudgedQuestion], bool]:
+def _correct(threshold: float, reader: BoxReader) -> Callable[[JudgedQuestion], bool]:
     """A rejection question is right when the answer says absent; any other at IoU τ."""
 
     def correct(q: JudgedQuestion) -> bool:
         if q.rejection:
             return q.judgement.says_absent
-        return q.judgement.hit(threshold, protocol.strict)
+        return q.judgement.hit(threshold, reader.strict)
 
     return correct
 

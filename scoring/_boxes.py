@@ -1,8 +1,9 @@
 """Box grounding and rejection as the box benchmarks score them (PROTOCOL §10).
 
-An answer is judged in three steps, each as the benchmark's released evaluation code takes it:
+A :class:`BoxReader` is one benchmark's whole reading of box answers. It judges an answer in
+three steps, each as the benchmark's released evaluation code takes it:
 
-1. **find** the four numbers it writes (:func:`find_box`, one reader per released file);
+1. **find** the four numbers it writes (:func:`find_box`, one finder per released file);
 2. **place** them in the original image's pixels (a :data:`Placer` per benchmark): scaled by the
    configuration's coordinate convention — 0–999 or 0–1000 normalised, 0–1 floats, or pixels of
    the image as sent — or, for GroundingME, tried both as pixels and as units, whatever the
@@ -24,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from scoring._box_readers import ZERO, Box, BoxParsing, find_box
+from scoring._box_finders import ZERO, Box, ReaderName, find_box
 
 Convention = Literal["norm999", "norm1000", "unit", "pixels"]
 # The boxes in original pixels that an answer's numbers are scored as: (numbers, convention,
@@ -33,7 +34,7 @@ Placer = Callable[[Box, Convention, int, int, float], tuple[Box, ...]]
 
 # The full scale of each normalised convention (a coordinate of ``scale`` is the far edge).
 _SCALE: dict[Convention, float] = {"norm999": 999.0, "norm1000": 1000.0, "unit": 1.0}
-# Statements that the target is not in the image, for protocols that accept one.
+# Statements that the target is not in the image, for readers that accept one.
 _ABSENT = re.compile(
     r"\b(?:no\s+such\s+(?:object|thing|item|target)|does\s*(?:not|n['’]t)\s+(?:exist|appear)"
     r"|(?:is|are)\s*(?:not|n['’]t)\s+(?:present|visible|in\s+(?:the|this)\s+(?:image|picture))"
@@ -115,7 +116,7 @@ def _place_refbench_pro(
     return ((place(x1, width), place(y1, height), place(x2, width), place(y2, height)),)
 
 
-# -- the protocols ------------------------------------------------------------------------------
+# -- the readers --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -128,11 +129,12 @@ class RejectionRule:
 
 
 @dataclass(frozen=True)
-class BoxProtocol:
-    """One benchmark's reading of box answers and its accuracy."""
+class BoxReader:
+    """One benchmark's reading of box answers (find, place, judge) and its accuracy; selected
+    by name (:data:`ReaderName`) as an experiment's or ``boxes score``'s ``reader``."""
 
     name: str
-    parsing: BoxParsing
+    parsing: ReaderName
     place: Placer
     macc_thresholds: tuple[float, ...]  # the IoU thresholds mAcc averages over
     # Raised whenever the reading changes: a store whose answers an earlier revision read is
@@ -144,8 +146,8 @@ class BoxProtocol:
     zero_after_placing: bool = False
 
     @property
-    def reader(self) -> str:
-        """The reading's name as a store records it, e.g. ``refbench-pro reader r2``."""
+    def label(self) -> str:
+        """The reader's name as a store records it, e.g. ``refbench-pro reader r2``."""
         return f"{self.name} reader r{self.revision}"
 
 
@@ -155,17 +157,17 @@ def _steps(first: float, last: float, step: float = 0.05) -> tuple[float, ...]:
     return tuple(round(first + k * step, 2) for k in range(count))
 
 
-BOX_PROTOCOLS: dict[str, BoxProtocol] = {
+BOX_READERS: dict[str, BoxReader] = {
     p.name: p
     for p in (
         # GroundBench's own, lenient box reading: the last list of 4 values (§4).
-        BoxProtocol("groundbench", "groundbench", _place_in_order, _steps(0.5, 0.95), 2),
+        BoxReader("groundbench", "groundbench", _place_in_order, _steps(0.5, 0.95), 2),
         # Ref-Adv (run.py): mAcc's thresholds are unstated (decided: 0.5:0.05:0.95, COCO's).
-        BoxProtocol("ref-adv", "ref-adv", _place_in_order, _steps(0.5, 0.95), 2),
+        BoxReader("ref-adv", "ref-adv", _place_in_order, _steps(0.5, 0.95), 2),
         # GroundingME (evaluate.py): the better of its two readings; no mAcc in its tables.
-        BoxProtocol("groundingme", "groundingme", _place_groundingme, _steps(0.5, 0.95), 2),
+        BoxReader("groundingme", "groundingme", _place_groundingme, _steps(0.5, 0.95), 2),
         # RefBench-PRO (eval_qwen3vl.py): mAcc over 0.5:0.05:0.9.
-        BoxProtocol(
+        BoxReader(
             "refbench-pro",
             "refbench-pro",
             _place_refbench_pro,
@@ -179,10 +181,10 @@ BOX_PROTOCOLS: dict[str, BoxProtocol] = {
 
 @dataclass(frozen=True)
 class BoxJudgement:
-    """One answer to one box question, read by one protocol."""
+    """One answer to one box question, read by one reader."""
 
     box: Box | None  # the answer's box in original pixels; None: no box, or no usable one
-    says_absent: bool  # the answer says the target is absent (by the protocol's rule)
+    says_absent: bool  # the answer says the target is absent (by the reader's rule)
     iou: float  # with the true box; 0.0 without a box or on a rejection question
     found: bool | None = None  # the reader found a box, all-zero or null included (None: unknown)
 
@@ -202,7 +204,7 @@ def says_absent(text: str, box: Box | None, rule: RejectionRule) -> bool:
 def judge_box(
     text: str,
     truth: Box | None,
-    protocol: BoxProtocol,
+    reader: BoxReader,
     convention: Convention,
     width: int,
     height: int,
@@ -213,14 +215,14 @@ def judge_box(
     A box with a coordinate that is not a finite number (JSON's ``NaN``, ``"inf"`` through
     ``float()``) is a box that matches nothing and does not say "absent" (§10).
     """
-    raw = find_box(text, protocol.parsing)
+    raw = find_box(text, reader.parsing)
     if raw is None:
-        return BoxJudgement(None, says_absent(text, None, protocol.rejection), 0.0, False)
+        return BoxJudgement(None, says_absent(text, None, reader.rejection), 0.0, False)
     if not all(math.isfinite(v) for v in raw):
-        return BoxJudgement(None, says_absent(text, raw, protocol.rejection), 0.0, True)
-    placed = protocol.place(raw, convention, width, height, sent_scale)
-    tested = placed[0] if protocol.zero_after_placing else raw
-    absent = says_absent(text, tested, protocol.rejection)
+        return BoxJudgement(None, says_absent(text, raw, reader.rejection), 0.0, True)
+    placed = reader.place(raw, convention, width, height, sent_scale)
+    tested = placed[0] if reader.zero_after_placing else raw
+    absent = says_absent(text, tested, reader.rejection)
     if tested == ZERO:
         return BoxJudgement(None, absent, 0.0, True)
     if truth is None:
@@ -254,9 +256,9 @@ def accuracy_at(judgements: Sequence[BoxJudgement], threshold: float, strict: bo
     return 100.0 * sum(j.hit(threshold, strict) for j in judgements) / len(judgements)
 
 
-def mean_accuracy(judgements: Sequence[BoxJudgement], protocol: BoxProtocol) -> float:
-    """mAcc: Acc@τ averaged over the protocol's thresholds, in percent."""
-    return _mean(accuracy_at(judgements, t, protocol.strict) for t in protocol.macc_thresholds)
+def mean_accuracy(judgements: Sequence[BoxJudgement], reader: BoxReader) -> float:
+    """mAcc: Acc@τ averaged over the reader's thresholds, in percent."""
+    return _mean(accuracy_at(judgements, t, reader.strict) for t in reader.macc_thresholds)
 
 
 def rejection_accuracy(judgements: Sequence[BoxJudgement]) -> float:

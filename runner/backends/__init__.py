@@ -1,11 +1,11 @@
-"""Talking to providers: wire protocols, error classes, rate limits, retries and attempts.
+"""Talking to providers: wire formats, error classes, rate limits, retries and attempts.
 
 Plain asyncio over aiohttp and tenacity; the distributed run wraps a :class:`Backend` in a Ray
 actor, but nothing here knows about Ray.
 
 - :class:`Backend` sends one attempt of a request through the backend's :class:`RateLimiter`,
   retrying transport failures; :func:`ask` makes the attempts of PROTOCOL §6 and records each.
-- :class:`OpenAIChat` and :class:`GeminiGenerate` are the two wire protocols; ``PROVIDERS``
+- :class:`OpenAIChat` and :class:`GeminiGenerate` are the two wire formats; ``PROVIDERS``
   says which provider speaks which, where, and with which key variable.
 - Failures are :class:`CallError` subclasses: :class:`RateLimited`, :class:`QuotaExhausted`
   (terminal), :class:`Transient`, :class:`Fatal`.
@@ -18,7 +18,7 @@ from runner.backends._attempts import (
     attempts_allowed,
     parses,
 )
-from runner.backends._client import Backend, Exchange, decodings, protocol_for
+from runner.backends._client import Backend, Exchange, decodings, wire_format
 from runner.backends._errors import (
     CallError,
     ErrorKind,
@@ -33,7 +33,7 @@ from runner.backends._openai import OpenAIChat, classify_openai
 from runner.backends._providers import PROVIDERS, Provider, provider_named, thinking_fields
 from runner.backends._records import AttemptRecord, Outcome
 from runner.backends._secrets import ApiKey, key_from_env, redact
-from runner.backends._wire import Reply, Usage, WireProtocol, retry_after
+from runner.backends._wire import Reply, Usage, WireFormat, retry_after
 
 __all__ = [
     "BEST_EFFORT_ATTEMPTS",
@@ -58,7 +58,7 @@ __all__ = [
     "Slot",
     "Transient",
     "Usage",
-    "WireProtocol",
+    "WireFormat",
     "ask",
     "attempts_allowed",
     "classify_gemini",
@@ -67,9 +67,9 @@ __all__ = [
     "key_from_env",
     "parse_reset",
     "parses",
-    "protocol_for",
     "provider_named",
     "redact",
     "retry_after",
     "thinking_fields",
+    "wire_format",
 ]

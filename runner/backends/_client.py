@@ -44,7 +44,7 @@ from runner.backends._limits import Clock, RateLimiter, Slot
 from runner.backends._openai import OpenAIChat
 from runner.backends._providers import Provider, provider_named, thinking_fields
 from runner.backends._secrets import ApiKey, key_from_env, redact
-from runner.backends._wire import Body, Reply, WireProtocol
+from runner.backends._wire import Body, Reply, WireFormat
 
 log = logging.getLogger("groundbench.backends")
 
@@ -71,9 +71,9 @@ class Exchange:
     started_at: datetime
 
 
-def protocol_for(provider: Provider, model: str) -> WireProtocol:
-    """The wire protocol that talks to ``provider`` about ``model``."""
-    if provider.protocol == "gemini":
+def wire_format(provider: Provider, model: str) -> WireFormat:
+    """The wire format that talks to ``provider`` about ``model``."""
+    if provider.wire == "gemini":
         return GeminiGenerate(model)
     return OpenAIChat(provider, model)
 
@@ -88,7 +88,7 @@ def decodings(configuration: Configuration) -> list[Decoding]:
 
 
 class Backend:
-    """All calls of one configuration: wire protocol, rate limiter, session, key.
+    """All calls of one configuration: wire format, rate limiter, session, key.
 
     Use as ``async with Backend(...) as backend:``; the HTTP session lives inside the block.
 
@@ -113,9 +113,9 @@ class Backend:
                 thinking_fields(self.provider.name, decoding.thinking)
             except ConfigError as exc:
                 raise ConfigError(f"configuration {configuration.name}: {exc}") from None
-        self.protocol = protocol_for(self.provider, configuration.model)
+        self.wire = wire_format(self.provider, configuration.model)
         transport = configuration.transport
-        self.url = self.protocol.url(transport.base_url or self.provider.base_url)
+        self.url = self.wire.url(transport.base_url or self.provider.base_url)
         # Configurations on one account share its limits: the caller passes one limiter to all.
         self.limiter = limiter or RateLimiter(
             transport.requests_per_minute,
@@ -183,8 +183,8 @@ class Backend:
         """
         if self._spent is not None:
             raise self._refused()
-        body = self.protocol.encode(request)
-        headers = {**self.protocol.headers(self._key), CALL_ID_HEADER: call_id(request, attempt)}
+        body = self.wire.encode(request)
+        headers = {**self.wire.headers(self._key), CALL_ID_HEADER: call_id(request, attempt)}
         estimate = self._estimate(request)
         started_at = datetime.now(UTC)
         transport = self.configuration.transport
@@ -240,7 +240,7 @@ class Backend:
             self.limiter.observe(headers)
             if not 200 <= status < 300:
                 raise self._failed(status, headers, raw, slot, latency)
-            reply = self.protocol.decode(raw)
+            reply = self.wire.decode(raw)
             slot.settle(reply.usage.total)
             self._output_tokens.add(reply.usage.output_tokens)
             self.limiter.succeeded()
@@ -249,7 +249,7 @@ class Backend:
     def _failed(
         self, status: int, headers: Mapping[str, str], raw: bytes, slot: Slot, latency: float
     ) -> CallError:
-        error = self.protocol.classify(status, headers, raw)
+        error = self.wire.classify(status, headers, raw)
         error.message = redact(error.message, self._key)
         error.args = (error.message,)
         error.latency_s = latency

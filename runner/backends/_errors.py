@@ -9,7 +9,7 @@ class                     retried?             examples
 :class:`Fatal`            never                401, 403, 404, other 400s
 ========================= ==================== ==========================================
 
-Several providers send 429 for throttles and for exhausted quota alike, so the wire protocols
+Several providers send 429 for throttles and for exhausted quota alike, so the wire formats
 classify by the body, not the status. Messages are redacted of the API key before an error is
 made (:func:`runner.backends._secrets.redact`), so printing one never leaks it.
 """

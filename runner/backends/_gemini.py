@@ -39,7 +39,7 @@ _DURATION = re.compile(r"^(\d+(?:\.\d+)?)s$")
 
 
 class GeminiGenerate:
-    """The Gemini ``generateContent`` wire protocol for one model."""
+    """The Gemini ``generateContent`` wire format for one model."""
 
     def __init__(self, model: str) -> None:
         self.model = model

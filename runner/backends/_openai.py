@@ -47,7 +47,7 @@ _PLAN_SPENT = re.compile(
 
 
 class OpenAIChat:
-    """The OpenAI-compatible wire protocol for one provider and model."""
+    """The OpenAI-compatible wire format for one provider and model."""
 
     def __init__(self, provider: Provider, model: str) -> None:
         self.provider = provider

@@ -1,4 +1,4 @@
-"""What every wire protocol shares: the reply it decodes, and how bodies and headers are read.
+"""What every wire format shares: the reply it decodes, and how bodies and headers are read.
 
 A request body is JSON with one large string, the base64 image. The image is encoded once per
 question and variant (:attr:`conditions.ImageBlob.base64`) and spliced into the serialised
@@ -20,7 +20,7 @@ from runner.backends._secrets import ApiKey
 
 IMAGE_SLOT = "\x00groundbench-image\x00"
 """Stands for the image in a payload; :func:`splice_json` puts the base64 bytes in its place."""
-# json.dumps spells the NULs \u0000. The image part comes before the text in both protocols'
+# json.dumps spells the NULs \u0000. The image part comes before the text in both wire formats'
 # payloads, so the first match is the slot even if a prompt held the same characters.
 _SLOT_JSON = json.dumps(IMAGE_SLOT)[1:-1]
 
@@ -52,8 +52,8 @@ class Reply:
     response_id: str | None = None
 
 
-class WireProtocol(Protocol):
-    """One wire protocol: how a request is written and a response or an error is read."""
+class WireFormat(Protocol):
+    """One wire format: how a request is written and a response or an error is read."""
 
     def url(self, base_url: str) -> str: ...
 

@@ -7,16 +7,17 @@ checked against them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from conditions import BOX, BoxSet, Cohort, Questions, sent_scale
-from runner.store import ControlRow, ScoreJob, ScoreRow
+from runner.store import POLYGON_METRIC_NAMES, ControlRow, ScoreJob, ScoreRow
 from scoring import (
-    BOX_PROTOCOLS,
+    BOX_READERS,
     BUDGETS,
-    BoxParsing,
     Convention,
     PolygonScore,
+    ReaderName,
     Referent,
     judge_box,
     score_box,
@@ -37,17 +38,17 @@ class Scorer:
         controls: list[ControlRow] = []
         for job in jobs:
             referent = self._referent(job.qid)
-            key = (job.configuration, job.condition, job.budget, job.qid, job.attempt)
             if job.budget == BOX:
                 box = score_box(job.answer, referent, BUDGETS)
-                scores.append((*key, *_metrics(None, box.parseable), box.box_iou, None))
+                scores.append(ScoreRow(*job.key, parseable=box.parseable, box_iou=box.box_iou))
                 controls.extend(
-                    (job.configuration, job.condition, job.qid, job.attempt, n, *_metrics(s))
+                    ControlRow(job.configuration, job.condition, job.qid, job.attempt, n,
+                               **_metrics(s))
                     for n, s in sorted(box.control.items())
-                )
+                )  # fmt: skip
             else:
                 score = score_polygon(job.answer, referent.reference(job.budget))
-                scores.append((*key, *_metrics(score), None, None))
+                scores.append(ScoreRow(*job.key, **_metrics(score)))
         return scores, controls
 
     def _referent(self, qid: str) -> Referent:
@@ -57,35 +58,23 @@ class Scorer:
         return referent
 
 
-def _metrics(score: PolygonScore | None, parseable: bool = False) -> Sequence[object]:
-    if score is None:  # a box answer: its polygon columns stay empty
-        return (parseable, *([None] * 9))
-    return (
-        score.parseable,
-        score.iou,
-        score.iou_part,
-        score.iou_union,
-        score.iou_cont,
-        score.iou_distractor,
-        score.legal,
-        score.legal_iou,
-        score.sel,
-        score.defect,
-    )
+def _metrics(score: PolygonScore) -> dict[str, Any]:
+    """A polygon score's columns (the score rows and control rows share their names)."""
+    return {name: getattr(score, name) for name in POLYGON_METRIC_NAMES}
 
 
 class BoxScorer:
-    """Reads a box benchmark's answers by its own protocol (§10) or ``reader``'s, each
+    """Reads a box benchmark's answers by its own reader (§10) or ``reader``'s, each
     configuration's in its coordinate convention."""
 
     def __init__(
         self,
         questions: BoxSet,
         conventions: Mapping[str, Convention],
-        reader: BoxParsing | None = None,
+        reader: ReaderName | None = None,
     ) -> None:
         self._questions = questions
-        self._protocol = BOX_PROTOCOLS[reader or questions.benchmark]
+        self._reader = BOX_READERS[reader or questions.benchmark]
         self._conventions = dict(conventions)
 
     def score(self, jobs: Iterable[ScoreJob]) -> tuple[list[ScoreRow], list[ControlRow]]:
@@ -97,20 +86,25 @@ class BoxScorer:
             verdict = judge_box(
                 job.answer,
                 q.box,
-                self._protocol,
+                self._reader,
                 self._conventions[job.configuration],
                 q.width,
                 q.height,
                 sent_scale(q),
             )
-            key = (job.configuration, job.condition, job.budget, job.qid, job.attempt)
-            iou = None if q.rejection else verdict.iou
-            scores.append((*key, *_metrics(None, bool(verdict.found)), iou, verdict.says_absent))
+            scores.append(
+                ScoreRow(
+                    *job.key,
+                    parseable=bool(verdict.found),
+                    box_iou=None if q.rejection else verdict.iou,
+                    says_absent=verdict.says_absent,
+                )
+            )
         return scores, []
 
 
 def scorer_for(
-    questions: Questions, conventions: Mapping[str, Convention], reader: BoxParsing | None = None
+    questions: Questions, conventions: Mapping[str, Convention], reader: ReaderName | None = None
 ) -> Scorer | BoxScorer:
     """The scorer of ``questions``' answers (``conventions`` and ``reader``: a box benchmark's,
     see :class:`BoxScorer`)."""

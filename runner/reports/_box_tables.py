@@ -19,7 +19,7 @@ import duckdb
 from conditions import REASONINGS, Benchmark, Reasoning, read_box_set, reasoning_named
 from runner.reports._tables import ReportTable
 from scoring import (
-    BOX_PROTOCOLS,
+    BOX_READERS,
     BoxJudgement,
     JudgedQuestion,
     groundingme_row,
@@ -58,12 +58,12 @@ _ROWS = {"ref-adv": ref_adv_row, "groundingme": groundingme_row, "refbench-pro":
 
 
 def box_benchmark_table(benchmark: Benchmark, runs: Sequence[BoxRun]) -> ReportTable:
-    """``benchmark``'s main table over ``runs``, read by the benchmark's own protocol."""
-    protocol = BOX_PROTOCOLS[benchmark]
+    """``benchmark``'s main table over ``runs``, read by the benchmark's own reader."""
+    reader = BOX_READERS[benchmark]
     columns = _COLUMNS[benchmark]
     rows = []
     for run in runs:
-        values = _ROWS[benchmark](run.questions, protocol)
+        values = _ROWS[benchmark](run.questions, reader)
         cot = "✓" if run.reasoning == "cot" else "✗"
         rows.append((run.configuration, cot, *(_number(values[key], key) for _, key in columns)))
     return ReportTable(
@@ -116,8 +116,8 @@ class BoxReport:
 def _outdated(reading: str) -> bool:
     """Whether ``reading`` (as a store records it: ``refbench-pro reader r2, norm1000``) names
     an earlier revision of its reader than this code's."""
-    protocol = BOX_PROTOCOLS.get(reading.split(" reader", 1)[0])
-    return protocol is not None and not reading.startswith(f"{protocol.reader},")
+    reader = BOX_READERS.get(reading.split(" reader", 1)[0])
+    return reader is not None and not reading.startswith(f"{reader.label},")
 
 
 def load_box_report(con: duckdb.DuckDBPyConnection, where: Path | str) -> BoxReport:

@@ -1,4 +1,4 @@
-"""The simulator's HTTP server: both wire protocols, answers from a cohort or a box benchmark's
+"""The simulator's HTTP server: both wire formats, answers from a cohort or a box benchmark's
 questions, injected faults.
 
 It serves ``POST …/chat/completions`` (OpenAI-compatible, whatever the prefix, so any
@@ -396,7 +396,7 @@ def _parse(wire: WireFormat, path: str, raw: bytes) -> Parsed:
     if lifted is not None:
         parsed = _decode(wire, path, emptied)
         # What was cut out is the image only if the image is what came out empty (a prompt
-        # may hold the marker too; the image comes before the text in both protocols).
+        # may hold the marker too; the image comes before the text in both wire formats).
         if parsed.image_b64 == b"":
             return replace(parsed, image_b64=lifted)
     return _decode(wire, path, raw)

@@ -6,10 +6,19 @@ and ``groundbench sql`` opens the same file read-only once no run holds it.
 """
 
 from runner.store._errors import StoreError
-from runner.store._rows import response_row
+from runner.store._rows import (
+    AttemptKey,
+    ControlRow,
+    ReferenceRow,
+    ResponseRow,
+    ScoreRow,
+    response_row,
+)
 from runner.store._schema import (
+    CONTROL_SCHEMA,
     KEY,
     MIGRATIONS,
+    POLYGON_METRIC_NAMES,
     REFERENCE_SCHEMA,
     RESPONSE_COLUMNS,
     SCHEMA_VERSION,
@@ -19,25 +28,24 @@ from runner.store._schema import (
 from runner.store._sql import Result, ThroughRun, check_query, query_store, read_only
 from runner.store._store import (
     CellProgress,
-    ControlRow,
     GridRow,
     Pending,
     Progress,
-    ReferenceRow,
     Registration,
-    ResponseRow,
     ScoreJob,
-    ScoreRow,
     Store,
 )
 
 __all__ = [
+    "CONTROL_SCHEMA",
     "KEY",
     "MIGRATIONS",
+    "POLYGON_METRIC_NAMES",
     "REFERENCE_SCHEMA",
     "RESPONSE_COLUMNS",
     "SCHEMA_VERSION",
     "SCORE_SCHEMA",
+    "AttemptKey",
     "CellProgress",
     "ControlRow",
     "GridRow",

@@ -63,6 +63,7 @@ POLYGON_METRICS = (
     ("sel", pa.bool_()),
     ("defect", pa.string()),
 )
+POLYGON_METRIC_NAMES: tuple[str, ...] = tuple(name for name, _ in POLYGON_METRICS)
 # The score table as migration 1 made it; later columns come with their own migrations.
 _SCORE_SCHEMA_V1 = pa.schema(
     [

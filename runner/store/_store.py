@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from conditions import BOX, ensure_same_protocol
 from runner.store._errors import StoreError, first_line
+from runner.store._rows import AttemptKey, ControlRow, ReferenceRow, ResponseRow, ScoreRow
 from runner.store._schema import (
     CONTROL_SCHEMA,
     GRID_SCHEMA,
@@ -35,15 +36,6 @@ from runner.store._schema import (
 )
 from runner.store._sql import check_query, run_query
 
-ResponseRow = tuple[Any, ...]  # in RESPONSE_COLUMNS order
-ScoreRow = tuple[Any, ...]  # in SCORE_SCHEMA order
-ControlRow = tuple[Any, ...]  # in CONTROL_SCHEMA order
-ReferenceRow = tuple[Any, ...]  # in REFERENCE_SCHEMA order: the key, reference, iou
-
-Key = tuple[Any, ...]  # (configuration, condition, budget, qid, attempt)
-_KEY_AT = tuple(RESPONSE_COLUMNS.index(c) for c in KEY)
-_OUTCOME_AT = RESPONSE_COLUMNS.index("outcome")
-_ANSWER_AT = RESPONSE_COLUMNS.index("answer")
 KEY_SCHEMA = pa.schema([RESPONSE_SCHEMA.field(c) for c in KEY])
 # The answers re-scoring reads: parseable answers to GroundBench's polygon questions.
 _POLYGON_ANSWERS = f"r.outcome = 'answer' AND r.parseable AND r.budget <> {BOX}"
@@ -68,6 +60,10 @@ class ScoreJob(NamedTuple):
     qid: str
     attempt: int
     answer: str
+
+    @property
+    def key(self) -> AttemptKey:
+        return AttemptKey(self.configuration, self.condition, self.budget, self.qid, self.attempt)
 
 
 @dataclass(frozen=True)
@@ -145,14 +141,15 @@ class Store:
             # This process is the file's only writer, so it can know which keys hold an answer
             # and which an error, and insert without asking DuckDB to resolve conflicts (an
             # upsert costs several times a plain insert of a small batch).
-            self._answered: set[Key] = set()
-            self._errored: set[Key] = set()
+            self._answered: set[AttemptKey] = set()
+            self._errored: set[AttemptKey] = set()
             for *key, outcome in self._con.execute(
                 f"SELECT {', '.join(KEY)}, outcome FROM responses"
             ).fetchall():
-                (self._answered if outcome == "answer" else self._errored).add(tuple(key))
-            self._scored: set[Key] = {
-                tuple(k)
+                held = self._answered if outcome == "answer" else self._errored
+                held.add(AttemptKey(*key))
+            self._scored: set[AttemptKey] = {
+                AttemptKey(*k)
                 for k in self._con.execute(f"SELECT {', '.join(KEY)} FROM scores").fetchall()
             }
         except BaseException:
@@ -243,7 +240,7 @@ class Store:
                 self._con.unregister("grid_batch")
         if reread:  # committed: the scores are gone, so their answers wait for scoring again
             names = {name for name, *_ in reread}
-            self._scored = {k for k in self._scored if k[0] not in names}
+            self._scored = {k for k in self._scored if k.configuration not in names}
             self.requeue_unscored()
         return reread
 
@@ -283,10 +280,10 @@ class Store:
         Within the batch and against the table, an answer is kept over anything later, and an
         error gives way to whatever comes after it.
         """
-        fresh = [r for r in _settle(rows) if _key(r) not in self._answered]
+        fresh = [r for r in _settle(rows) if r.key not in self._answered]
         if not fresh:
             return 0
-        replaced = [_key(r) for r in fresh if _key(r) in self._errored]
+        replaced = [r.key for r in fresh if r.key in self._errored]
         seqs = pa.array(range(self._seq, self._seq + len(fresh)), pa.int64())
         table = _arrow(fresh, RESPONSE_SCHEMA).append_column("seq", seqs)
         columns = ", ".join(f'"{c}"' for c in (*RESPONSE_COLUMNS, "seq"))
@@ -308,11 +305,11 @@ class Store:
                 self._con.unregister("replaced_keys")
         self._seq += len(fresh)
         for row in fresh:  # committed: now the sets may say so
-            key = _key(row)
-            if row[_OUTCOME_AT] == "answer":
+            key = row.key
+            if row.outcome == "answer":
                 self._answered.add(key)
                 self._errored.discard(key)
-                self._to_score.append(ScoreJob._make((*key, row[_ANSWER_AT])))
+                self._to_score.append(ScoreJob(*key, row.answer or ""))  # answers hold text
             else:
                 self._errored.add(key)
         return len(fresh)
@@ -337,15 +334,14 @@ class Store:
     def write_scores(self, scores: Sequence[ScoreRow], controls: Sequence[ControlRow]) -> None:
         """Store score rows (and a box answer's control rows); a key scored twice keeps the
         first, which is the same score: scoring is deterministic."""
-        fresh: dict[Key, ScoreRow] = {}
+        fresh: dict[AttemptKey, ScoreRow] = {}
         for row in scores:
-            key = row[: len(KEY)]
-            if key not in self._scored:
-                fresh.setdefault(key, row)
+            if row.key not in self._scored:
+                fresh.setdefault(row.key, row)
         if not fresh:
             return
         # A box answer's controls are keyed by its own key and n: keep those of fresh keys.
-        kept_controls = [c for c in controls if (c[0], c[1], BOX, c[2], c[3]) in fresh]
+        kept_controls = [c for c in controls if c.answer_key(BOX) in fresh]
         with self._transaction():
             for name, rows, schema in (
                 ("scores", list(fresh.values()), SCORE_SCHEMA),
@@ -506,18 +502,13 @@ class _Transaction:
         self._con.execute("COMMIT" if kind is None else "ROLLBACK")
 
 
-def _key(row: ResponseRow) -> Key:
-    return tuple(row[i] for i in _KEY_AT)
-
-
 def _settle(rows: Sequence[ResponseRow]) -> list[ResponseRow]:
     """One row per key: the first answer, else the last error (arrival order kept)."""
-    chosen: dict[Key, ResponseRow] = {}
+    chosen: dict[AttemptKey, ResponseRow] = {}
     for row in rows:
-        key = _key(row)
-        held = chosen.get(key)
-        if held is None or held[_OUTCOME_AT] != "answer":
-            chosen[key] = row
+        held = chosen.get(row.key)
+        if held is None or held.outcome != "answer":
+            chosen[row.key] = row
     return list(chosen.values())
 
 

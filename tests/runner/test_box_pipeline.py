@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,7 +23,7 @@ from conditions import (
 from runner.backends import ApiKey, AttemptRecord, Backend, ask
 from runner.distributed import BoxScorer
 from runner.simulator import Behaviour, BoxBehaviour, SimSpec, Simulator, serving
-from runner.store import ScoreJob
+from runner.store import ScoreJob, ScoreRow
 from scoring import Convention
 
 KEY = "sk-groundbench-test-0123456789abcdef"
@@ -73,7 +72,7 @@ def _answers(
 
 def _scores(
     questions: BoxSet, records: list[AttemptRecord], convention: Convention
-) -> list[tuple[Any, ...]]:
+) -> list[ScoreRow]:
     jobs = [
         ScoreJob(r.configuration, r.condition, r.budget, r.qid, r.attempt, r.answer or "")
         for r in records
@@ -100,13 +99,13 @@ def test_an_exact_model_is_read_right_on_every_question(
         assert r.parseable == (not q.rejection or benchmark != "refbench-pro")
     parsed = {(r.condition, r.qid): r.parseable for r in records}
     for row in _scores(questions, records, "norm1000"):
-        q = questions.question(str(row[3]))
-        iou, says_absent = row[-2], row[-1]
-        assert row[5] == parsed[(row[1], row[3])]  # the scorer's reading is the one at asking
+        q = questions.question(row.qid)
+        # the scorer's reading is the one at asking
+        assert row.parseable == parsed[(row.condition, row.qid)]
         if q.rejection:
-            assert iou is None and says_absent is True
+            assert row.box_iou is None and row.says_absent is True
         else:
-            assert iou is not None and iou > 0.97 and says_absent is False
+            assert row.box_iou is not None and row.box_iou > 0.97 and row.says_absent is False
 
 
 @pytest.mark.parametrize("convention", ["norm999", "norm1000", "unit", "pixels"])
@@ -120,12 +119,12 @@ def test_each_convention_reads_back_to_the_true_box_and_no_other_does(
     targets = [r for r in records if not questions.question(r.qid).rejection]
     # Images wider than the 1,024-pixel cap are sent scaled: "pixels" are the sent image's.
     assert any(questions.question(r.qid).width > 1024 for r in targets)
-    right = [row[-2] for row in _scores(questions, targets, convention)]
+    right = [row.box_iou or 0.0 for row in _scores(questions, targets, convention)]
     assert min(right) > 0.97
     for other in ("norm999", "norm1000", "unit", "pixels"):
         if other in (convention, {"norm999": "norm1000", "norm1000": "norm999"}.get(convention)):
             continue  # 0–999 and 0–1000 differ by 0.1%: read either way, nearly the same box
-        wrong = [row[-2] for row in _scores(questions, targets, other)]
+        wrong = [row.box_iou or 0.0 for row in _scores(questions, targets, other)]
         assert sum(v > 0.5 for v in wrong) < len(wrong) / 2
 
 

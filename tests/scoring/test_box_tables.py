@@ -7,7 +7,7 @@ import math
 import pytest
 
 from scoring import (
-    BOX_PROTOCOLS,
+    BOX_READERS,
     BoxJudgement,
     JudgedQuestion,
     groundingme_row,
@@ -37,7 +37,7 @@ def test_ref_adv_row_has_each_threshold_macc_and_distractor_groups() -> None:
         _q(0.95, distractors=2), _q(0.8, distractors=3), _q(0.6, distractors=5),
         _q(0.3, distractors=9),
     ]  # fmt: skip
-    row = ref_adv_row(questions, BOX_PROTOCOLS["ref-adv"])
+    row = ref_adv_row(questions, BOX_READERS["ref-adv"])
     assert row["Acc0.5"] == 75.0 and row["Acc0.75"] == 50.0 and row["Acc0.9"] == 25.0
     # Thresholds 0.5 … 0.95: hits per question 10, 7 (0.5–0.8), 3 (0.5–0.6), 0 → 20 of 40.
     assert row["mAcc"] == pytest.approx(50.0)
@@ -52,23 +52,23 @@ def test_groundingme_counts_a_rejection_right_when_the_answer_says_absent() -> N
         _q(0.0, "Rejection", rejection=True, absent=True, sub="State"),
         _q(0.0, "Rejection", rejection=True, absent=False, sub="State"),
     ]  # fmt: skip
-    row = groundingme_row(questions, BOX_PROTOCOLS["groundingme"])
+    row = groundingme_row(questions, BOX_READERS["groundingme"])
     assert row == {
         "Discriminative": 50.0, "Spatial": 100.0, "Limited": 100.0, "Rejection": 50.0,
         "Total": pytest.approx(400 / 6),
     }  # fmt: skip
-    subs = groundingme_subdimensions(questions, BOX_PROTOCOLS["groundingme"])
+    subs = groundingme_subdimensions(questions, BOX_READERS["groundingme"])
     assert subs["Discriminative/Appearance"] == 100.0 and subs["Rejection/State"] == 50.0
 
 
 def test_refbench_pro_row_takes_the_papers_means() -> None:
-    protocol = BOX_PROTOCOLS["refbench-pro"]  # mAcc over 0.5 … 0.9: nine thresholds
+    reader = BOX_READERS["refbench-pro"]  # mAcc over 0.5 … 0.9: nine thresholds
     questions = [
         _q(1.0, "attribute"), _q(0.0, "position"), _q(0.72, "interaction"),
         _q(0.5, "relation"), _q(0.9, "commonsense"),
         _q(0.0, "reject", rejection=True, absent=True), _q(0.0, "reject", rejection=True),
     ]  # fmt: skip
-    row = refbench_pro_row(questions, protocol)
+    row = refbench_pro_row(questions, reader)
     per_task = {"attribute": 100.0, "position": 0.0, "interaction": 500 / 9,
                 "relation": 100 / 9, "commonsense": 100.0, "reject": 50.0}  # fmt: skip
     for task, value in per_task.items():
@@ -80,5 +80,5 @@ def test_refbench_pro_row_takes_the_papers_means() -> None:
 
 
 def test_a_task_not_asked_is_not_a_zero() -> None:
-    row = refbench_pro_row([_q(1.0, "attribute")], BOX_PROTOCOLS["refbench-pro"])
+    row = refbench_pro_row([_q(1.0, "attribute")], BOX_READERS["refbench-pro"])
     assert row["attribute"] == 100.0 and math.isnan(row["position"]) and math.isnan(row["Acc_o"])

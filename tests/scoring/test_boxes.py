@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scoring import (
-    BOX_PROTOCOLS,
+    BOX_READERS,
     Box,
     BoxJudgement,
     RejectionRule,
@@ -97,7 +97,7 @@ def test_saying_absent_follows_the_rule(
 def test_each_benchmark_reads_a_rejection_as_its_code_does(
     name: str, text: str, absent: bool
 ) -> None:
-    judged = judge_box(text, None, BOX_PROTOCOLS[name], "norm1000", 640, 480)
+    judged = judge_box(text, None, BOX_READERS[name], "norm1000", 640, 480)
     assert judged.says_absent is absent and judged.iou == 0.0
 
 
@@ -134,7 +134,7 @@ RELEASED = [
 def test_each_benchmark_judges_as_its_released_code(
     name: str, answer: str, truth: Box | None, iou: float, absent: bool
 ) -> None:
-    judged = judge_box(answer, truth, BOX_PROTOCOLS[name], "norm1000", 640, 480)
+    judged = judge_box(answer, truth, BOX_READERS[name], "norm1000", 640, 480)
     assert judged.iou == iou  # exactly: the same arithmetic in the same order
     if truth is None:
         assert judged.says_absent is absent
@@ -142,10 +142,10 @@ def test_each_benchmark_judges_as_its_released_code(
 
 def test_groundingme_reads_pixels_of_the_image_as_sent_and_ignores_the_convention() -> None:
     answer, truth = '{"bbox_2d": [50, 60, 150, 160]}', (100.0, 120.0, 300.0, 320.0)
-    protocol = BOX_PROTOCOLS["groundingme"]
-    half = judge_box(answer, truth, protocol, "norm1000", 640, 480, sent_scale=0.5)
+    reader = BOX_READERS["groundingme"]
+    half = judge_box(answer, truth, reader, "norm1000", 640, 480, sent_scale=0.5)
     assert half.iou == 1.0 and half.box == truth
-    assert judge_box(answer, truth, protocol, "unit", 640, 480, sent_scale=0.5) == half
+    assert judge_box(answer, truth, reader, "unit", 640, 480, sent_scale=0.5) == half
 
 
 @pytest.mark.parametrize("name", ["ref-adv", "groundingme", "refbench-pro"])
@@ -158,7 +158,7 @@ def test_a_box_with_a_non_finite_coordinate_matches_nothing_and_is_no_absent(nam
         "refbench-pro": "[NaN, 200, 250, 400]",
     }[name]
     for truth in ((0.0, 0.0, 300.0, 400.0), None):
-        judged = judge_box(answer, truth, BOX_PROTOCOLS[name], "pixels", 640, 480)
+        judged = judge_box(answer, truth, BOX_READERS[name], "pixels", 640, 480)
         assert (judged.iou, judged.says_absent, judged.found, judged.box) == (0, False, True, None)
 
 
@@ -166,11 +166,11 @@ def test_an_iou_on_a_threshold_is_a_hit_there() -> None:
     # Deviation (§10): RefBench-PRO's np.arange(0.5, 0.95, 0.05) makes τ = 0.6000000000000001,
     # so an IoU of exactly 0.6 misses there and hits here.
     judged = [BoxJudgement((0, 0, 1, 1), False, 0.6)]
-    assert accuracy_at(judged, BOX_PROTOCOLS["refbench-pro"].macc_thresholds[2], False) == 100.0
+    assert accuracy_at(judged, BOX_READERS["refbench-pro"].macc_thresholds[2], False) == 100.0
 
 
 def test_the_lenient_reading_orders_and_clips_what_the_released_codes_do_not() -> None:
-    lenient = BOX_PROTOCOLS["groundbench"]
+    lenient = BOX_READERS["groundbench"]
     judged = judge_box("[300, 300, 100, 100]", (100, 100, 300, 300), lenient, "pixels", 640, 480)
     assert judged.iou == 1.0
     clipped = judge_box("[-100, -200, 300, 400]", (0, 0, 300, 400), lenient, "pixels", 640, 480)
@@ -178,14 +178,14 @@ def test_the_lenient_reading_orders_and_clips_what_the_released_codes_do_not() -
 
 
 def test_a_judged_answer_is_scored_in_original_pixels() -> None:
-    protocol = BOX_PROTOCOLS["ref-adv"]
-    judged = judge_box('{"bbox": [0, 0, 500, 1000]}', (0, 0, 320, 480), protocol, "norm1000",
+    reader = BOX_READERS["ref-adv"]
+    judged = judge_box('{"bbox": [0, 0, 500, 1000]}', (0, 0, 320, 480), reader, "norm1000",
                        640, 480)  # fmt: skip
-    clipped = judge_box('{"bbox": [-10, -10, 2000, 500]}', (0, 0, 640, 240), protocol,
+    clipped = judge_box('{"bbox": [-10, -10, 2000, 500]}', (0, 0, 640, 240), reader,
                         "norm1000", 640, 480)  # fmt: skip
     assert clipped.box == pytest.approx((0, 0, 640, 240)) and clipped.iou == pytest.approx(1.0)
     assert judged.box == pytest.approx((0, 0, 320, 480)) and judged.iou == pytest.approx(1.0)
-    missing = judge_box("no idea", (0, 0, 320, 480), protocol, "norm1000", 640, 480)
+    missing = judge_box("no idea", (0, 0, 320, 480), reader, "norm1000", 640, 480)
     assert missing.box is None and missing.iou == 0.0
 
 
@@ -210,30 +210,30 @@ def test_a_hit_is_iou_at_least_the_threshold_as_every_released_code_counts_it() 
     at_half = [BoxJudgement((0, 0, 1, 1), False, 0.5)]
     assert accuracy_at(at_half, 0.5, strict=True) == 0.0
     assert accuracy_at(at_half, 0.5, strict=False) == 100.0
-    assert not any(p.strict for p in BOX_PROTOCOLS.values())
+    assert not any(p.strict for p in BOX_READERS.values())
 
 
 def test_macc_thresholds_are_each_papers() -> None:
-    assert BOX_PROTOCOLS["refbench-pro"].macc_thresholds == (
+    assert BOX_READERS["refbench-pro"].macc_thresholds == (
         0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9,
     )  # fmt: skip
-    assert BOX_PROTOCOLS["ref-adv"].macc_thresholds[-1] == 0.95
-    assert len(BOX_PROTOCOLS["groundingme"].macc_thresholds) == 10
+    assert BOX_READERS["ref-adv"].macc_thresholds[-1] == 0.95
+    assert len(BOX_READERS["groundingme"].macc_thresholds) == 10
 
 
 ious = st.lists(st.floats(0.0, 1.0), min_size=1, max_size=50)
 
 
-@given(ious, st.sampled_from(sorted(BOX_PROTOCOLS)))
+@given(ious, st.sampled_from(sorted(BOX_READERS)))
 def test_accuracy_falls_with_the_threshold_and_macc_is_its_mean(
     values: list[float], name: str
 ) -> None:
-    protocol = BOX_PROTOCOLS[name]
+    reader = BOX_READERS[name]
     judged = [BoxJudgement(None, False, v) for v in values]
-    accs = [accuracy_at(judged, t, protocol.strict) for t in protocol.macc_thresholds]
+    accs = [accuracy_at(judged, t, reader.strict) for t in reader.macc_thresholds]
     assert all(x >= y for x, y in itertools.pairwise(accs))
-    assert mean_accuracy(judged, protocol) == pytest.approx(sum(accs) / len(accs))
-    assert accs[-1] - 1e-9 <= mean_accuracy(judged, protocol) <= accs[0] + 1e-9
+    assert mean_accuracy(judged, reader) == pytest.approx(sum(accs) / len(accs))
+    assert accs[-1] - 1e-9 <= mean_accuracy(judged, reader) <= accs[0] + 1e-9
 
 
 def test_rejection_accuracy_counts_answers_that_say_absent() -> None:
@@ -244,7 +244,7 @@ def test_rejection_accuracy_counts_answers_that_say_absent() -> None:
 
 def test_a_judgement_says_whether_the_reader_found_a_box_at_all() -> None:
     def found(text: str, benchmark: str) -> bool | None:
-        return judge_box(text, None, BOX_PROTOCOLS[benchmark], "norm1000", 100, 100).found
+        return judge_box(text, None, BOX_READERS[benchmark], "norm1000", 100, 100).found
 
     assert found('{"bbox_2d": null}', "groundingme") is True  # null: the zero box, read
     assert found("[0, 0, 0, 0]", "refbench-pro") is True

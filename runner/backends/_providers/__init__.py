@@ -1,9 +1,9 @@
 """The providers groundbench knows, one unit each (``qwen.py``, ``doubao.py``, ``kimi.py``,
-``openai.py``, ``gemini.py``): endpoint, wire protocol, key variable, reasoning fields and
+``openai.py``, ``gemini.py``): endpoint, wire format, key variable, reasoning fields and
 error codes side by side, so a change to one provider touches one file.
 
 ========== ============ ============================================ =====================
-provider   protocol     default endpoint                              key variable
+provider   wire         default endpoint                              key variable
 ========== ============ ============================================ =====================
 qwen       openai       DashScope compatible mode (international)     ``DASHSCOPE_API_KEY``
 doubao     openai       Volcengine Ark (Beijing)                      ``ARK_API_KEY``
@@ -53,10 +53,10 @@ def thinking_fields(provider: str, thinking: Thinking) -> dict[str, Any]:
     return provider_named(provider).thinking(thinking)
 
 
-def wire_codes(protocol: Wire) -> ErrorCodes:
+def wire_codes(wire: Wire) -> ErrorCodes:
     """Every code the providers of one wire document, by meaning: an OpenAI-compatible
     endpoint may front another provider's service, so a code is read whoever sent it."""
-    members = [p.errors for p in PROVIDERS.values() if p.protocol == protocol]
+    members = [p.errors for p in PROVIDERS.values() if p.wire == wire]
     return ErrorCodes(
         quota=frozenset().union(*(e.quota for e in members)),
         rate=frozenset().union(*(e.rate for e in members)),

@@ -27,7 +27,7 @@ class Provider:
     its error codes — everything a change to one provider touches."""
 
     name: str
-    protocol: Wire
+    wire: Wire
     base_url: str
     key_variable: str
     # The provider-neutral Thinking as this API's request fields; ConfigError if inexpressible.

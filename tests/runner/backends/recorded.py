@@ -13,7 +13,7 @@ from runner.backends import ErrorKind
 @dataclass(frozen=True)
 class Recorded:
     name: str
-    protocol: str  # "openai" or "gemini"
+    wire: str  # "openai" or "gemini"
     status: int
     body: Any  # a JSON document, or raw bytes
     kind: ErrorKind

@@ -12,7 +12,7 @@ from .recorded import RECORDED, Recorded
 
 
 def _classify(r: Recorded) -> CallError:
-    classify = classify_gemini if r.protocol == "gemini" else classify_openai
+    classify = classify_gemini if r.wire == "gemini" else classify_openai
     return classify(r.status, r.headers, r.raw)
 
 
@@ -26,14 +26,14 @@ def test_each_recorded_error_maps_to_its_class(recorded: Recorded) -> None:
         assert error.retry_after == pytest.approx(recorded.retry_after)
 
 
-def test_every_class_is_covered_for_both_protocols() -> None:
-    for protocol in ("openai", "gemini"):
-        kinds = {r.kind for r in RECORDED if r.protocol == protocol}
-        assert kinds == {"rate-limited", "quota", "transient", "fatal"}, protocol
+def test_every_class_is_covered_for_both_wire_formats() -> None:
+    for wire in ("openai", "gemini"):
+        kinds = {r.kind for r in RECORDED if r.wire == wire}
+        assert kinds == {"rate-limited", "quota", "transient", "fatal"}, wire
 
 
 def test_a_429_is_classified_by_its_body_not_its_status() -> None:
-    by_kind = {r.kind for r in RECORDED if r.status == 429 and r.protocol == "openai"}
+    by_kind = {r.kind for r in RECORDED if r.status == 429 and r.wire == "openai"}
     assert by_kind == {"rate-limited", "quota", "transient"}
 
 
@@ -65,4 +65,4 @@ def test_every_code_a_provider_declares_is_read_as_it_says(
 def test_each_openai_wire_provider_declares_its_own_codes() -> None:
     for p in PROVIDERS.values():
         declared = p.errors.quota | p.errors.rate | p.errors.transient
-        assert bool(declared) == (p.protocol == "openai"), p.name  # Gemini reads rpc statuses
+        assert bool(declared) == (p.wire == "openai"), p.name  # Gemini reads rpc statuses

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from conditions import Decoding, ImageBlob, Request, RequestKey, Thinking
 from runner._errors import ConfigError
-from runner.backends import protocol_for, provider_named
+from runner.backends import provider_named, wire_format
 from runner.backends._providers import PROVIDERS, thinking_fields
 from runner.backends._wire import IMAGE_SLOT
 from runner.simulator._server import _parse
@@ -66,22 +66,22 @@ def test_every_request_body_reads_back_exactly_what_was_asked(
     provider: str, model: str, prompt: str, image: ImageBlob | None, decoding: Decoding
 ) -> None:
     request = Request(RequestKey("c", "base", "q1", 8), "p", prompt, image, decoding, 0)
-    protocol = protocol_for(provider_named(provider), model)
+    wire_fmt = wire_format(provider_named(provider), model)
     try:
         expected_fields = thinking_fields(provider, decoding.thinking)
     except ConfigError:
         expected_fields = None
     try:
-        body = bytes(protocol.encode(request))
+        body = bytes(wire_fmt.encode(request))
     except ConfigError:
         assert expected_fields is None  # refused exactly when the API cannot say it
         return
     assert expected_fields is not None
     doc = json.loads(body)
     assert isinstance(doc, dict)
-    path = protocol.url("http://h/v1").removeprefix("http://h")
+    path = wire_fmt.url("http://h/v1").removeprefix("http://h")
     wire = wire_for(path)
-    assert wire is not None and wire.name == PROVIDERS[provider].protocol
+    assert wire is not None and wire.name == PROVIDERS[provider].wire
     seen = _parse(wire, path, body)
     assert seen.model == model and seen.prompt == prompt
     if image is None:

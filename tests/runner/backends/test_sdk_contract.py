@@ -31,7 +31,7 @@ from tests.runner.backends.test_wire import _request as _wire_request
 from tests.runner.test_against_simulator import CLEAN, GEMINI, QWEN
 from tests.runner.test_against_simulator import _requests as _simulator_requests
 
-OPENAI_WIRE = sorted(name for name, p in PROVIDERS.items() if p.protocol == "openai")
+OPENAI_WIRE = sorted(name for name, p in PROVIDERS.items() if p.wire == "openai")
 THINKING = [
     Thinking(mode="off"),
     Thinking(mode="on"),

@@ -1,4 +1,4 @@
-"""Each wire protocol writes the provider's fields and reads answer and reasoning apart."""
+"""Each wire format writes the provider's fields and reads answer and reasoning apart."""
 
 from __future__ import annotations
 
@@ -107,9 +107,9 @@ def test_a_backend_refuses_a_box_configuration_whose_reasoning_it_cannot_map() -
 
 
 def test_openai_body_carries_the_image_as_a_data_url_before_the_text() -> None:
-    protocol = OpenAIChat(PROVIDERS["qwen"], "qwen3-vl-plus")
+    wire = OpenAIChat(PROVIDERS["qwen"], "qwen3-vl-plus")
     body = json.loads(
-        bytes(protocol.encode(_request(Thinking(mode="on", effort="max"), temperature=0.0)))
+        bytes(wire.encode(_request(Thinking(mode="on", effort="max"), temperature=0.0)))
     )
     image, text = body["messages"][0]["content"]
     assert (
@@ -134,27 +134,27 @@ def test_no_image_sends_only_the_text() -> None:
 
 
 def test_gemini_body_carries_inline_data_and_generation_config() -> None:
-    protocol = GeminiGenerate("gemini-3-pro-preview")
-    body = json.loads(bytes(protocol.encode(_request(Thinking(mode="on", effort="high")))))
+    wire = GeminiGenerate("gemini-3-pro-preview")
+    body = json.loads(bytes(wire.encode(_request(Thinking(mode="on", effort="high")))))
     image, text = body["contents"][0]["parts"]
     assert base64.b64decode(image["inline_data"]["data"]) == IMAGE.data
     assert image["inline_data"]["mime_type"] == "image/jpeg"
     assert text["text"] == 'Outline "the cat".'
     assert body["generationConfig"]["maxOutputTokens"] == 4096
     assert body["generationConfig"]["thinkingConfig"]["thinkingLevel"] == "high"
-    assert protocol.url("https://x/v1beta/") == (
+    assert wire.url("https://x/v1beta/") == (
         "https://x/v1beta/models/gemini-3-pro-preview:generateContent"
     )
-    assert "x-goog-api-key" in protocol.headers(ApiKey("AIza-secret"))
+    assert "x-goog-api-key" in wire.headers(ApiKey("AIza-secret"))
 
 
 def test_the_image_is_base64_encoded_once_per_blob() -> None:
     blob = ImageBlob(b"abc" * 1000, "image/png", 10, 10)
-    protocol = OpenAIChat(PROVIDERS["qwen"], "m")
+    wire = OpenAIChat(PROVIDERS["qwen"], "m")
     request = _request(Thinking(), blob)
-    protocol.encode(request)
+    wire.encode(request)
     first = blob.base64
-    protocol.encode(request)
+    wire.encode(request)
     assert blob.base64 is first  # cached on the blob, not made again
 
 

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from conditions import BOX, Cohort
 from runner.distributed import Scorer
-from runner.store import SCORE_SCHEMA, ScoreJob
+from runner.store import ScoreJob
 from scoring import BUDGETS, SCALE, score_box, score_polygon
-
-
-def _named(row: tuple[Any, ...]) -> dict[str, Any]:
-    return dict(zip(SCORE_SCHEMA.names, row, strict=True))
 
 
 def _answer_for(cohort: Cohort, qid: str, n: int) -> str:
@@ -34,13 +28,16 @@ def test_polygon_rows_equal_score_polygon(small_cohort: Cohort) -> None:
     assert len(scores) == len(jobs)
     for job, row in zip(jobs, scores, strict=True):
         expected = score_polygon(job.answer, small_cohort.referent(job.qid).reference(job.budget))
-        assert row[:5] == ("cfg", "base", job.budget, job.qid, job.attempt)
-        assert row[5:8] == (expected.parseable, expected.iou, expected.iou_part)
-        named = _named(row)
-        assert named["defect"] == expected.defect
-        assert named["box_iou"] is None and named["says_absent"] is None
-    assert scores[0][6] > 0.5  # the canonical target, re-quantised, overlaps itself well
-    assert scores[-1][5] is False and scores[-1][6] == 0.0
+        assert row.key == ("cfg", "base", job.budget, job.qid, job.attempt)
+        assert (row.parseable, row.iou, row.iou_part) == (
+            expected.parseable,
+            expected.iou,
+            expected.iou_part,
+        )
+        assert row.defect == expected.defect
+        assert row.box_iou is None and row.says_absent is None
+    assert (scores[0].iou or 0.0) > 0.5  # the canonical target, re-quantised, overlaps itself well
+    assert scores[-1].parseable is False and scores[-1].iou == 0.0
 
 
 def test_a_box_answer_has_its_iou_and_one_control_row_per_budget(small_cohort: Cohort) -> None:
@@ -51,8 +48,7 @@ def test_a_box_answer_has_its_iou_and_one_control_row_per_budget(small_cohort: C
     scores, controls = Scorer(small_cohort).score([ScoreJob("cfg", "base", BOX, q.qid, 0, answer)])
     expected = score_box(answer, small_cohort.referent(q.qid), BUDGETS)
     (row,) = scores
-    named = _named(row)
-    assert named["parseable"] is True and named["iou"] is None
-    assert named["box_iou"] == expected.box_iou > 0.9 and named["says_absent"] is None
-    assert [c[4] for c in controls] == list(BUDGETS)
-    assert [c[6] for c in controls] == [expected.control[n].iou for n in BUDGETS]
+    assert row.parseable is True and row.iou is None
+    assert row.box_iou == expected.box_iou > 0.9 and row.says_absent is None
+    assert [c.n for c in controls] == list(BUDGETS)
+    assert [c.iou for c in controls] == [expected.control[n].iou for n in BUDGETS]

@@ -1,4 +1,4 @@
-"""Each box benchmark's main table, from simulated answers judged by its own protocol."""
+"""Each box benchmark's main table, from simulated answers judged by its own reader."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from conditions import (
 )
 from runner.reports import BoxRun, box_benchmark_table, load_box_report, render
 from runner.simulator import BoxBehaviour, box_answer
-from runner.store import GridRow, Registration, Store, read_only
-from scoring import BOX_PROTOCOLS, JudgedQuestion, judge_box
+from runner.store import GridRow, Registration, ScoreRow, Store, read_only
+from scoring import BOX_READERS, JudgedQuestion, judge_box
 from tests.runner.store.rows import attempt_row
 
 
@@ -38,7 +38,7 @@ def _run(benchmark: Benchmark, behaviour: BoxBehaviour, thinking: bool) -> list[
                         height=480, expression="the cup", box=box, dimension=dimension,
                         distractors=2 + k % 8)  # fmt: skip
         said = box_answer(q, benchmark, "norm1000", behaviour, rng, thinking=thinking)
-        verdict = judge_box(said.text, box, BOX_PROTOCOLS[benchmark], "norm1000", 640, 480)
+        verdict = judge_box(said.text, box, BOX_READERS[benchmark], "norm1000", 640, 480)
         judged.append(JudgedQuestion(q.qid, dimension, None, q.distractors, box is None, verdict))
     return judged
 
@@ -99,8 +99,8 @@ def test_a_store_reports_complete_runs_and_names_the_others(tmp_path: Path) -> N
         jobs = s.take_unscored(100)
         # Every answer right: the box where there is one, "absent" where there is none.
         s.write_scores(
-            [(*j[:5], True, *([None] * 9), None if questions.question(j.qid).rejection else 1.0,
-              questions.question(j.qid).rejection) for j in jobs],
+            [ScoreRow(*j.key, True, box_iou=None if questions.question(j.qid).rejection else 1.0,
+                      says_absent=questions.question(j.qid).rejection) for j in jobs],
             [],
         )  # fmt: skip
     with read_only(path) as con:

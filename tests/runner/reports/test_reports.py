@@ -19,13 +19,18 @@ from runner.reports import (
     table3,
     write_figures,
 )
-from runner.store import GridRow, Registration, Store, StoreError, read_only
+from runner.store import ControlRow, GridRow, Registration, ScoreRow, Store, StoreError, read_only
 from tests.runner.store.rows import attempt_row
 
 
-def _score(condition: str, budget: int, qid: str, attempt: int, iou: float, legal: bool = True):  # type: ignore[no-untyped-def]
-    return ("cfg", condition, budget, qid, attempt, True, iou, iou, iou, iou, 0.0, legal,
-            iou if legal else 0.0, True, None if legal else "crossing", None, None)  # fmt: skip
+def _score(
+    condition: str, budget: int, qid: str, attempt: int, iou: float, legal: bool = True
+) -> ScoreRow:
+    return ScoreRow(
+        "cfg", condition, budget, qid, attempt, parseable=True, iou=iou, iou_part=iou,
+        iou_union=iou, iou_cont=iou, iou_distractor=0.0, legal=legal,
+        legal_iou=iou if legal else 0.0, sel=True, defect=None if legal else "crossing",
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +59,9 @@ def data(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> Repo
             [_score("base", 8, q[0], 0, 0.5), _score("base", 8, q[1], 0, 0.8, legal=False),
              _score("base", 8, q[3], 1, 0.6), _score("base", 16, q[0], 0, 0.7),
              _score("no-image", 8, q[0], 0, 0.1), _score("no-image", 8, q[1], 0, 0.2),
-             ("cfg", "base", BOX, q[1], 0, True, *([None] * 9), 0.75, None)],
-            [("cfg", "base", q[1], 0, n, True, 0.4, 0.4, 0.4, 0.4, 0.0, True, 0.4, True, None)
+             ScoreRow("cfg", "base", BOX, q[1], 0, parseable=True, box_iou=0.75)],
+            [ControlRow("cfg", "base", q[1], 0, n, True, 0.4, 0.4, 0.4, 0.4, 0.0, True, 0.4,
+                        True, None)
              for n in (8, 16)],
         )  # fmt: skip
     with read_only(path) as con:

@@ -16,7 +16,7 @@ from runner.reports import (
     ReportData,
     load_report_data,
 )
-from runner.store import GridRow, ReferenceRow, Registration, Store, read_only
+from runner.store import GridRow, ReferenceRow, Registration, ScoreRow, Store, read_only
 from scoring import REFERENCES
 from tests.runner.store.rows import attempt_row
 
@@ -27,9 +27,11 @@ BASE8, BASE16, NO_IMAGE8 = (
 )
 
 
-def _score(condition: str, budget: int, qid: str, attempt: int, iou: float):  # type: ignore[no-untyped-def]
-    return ("cfg", condition, budget, qid, attempt, True, iou, iou, iou, iou, 0.0, True, iou,
-            True, None, None, None)  # fmt: skip
+def _score(condition: str, budget: int, qid: str, attempt: int, iou: float) -> ScoreRow:
+    return ScoreRow(
+        "cfg", condition, budget, qid, attempt, parseable=True, iou=iou, iou_part=iou,
+        iou_union=iou, iou_cont=iou, iou_distractor=0.0, legal=True, legal_iou=iou, sel=True,
+    )  # fmt: skip
 
 
 def _rows(
@@ -38,7 +40,11 @@ def _rows(
     """One row per reference: ``base`` plus 1/64 per place in REFERENCES (phase0 = base);
     sums of binary fractions, so the expected values below are exact."""
     key = (cell.configuration, cell.condition, cell.budget, qid, attempt)
-    return [(*key, name, base + k / 64) for k, name in enumerate(REFERENCES) if name != leave_out]
+    return [
+        ReferenceRow(*key, name, base + k / 64)
+        for k, name in enumerate(REFERENCES)
+        if name != leave_out
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +73,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> tup
             [_score("base", 8, q[0], 0, 0.5), _score("base", 8, q[1], 0, 0.75),
              _score("base", 8, q[3], 1, 0.625), _score("base", 16, q[0], 0, 0.7),
              _score("no-image", 8, q[0], 0, 0.1), _score("no-image", 8, q[1], 0, 0.2),
-             ("cfg", "base", BOX, q[0], 0, True, *([None] * 9), 0.75, None)],
+             ScoreRow("cfg", "base", BOX, q[0], 0, parseable=True, box_iou=0.75)],
             [],
         )  # fmt: skip
         s.write_reference_scores(

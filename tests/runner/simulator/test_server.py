@@ -44,7 +44,7 @@ def test_the_image_is_found_without_decoding_it_and_odd_bodies_fall_back() -> No
     assert _lift_image(OpenAIWire.image_marker, escaped) == (escaped, None)
 
 
-def test_a_bad_request_is_a_400_in_the_protocols_own_shape(
+def test_a_bad_request_is_a_400_in_the_wire_formats_own_shape(
     small_cohort: Cohort, small_root: DataRoot, tmp_path: Path
 ) -> None:
     sim = Simulator(small_cohort, small_root.images, VariantCache(tmp_path / "v"), SimSpec())

@@ -13,11 +13,18 @@ from hypothesis import strategies as st
 
 from conditions import ProtocolMismatchError
 from runner.store import (
+    CONTROL_SCHEMA,
     MIGRATIONS,
+    REFERENCE_SCHEMA,
     RESPONSE_COLUMNS,
     SCHEMA_VERSION,
+    SCORE_SCHEMA,
+    ControlRow,
     GridRow,
+    ReferenceRow,
     Registration,
+    ResponseRow,
+    ScoreRow,
     Store,
     StoreError,
     check_query,
@@ -25,8 +32,18 @@ from runner.store import (
 )
 from tests.runner.store.rows import attempt_row
 
-OUTCOME = RESPONSE_COLUMNS.index("outcome")
-ANSWER = RESPONSE_COLUMNS.index("answer")
+
+@pytest.mark.parametrize(
+    ("row", "columns"),
+    [
+        (ResponseRow, RESPONSE_COLUMNS),
+        (ScoreRow, tuple(SCORE_SCHEMA.names)),
+        (ControlRow, tuple(CONTROL_SCHEMA.names)),
+        (ReferenceRow, tuple(REFERENCE_SCHEMA.names)),
+    ],
+)
+def test_each_row_names_its_tables_columns_in_order(row: type, columns: tuple[str, ...]) -> None:
+    assert row._fields == columns  # type: ignore[attr-defined]
 
 
 def _registration(name: str = "cfg", protocol: str = "a" * 64, attempts: int = 3) -> Registration:
@@ -128,12 +145,12 @@ def test_reference_rows_are_written_once_and_only_polygon_answers_wait(tmp_path:
         )  # fmt: skip
         assert s.polygon_answers() == 1  # not the unparseable, the error or the box answer
         (job,) = s.unrescored(["phase0", "part"])
-        key = tuple(job[:5])
+        key = job.key
         assert key == ("cfg", "base", 8, "q1", 0)
-        assert s.write_reference_scores([(*key, "phase0", 0.25)]) == 1
+        assert s.write_reference_scores([ReferenceRow(*key, "phase0", 0.25)]) == 1
         assert s.unrescored(["phase0", "part"]) == [job]  # "part" is still missing
         assert s.unrescored(["phase0"]) == []
-        again = [(*key, "phase0", 0.99), (*key, "part", 0.5), (*key, "part", 0.5)]
+        again = [ReferenceRow(*key, *r) for r in (("phase0", 0.99), ("part", 0.5), ("part", 0.5))]
         assert s.write_reference_scores(again) == 1  # the stored phase0 row is kept
         assert s.unrescored(["phase0", "part"]) == []
         _, rows = s.query("SELECT reference, iou FROM reference_scores ORDER BY reference")
@@ -151,7 +168,7 @@ def test_a_changed_reading_rescores_that_configuration_only(tmp_path: Path) -> N
         assert s.register([registration("a", "unit"), registration("b", "unit")], grid) == []
         s.write_responses(rows)
         jobs = s.take_unscored(10)
-        s.write_scores([(*j[:5], True, *([None] * 9), 0.9, False) for j in jobs], [])
+        s.write_scores([ScoreRow(*j.key, True, box_iou=0.9, says_absent=False) for j in jobs], [])
         assert s.unscored() == 0 and s.take_unscored(10) == []
         changed = s.register([registration("a", "pixels"), registration("b", "unit")], grid)
         assert changed == [("a", "unit", 1)]
@@ -247,10 +264,9 @@ def test_another_protocol_under_the_same_name_is_refused(store: Store) -> None:
 
 def test_a_failing_batch_leaves_nothing(store: Store) -> None:
     good = attempt_row("q1")
-    bad = list(attempt_row("q2"))
-    bad[RESPONSE_COLUMNS.index("qid")] = None  # a key column may not be null
+    bad = attempt_row("q2")._replace(qid=None)  # type: ignore[arg-type]  # a key may not be null
     with pytest.raises(duckdb.Error):
-        store.write_responses([good, tuple(bad)])
+        store.write_responses([good, bad])
     assert _rows(store) == []
     assert store.take_unscored(10) == []
 
@@ -266,9 +282,9 @@ def test_answers_are_queued_for_scoring_once_and_again_after_reopening(tmp_path:
     with Store(path) as s:  # not scored before the store closed: queued again
         assert [j.qid for j in s.take_unscored(10)] == ["q1"]
         assert s.unscored() == 1
-        score = ("cfg", "base", 8, "q1", 0, True, 0.5, 0.5, 0.5, 0.5, 0.0, True, 0.5, True, None)
-        s.write_scores([(*score, None, None)], [])
-        s.write_scores([(*score, None, None)], [])  # a second score of the same key is ignored
+        score = _score("q1", 0, 0.5)
+        s.write_scores([score], [])
+        s.write_scores([score._replace(iou=0.9)], [])  # a second score of the key is ignored
         assert s.unscored() == 0
         assert s.requeue_unscored() == 0
 
@@ -342,26 +358,11 @@ def test_law_the_table_is_the_fold_of_its_batches(batches: list[list[Event]]) ->
         assert {(q, a): (o, t) for q, a, o, t in stored} == expected
 
 
-def _score(qid: str, attempt: int, iou: float) -> tuple[object, ...]:
-    return (
-        "cfg",
-        "base",
-        8,
-        qid,
-        attempt,
-        True,
-        iou,
-        iou,
-        iou,
-        iou,
-        0.0,
-        True,
-        iou,
-        True,
-        None,
-        None,  # box_iou
-        None,  # says_absent
-    )
+def _score(qid: str, attempt: int, iou: float) -> ScoreRow:
+    return ScoreRow(
+        "cfg", "base", 8, qid, attempt, parseable=True, iou=iou, iou_part=iou, iou_union=iou,
+        iou_cont=iou, iou_distractor=0.0, legal=True, legal_iou=iou, sel=True,
+    )  # fmt: skip
 
 
 def test_question_scores_lock_the_first_parseable_attempt_of_each_view(store: Store) -> None:

@@ -1,18 +1,19 @@
 """Which box an answer gives, as each box benchmark's released code finds it (PROTOCOL §10).
 
-A reader turns an answer's text into the four numbers it writes, in the answer's own units, or
-None when it finds none. Each follows one released file line by line — what it searches, what it
-accepts as a number, which match wins — and never raises, whatever the text: where the released
-code gives up (an exception it catches) the reader does the same, and where the released code
-would crash (an exception it lets through) the reader goes on as if that step had found no box.
+A finder, the first step of a :class:`~scoring.BoxReader`, turns an answer's text into the four
+numbers it writes, in the answer's own units, or None when it finds none. Each follows one
+released file line by line — what it searches, what it accepts as a number, which match wins —
+and never raises, whatever the text: where the released code gives up (an exception it catches)
+the finder does the same, and where the released code would crash (an exception it lets
+through) the finder goes on as if that step had found no box.
 
-Deliberate departures from the released code, the same in every reader (PROTOCOL §10):
+Deliberate departures from the released code, the same in every finder (PROTOCOL §10):
 
 - a JSON ``true``/``false`` is not a number (Python's ``isinstance(True, int)`` made Ref-Adv's and
   RefBench-PRO's code read it as 1/0, GroundingME's ``float(True)`` likewise);
 - JSON nested deeper than :data:`MAX_DEPTH` is unreadable (there, the interpreter's stack decides);
 - a box is returned with whatever values it has, non-finite ones included: what a non-finite
-  coordinate means is the judge's rule, not the reader's.
+  coordinate means is the judge's rule, not the finder's.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from typing import Any, Literal
 from scoring._parse import parse_box
 
 Box = tuple[float, float, float, float]
-BoxParsing = Literal["groundbench", "ref-adv", "groundingme", "refbench-pro"]
+# A reader is named after the benchmark whose released code it follows ("groundbench": §4's).
+ReaderName = Literal["groundbench", "ref-adv", "groundingme", "refbench-pro"]
 
 ZERO: Box = (0.0, 0.0, 0.0, 0.0)
 
@@ -56,7 +58,7 @@ class _TooDeep(ValueError):
     """A JSON value nested deeper than :data:`MAX_DEPTH`."""
 
 
-def find_box(text: str, parsing: BoxParsing) -> Box | None:
+def find_box(text: str, parsing: ReaderName) -> Box | None:
     """The box an answer gives, in its own units, as ``parsing`` reads it; None if none.
 
     - ``groundbench``: the last list of exactly 4 values (PROTOCOL §4);
@@ -212,7 +214,7 @@ def _floats(values: Sequence[Any]) -> Box:
     return (x1, y1, x2, y2)
 
 
-_FINDERS: dict[BoxParsing, Callable[[str], Box | None]] = {
+_FINDERS: dict[ReaderName, Callable[[str], Box | None]] = {
     "groundbench": parse_box,
     "ref-adv": _ref_adv,
     "groundingme": _groundingme,

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring import Box, BoxParsing, find_box
-from scoring._box_readers import MAX_DEPTH
+from scoring import Box, ReaderName, find_box
+from scoring._box_finders import MAX_DEPTH
 
-READERS: tuple[BoxParsing, ...] = ("groundbench", "ref-adv", "groundingme", "refbench-pro")
+READERS: tuple[ReaderName, ...] = ("groundbench", "ref-adv", "groundingme", "refbench-pro")
 NAN = float("nan")
 
 
@@ -55,7 +55,7 @@ NAN = float("nan")
     ],
 )
 def test_each_benchmark_finds_the_box_its_released_code_finds(
-    parsing: BoxParsing, text: str, expected: Box | None
+    parsing: ReaderName, text: str, expected: Box | None
 ) -> None:
     assert find_box(text, parsing) == expected
 
@@ -68,7 +68,7 @@ def test_each_benchmark_finds_the_box_its_released_code_finds(
         ("refbench-pro", "[10, 20, 30, 40] [true, 0, 50, 50]", (10, 20, 30, 40)),
     ],
 )
-def test_a_boolean_is_not_a_coordinate(parsing: BoxParsing, text: str, fallback: Box) -> None:
+def test_a_boolean_is_not_a_coordinate(parsing: ReaderName, text: str, fallback: Box) -> None:
     # Deviation (§10): the released code reads true/false as 1/0 and would find (1, 0, 50, 50).
     assert find_box(text, parsing) == fallback
 
@@ -83,7 +83,7 @@ def test_a_boolean_is_not_a_coordinate(parsing: BoxParsing, text: str, fallback:
         ("refbench-pro", "[nan, 200, 250, 400]"),
     ],
 )
-def test_a_non_finite_box_is_found_as_written(parsing: BoxParsing, text: str) -> None:
+def test_a_non_finite_box_is_found_as_written(parsing: ReaderName, text: str) -> None:
     # The judge decides what it is worth (a box that matches nothing); the reader only reads.
     box = find_box(text, parsing)
     assert box is not None and math.isnan(box[0]) and box[1:] == (200, 250, 400)
@@ -101,7 +101,7 @@ DEEP = [
 
 @pytest.mark.parametrize("parsing", READERS)
 @pytest.mark.parametrize("text", DEEP, ids=range(len(DEEP)))
-def test_deep_nesting_finds_no_box_and_never_raises(parsing: BoxParsing, text: str) -> None:
+def test_deep_nesting_finds_no_box_and_never_raises(parsing: ReaderName, text: str) -> None:
     # Ref-Adv's and GroundingME's released code catch the RecursionError and read no box;
     # RefBench-PRO's lets it through (a crash), which here reads as no box from that bracket.
     assert find_box(text, parsing) is None
@@ -114,7 +114,7 @@ NESTED = {
 
 
 @pytest.mark.parametrize("parsing", sorted(NESTED))
-def test_json_nested_up_to_the_bound_is_read_and_beyond_it_is_not(parsing: BoxParsing) -> None:
+def test_json_nested_up_to_the_bound_is_read_and_beyond_it_is_not(parsing: ReaderName) -> None:
     # Both read (1, 2, 3, 4) while the JSON nests at most MAX_DEPTH deep; beyond, Ref-Adv's
     # answer is unreadable and GroundingME's falls back to its run of four numbers (none here).
     assert find_box(NESTED[parsing](MAX_DEPTH - 2), parsing) == (1, 2, 3, 4)
@@ -124,7 +124,7 @@ def test_json_nested_up_to_the_bound_is_read_and_beyond_it_is_not(parsing: BoxPa
 @pytest.mark.parametrize("parsing", sorted(NESTED))
 @pytest.mark.parametrize("nesting", [MAX_DEPTH - 2, MAX_DEPTH, 900])
 def test_an_answer_reads_the_same_from_any_depth_of_caller(
-    parsing: BoxParsing, nesting: int
+    parsing: ReaderName, nesting: int
 ) -> None:
     # The decoder's own limit is the interpreter's, which a deep caller (a Ray actor) lowers;
     # the fixed bound makes the reading independent of who calls.
