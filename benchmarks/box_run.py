@@ -21,7 +21,7 @@ from pathlib import Path
 from benchmarks._figures import record
 from conditions import (
     BENCHMARK_DIMENSIONS,
-    READERS,
+    FILE_LOADERS,
     Benchmark,
     BoxSet,
     box_set,
@@ -40,7 +40,7 @@ BENCHMARK: Benchmark = "groundingme"
 def _import(work: Path, questions: int) -> tuple[BoxSet, float, Path]:
     file, images = generate_box_benchmark(BENCHMARK, work / "data", questions, seed=1)
     begun = time.perf_counter()
-    made = box_set(BENCHMARK, READERS[BENCHMARK](file, images), images, file.name)
+    made = box_set(BENCHMARK, FILE_LOADERS[BENCHMARK](file, images), images, file.name)
     write_box_set(work / "import.duckdb", made)
     return made, time.perf_counter() - begun, file
 

@@ -25,6 +25,7 @@ from conditions._box_requests import (
     request_builder,
 )
 from conditions._box_set import (
+    BOX_SET_MIGRATIONS,
     BoxSet,
     BoxSetMismatchError,
     box_set,
@@ -37,7 +38,7 @@ from conditions._box_set import (
 )
 from conditions._boxsets import (
     BENCHMARKS,
-    READERS,
+    FILE_LOADERS,
     Benchmark,
     BoxQuestion,
     read_groundingme,
@@ -93,6 +94,14 @@ from conditions._images import (
     render,
 )
 from conditions._layout import SOURCE_NAMES, SOURCES, DataRoot, Source, SourceIndex, source_named
+from conditions._ledger import (
+    Migration,
+    SchemaTooNewError,
+    apply_migration,
+    ensure_ledger,
+    ledger_version,
+    pending_migrations,
+)
 from conditions._metadata import GROUPS, Tertiles, Thresholds, semantic_group
 from conditions._prompts import TEMPLATES as PROMPT_TEMPLATES
 from conditions._prompts import box_prompt, polygon_prompt
@@ -108,6 +117,7 @@ from conditions._requests import (
     protocol_hash,
 )
 from conditions._store import (
+    COHORT_MIGRATIONS,
     CohortMismatchError,
     has_table,
     load_cohort,
@@ -130,16 +140,18 @@ __all__ = [
     "BOX_ATTEMPTS",
     "BOX_BENCHMARK_PROMPTS",
     "BOX_CONDITIONS",
+    "BOX_SET_MIGRATIONS",
     "CELLS",
+    "COHORT_MIGRATIONS",
     "COLOURS",
     "CONDITIONS",
     "CONDITION_NAMES",
+    "FILE_LOADERS",
     "GROUPS",
     "MAX_SIDE",
     "PALETTE",
     "PAPER_CONFIGURATIONS",
     "PROMPT_TEMPLATES",
-    "READERS",
     "REASONINGS",
     "REJECTION_DIMENSIONS",
     "SOURCES",
@@ -165,6 +177,7 @@ __all__ = [
     "Decoding",
     "ImageBlob",
     "Instance",
+    "Migration",
     "ProtocolMismatchError",
     "Question",
     "Questions",
@@ -173,6 +186,7 @@ __all__ = [
     "Request",
     "RequestBuilder",
     "RequestKey",
+    "SchemaTooNewError",
     "Sentence",
     "Source",
     "SourceIndex",
@@ -184,6 +198,7 @@ __all__ = [
     "Transport",
     "Variant",
     "VariantCache",
+    "apply_migration",
     "box_benchmark_prompt",
     "box_prompt",
     "box_protocol_hash",
@@ -194,17 +209,20 @@ __all__ = [
     "condition_named",
     "dominant_colour",
     "eligible_referents",
+    "ensure_ledger",
     "ensure_same_protocol",
     "generate_box_benchmark",
     "generate_synthetic",
     "has_table",
     "holds_box_set",
+    "ledger_version",
     "load_box_set",
     "load_cohort",
     "load_instances",
     "load_plain_pickle",
     "load_refs",
     "one_line",
+    "pending_migrations",
     "plan",
     "plan_boxes",
     "plan_of",

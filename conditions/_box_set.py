@@ -2,7 +2,8 @@
 
 A :class:`BoxSet` is the box benchmarks' counterpart of a :class:`Cohort`: the questions of one
 benchmark, each bound to its image's content hash, with a hash of the whole. It is written to
-tables ``box_set`` and ``box_questions`` in one transaction. One experiment file holds one
+tables ``box_set`` and ``box_questions`` (migration ``boxes`` 1 of the file's ledger) in one
+transaction. One experiment file holds one
 task: a cohort or one box set, never both, so results of one can never sit beside another's.
 """
 
@@ -22,6 +23,13 @@ from conditions._boxsets import Benchmark, BoxQuestion
 from conditions._cohort import canonical, canonical_hash
 from conditions._errors import DataFileError
 from conditions._images import capped_size
+from conditions._ledger import (
+    Migration,
+    apply_migration,
+    check_known,
+    ensure_ledger,
+    pending_migrations,
+)
 from conditions._store import (
     CohortMismatchError,
     _connect,
@@ -56,6 +64,10 @@ _DDL = (
         qid VARCHAR PRIMARY KEY, benchmark VARCHAR, image_file VARCHAR, image_sha256 VARCHAR,
         width INTEGER, height INTEGER, expression VARCHAR, box DOUBLE[], dimension VARCHAR,
         subdimension VARCHAR, distractors INTEGER, negation BOOLEAN)""",
+)
+# Append only, as every part's migrations (see conditions._ledger).
+BOX_SET_MIGRATIONS: tuple[Migration, ...] = (
+    Migration("boxes", 1, "box benchmark tables: box_set, box_questions", _DDL),
 )
 
 
@@ -164,13 +176,14 @@ def write_box_set(path: Path | str, questions: BoxSet) -> bool:
             raise BoxSetMismatchError(
                 f"{path}: holds a GroundBench cohort; a box benchmark needs a file of its own"
             )
-        in_transaction(con, lambda: _write(con, questions))
+        in_transaction(con, lambda: _write(con, questions, path))
     return True
 
 
-def _write(con: duckdb.DuckDBPyConnection, questions: BoxSet) -> None:
-    for statement in _DDL:
-        con.execute(statement)
+def _write(con: duckdb.DuckDBPyConnection, questions: BoxSet, where: Path) -> None:
+    ensure_ledger(con)
+    for migration in pending_migrations(con, str(where), BOX_SET_MIGRATIONS):
+        apply_migration(con, migration)
     con.execute(
         "INSERT INTO box_set (hash, benchmark, source, questions) VALUES (?, ?, ?, ?)",
         [questions.hash, questions.benchmark, questions.source, len(questions.questions)],
@@ -220,6 +233,7 @@ def holds_box_set(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def _read(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, BoxSet]:
+    check_known(con, str(path), BOX_SET_MIGRATIONS)
     row = None
     if _box_set_hash(con) is not None:
         row = con.execute("SELECT hash, benchmark, source FROM box_set").fetchone()

@@ -281,7 +281,9 @@ def read_refbench_pro(path: Path | str, images: Path | str) -> list[BoxQuestion]
     return _read("refbench-pro", path, images, convert)
 
 
-READERS: dict[Benchmark, Callable[[Path | str, Path | str], list[BoxQuestion]]] = {
+# Each benchmark's released question file, loaded as BoxQuestions (not to be confused with a
+# scoring.BoxReader, which reads a model's answer).
+FILE_LOADERS: dict[Benchmark, Callable[[Path | str, Path | str], list[BoxQuestion]]] = {
     "ref-adv": read_ref_adv,
     "groundingme": read_groundingme,
     "refbench-pro": read_refbench_pro,

@@ -1,5 +1,6 @@
 """A cohort in the experiment's DuckDB file: tables ``cohort``, ``questions``, ``targets`` and
-``instances``, written in one transaction so a failure leaves nothing behind.
+``instances`` (migration ``cohort`` 1 of the file's ledger, :mod:`conditions._ledger`), written
+in one transaction so a failure leaves nothing behind.
 
 One experiment file holds one cohort. Writing the same cohort again is a no-op; writing a
 different one is refused, so results made for one cohort can never sit beside another's.
@@ -17,6 +18,13 @@ import numpy as np
 
 from conditions._cohort import Cohort, CohortSpec, Instance, Question, SourceReport, TargetKey
 from conditions._errors import ConditionsError, DataFileError
+from conditions._ledger import (
+    Migration,
+    apply_migration,
+    check_known,
+    ensure_ledger,
+    pending_migrations,
+)
 from conditions._metadata import Thresholds
 
 
@@ -55,7 +63,7 @@ _QUESTION_COLUMNS: dict[str, str] = {
     "colour": "VARCHAR",
     "wrong_colour": "VARCHAR",
 }
-_DDL = [
+_DDL = (
     """CREATE TABLE cohort (
         hash VARCHAR PRIMARY KEY, spec JSON, thresholds JSON, fidelity JSON, reports JSON,
         built_at TIMESTAMP DEFAULT current_timestamp)""",
@@ -67,7 +75,11 @@ _DDL = [
         PRIMARY KEY (qid, budget, phase))""",
     """CREATE TABLE instances (
         qid VARCHAR, ann_id BIGINT, role VARCHAR, parts DOUBLE[][], PRIMARY KEY (qid, ann_id))""",
-]
+)
+# Append only, as every part's migrations (see conditions._ledger).
+COHORT_MIGRATIONS: tuple[Migration, ...] = (
+    Migration("cohort", 1, "cohort tables: cohort, questions, targets, instances", _DDL),
+)
 
 
 def stored_cohort_hash(path: Path | str) -> str | None:
@@ -102,7 +114,7 @@ def write_cohort(path: Path | str, cohort: Cohort) -> bool:
             raise CohortMismatchError(
                 f"{path}: holds a box benchmark's questions; a cohort needs a file of its own"
             )
-        in_transaction(con, lambda: _write(con, cohort))
+        in_transaction(con, lambda: _write(con, cohort, path))
     return True
 
 
@@ -117,9 +129,10 @@ def in_transaction(con: duckdb.DuckDBPyConnection, write: Callable[[], None]) ->
         raise
 
 
-def _write(con: duckdb.DuckDBPyConnection, cohort: Cohort) -> None:
-    for ddl in _DDL:
-        con.execute(ddl)
+def _write(con: duckdb.DuckDBPyConnection, cohort: Cohort, where: Path) -> None:
+    ensure_ledger(con)
+    for migration in pending_migrations(con, str(where), COHORT_MIGRATIONS):
+        apply_migration(con, migration)
     con.execute(
         "INSERT INTO cohort (hash, spec, thresholds, fidelity, reports) VALUES (?, ?, ?, ?, ?)",
         [
@@ -228,6 +241,7 @@ def require_current_targets(path: Path | str, cohort: Cohort) -> None:
 
 def _read_cohort(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, Cohort]:
     """The stored hash and the cohort of an open experiment file."""
+    check_known(con, str(path), COHORT_MIGRATIONS)
     row = None
     if _stored_hash(con) is not None:
         row = con.execute("SELECT hash, spec, thresholds, fidelity, reports FROM cohort").fetchone()

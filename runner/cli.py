@@ -25,7 +25,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from conditions import (
-    READERS,
+    FILE_LOADERS,
     SOURCE_NAMES,
     CohortSpec,
     ConditionsError,
@@ -184,7 +184,7 @@ def boxes_check(
     ],
 ) -> None:
     """Read a benchmark's released file; show its questions per dimension and rejections."""
-    questions = READERS[benchmark](file, images)
+    questions = FILE_LOADERS[benchmark](file, images)
     counts: dict[tuple[str, str], list[int]] = {}
     for q in questions:
         entry = counts.setdefault((q.dimension, q.subdimension or ""), [0, 0])
@@ -225,7 +225,7 @@ def boxes_score(
     from runner.boxes import judge_answers, load_box_answers
     from runner.reports import box_benchmark_table, render, rich_table
 
-    questions = READERS[benchmark](file, images)
+    questions = FILE_LOADERS[benchmark](file, images)
     collected = load_box_answers(answers)
     runs = judge_answers(benchmark, questions, collected, convention, answers, reader)
     table = box_benchmark_table(benchmark, runs)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from conditions import (
     BOX_ATTEMPTS,
-    READERS,
+    FILE_LOADERS,
     BoxSet,
     Cohort,
     Configuration,
@@ -119,7 +119,7 @@ def ensure_box_set(experiment: Experiment) -> BoxSet:
     if stored_cohort_hash(store) is not None:
         raise ConfigError(f"{store}: holds a GroundBench cohort; [boxes] needs a store of its own")
     if stored_box_set_hash(store) is None:
-        read = READERS[section.benchmark](section.file, experiment.images)
+        read = FILE_LOADERS[section.benchmark](section.file, experiment.images)
         questions = box_set(section.benchmark, read, experiment.images, section.file.name)
         write_box_set(store, questions)
         return questions

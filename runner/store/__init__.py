@@ -23,7 +23,6 @@ from runner.store._schema import (
     RESPONSE_COLUMNS,
     SCHEMA_VERSION,
     SCORE_SCHEMA,
-    Migration,
 )
 from runner.store._sql import Result, ThroughRun, check_query, query_store, read_only
 from runner.store._store import (
@@ -49,7 +48,6 @@ __all__ = [
     "CellProgress",
     "ControlRow",
     "GridRow",
-    "Migration",
     "Pending",
     "Progress",
     "ReferenceRow",

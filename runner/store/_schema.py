@@ -1,17 +1,18 @@
 """The run tables of an experiment file, and the migrations that make them.
 
-The cohort's tables (``cohort``, ``questions``, ``targets``, ``instances``) belong to
-``conditions``; the tables here hold what a run asked and what came back. Each change of schema
-is a new :data:`MIGRATIONS` entry, never an edit of an old one: a file made by an older
-groundbench is brought up to date in one transaction when a store opens it, and a file made by
-a newer one is refused rather than misread.
+The cohort's tables (``cohort``, ``questions``, ``targets``, ``instances``) and a box
+benchmark's belong to ``conditions``; the tables here hold what a run asked and what came back.
+All of them are made by migrations recorded in the file's one ledger (``conditions._ledger``),
+these as part ``run``. Each change of schema is a new :data:`MIGRATIONS` entry, never an edit
+of an old one: a file made by an older groundbench is brought up to date, one transaction per
+migration, when a store opens it, and a file made by a newer one is refused rather than misread.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pyarrow as pa
+
+from conditions import Migration
 
 KEY = ("configuration", "condition", "budget", "qid", "attempt")
 """Every attempt row, response or score, is keyed by these columns."""
@@ -131,14 +132,8 @@ def _table(name: str, schema: pa.Schema, key: tuple[str, ...], extra: str = "") 
     return f"CREATE TABLE {name} ({_columns(schema, key)}{extra}, PRIMARY KEY ({', '.join(key)}))"
 
 
-@dataclass(frozen=True)
-class Migration:
-    version: int
-    what: str
-    statements: tuple[str, ...]
-
-
 _RUN_TABLES = Migration(
+    "run",
     1,
     "run tables: configurations, grid, responses, scores, controls",
     (
@@ -188,6 +183,7 @@ _METRICS = ", ".join(
 )  # fmt: skip
 
 _VIEWS_OF_SCORES = Migration(
+    "run",
     2,
     "views: question_scores (one row per question, cell and view), cell_summary",
     (
@@ -240,6 +236,7 @@ _VIEWS_OF_SCORES = Migration(
 )
 
 _BOX_BENCHMARKS = Migration(
+    "run",
     3,
     "box benchmarks: scores.says_absent, configurations.reading (coordinate convention)",
     (
@@ -251,6 +248,7 @@ _BOX_BENCHMARKS = Migration(
 )
 
 _REFERENCE_SCORES = Migration(
+    "run",
     4,
     "reference_scores: stored polygon answers re-scored against other references",
     (

@@ -20,7 +20,15 @@ from typing import Any, NamedTuple, Self
 import duckdb
 import pyarrow as pa
 
-from conditions import BOX, ensure_same_protocol
+from conditions import (
+    BOX,
+    SchemaTooNewError,
+    apply_migration,
+    ensure_ledger,
+    ensure_same_protocol,
+    ledger_version,
+    pending_migrations,
+)
 from runner.store._errors import StoreError, first_line
 from runner.store._rows import AttemptKey, ControlRow, ReferenceRow, ResponseRow, ScoreRow
 from runner.store._schema import (
@@ -31,7 +39,6 @@ from runner.store._schema import (
     REFERENCE_SCHEMA,
     RESPONSE_COLUMNS,
     RESPONSE_SCHEMA,
-    SCHEMA_VERSION,
     SCORE_SCHEMA,
 )
 from runner.store._sql import check_query, run_query
@@ -170,29 +177,19 @@ class Store:
     # -- schema ---------------------------------------------------------------------------
 
     def version(self) -> int:
-        return self._scalar("SELECT coalesce(max(version), 0) FROM schema_migrations")
+        """The file's version of the run tables (:data:`SCHEMA_VERSION` once open)."""
+        return ledger_version(self._con, "run")
 
     def _migrate(self) -> None:
-        self._con.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
-            "what VARCHAR, applied_at TIMESTAMPTZ DEFAULT current_timestamp)"
-        )
-        current = self.version()
-        if current > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path}: store schema version {current} is newer than this groundbench "
-                f"knows ({SCHEMA_VERSION}); upgrade groundbench to use it"
-            )
-        for migration in MIGRATIONS:
-            if migration.version <= current:
-                continue
+        with self._transaction():
+            ensure_ledger(self._con)
+        try:
+            pending = pending_migrations(self._con, str(self.path), MIGRATIONS)
+        except SchemaTooNewError as exc:
+            raise StoreError(str(exc)) from None
+        for migration in pending:
             with self._transaction():
-                for statement in migration.statements:
-                    self._con.execute(statement)
-                self._con.execute(
-                    "INSERT INTO schema_migrations (version, what) VALUES (?, ?)",
-                    [migration.version, migration.what],
-                )
+                apply_migration(self._con, migration)
 
     # -- the run's grid ---------------------------------------------------------------------
 

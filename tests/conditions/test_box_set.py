@@ -9,7 +9,7 @@ import pytest
 
 from conditions import (
     BOX,
-    READERS,
+    FILE_LOADERS,
     BoxRequestBuilder,
     BoxSet,
     BoxSetMismatchError,
@@ -38,7 +38,8 @@ from conditions._cohort import Cohort
 @pytest.fixture
 def refbench(tmp_path: Path) -> tuple[BoxSet, Path]:
     file, images = generate_box_benchmark("refbench-pro", tmp_path / "data", questions=12)
-    return box_set("refbench-pro", READERS["refbench-pro"](file, images), images, file.name), images
+    questions = FILE_LOADERS["refbench-pro"](file, images)
+    return box_set("refbench-pro", questions, images, file.name), images
 
 
 def test_every_image_is_bound_to_its_content(refbench: tuple[BoxSet, Path]) -> None:

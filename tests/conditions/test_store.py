@@ -38,7 +38,7 @@ def test_a_cohort_round_trips_with_its_hash(tmp_path: Path, small_cohort: Cohort
     assert dict(loaded.targets) == dict(small_cohort.targets)
     assert loaded.fidelity == pytest.approx(dict(small_cohort.fidelity))
     assert loaded.reports == small_cohort.reports
-    assert tables(path) == {"cohort", "questions", "targets", "instances"}
+    assert tables(path) == {"cohort", "questions", "targets", "instances", "schema_migrations"}
 
 
 def test_the_tables_answer_sql(tmp_path: Path, small_cohort: Cohort) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conditions import (
-    READERS,
+    FILE_LOADERS,
     Benchmark,
     BoxRequestBuilder,
     BoxSet,
@@ -35,7 +35,7 @@ EXACT = BoxBehaviour(
 
 def _questions(benchmark: Benchmark, folder: Path) -> tuple[BoxSet, Path]:
     file, images = generate_box_benchmark(benchmark, folder, questions=12)
-    return box_set(benchmark, READERS[benchmark](file, images), images, file.name), images
+    return box_set(benchmark, FILE_LOADERS[benchmark](file, images), images, file.name), images
 
 
 def _configuration(url: str, provider: str = "qwen") -> Configuration:

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from conditions import (
     BOX,
-    READERS,
+    FILE_LOADERS,
     Cohort,
     DataFileError,
     box_set,
@@ -214,7 +214,7 @@ def test_stores_without_polygon_run_results_are_refused_by_name(
 def test_a_box_benchmark_store_is_refused(tmp_path: Path) -> None:
     file, images = generate_box_benchmark("groundingme", tmp_path / "data", questions=6)
     path = tmp_path / "boxes.duckdb"
-    write_box_set(path, box_set("groundingme", READERS["groundingme"](file, images), images))
+    write_box_set(path, box_set("groundingme", FILE_LOADERS["groundingme"](file, images), images))
     with pytest.raises(StoreError) as caught:
         rescore(path)
     assert str(caught.value) == (

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scoring import Box, ReaderName, find_box
 from scoring._box_finders import MAX_DEPTH
 
-READERS: tuple[ReaderName, ...] = ("groundbench", "ref-adv", "groundingme", "refbench-pro")
+FILE_LOADERS: tuple[ReaderName, ...] = ("groundbench", "ref-adv", "groundingme", "refbench-pro")
 NAN = float("nan")
 
 
@@ -99,7 +99,7 @@ DEEP = [
 ]
 
 
-@pytest.mark.parametrize("parsing", READERS)
+@pytest.mark.parametrize("parsing", FILE_LOADERS)
 @pytest.mark.parametrize("text", DEEP, ids=range(len(DEEP)))
 def test_deep_nesting_finds_no_box_and_never_raises(parsing: ReaderName, text: str) -> None:
     # Ref-Adv's and GroundingME's released code catch the RecursionError and read no box;
@@ -147,6 +147,6 @@ PIECES = st.one_of(
 @settings(max_examples=1_000, deadline=None)
 @given(st.lists(PIECES, max_size=30).map("".join))
 def test_no_reader_raises_on_any_text(text: str) -> None:
-    for parsing in READERS:
+    for parsing in FILE_LOADERS:
         box = find_box(text, parsing)
         assert box is None or (len(box) == 4 and all(isinstance(v, float) for v in box))

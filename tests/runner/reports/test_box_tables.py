@@ -11,7 +11,7 @@ from conditions import (
     BENCHMARK_DIMENSIONS as DIMENSIONS,
 )
 from conditions import (
-    READERS,
+    FILE_LOADERS,
     Benchmark,
     BoxQuestion,
     box_set,
@@ -79,7 +79,7 @@ def test_each_table_has_the_papers_columns_and_a_row_per_run(
 
 def test_a_store_reports_complete_runs_and_names_the_others(tmp_path: Path) -> None:
     file, images = generate_box_benchmark("groundingme", tmp_path / "data", questions=8)
-    questions = box_set("groundingme", READERS["groundingme"](file, images), images)
+    questions = box_set("groundingme", FILE_LOADERS["groundingme"](file, images), images)
     path = tmp_path / "exp.duckdb"
     write_box_set(path, questions)
     qids = [q.qid for q in questions.questions]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conditions import ProtocolMismatchError
+from conditions import COHORT_MIGRATIONS, Cohort, ProtocolMismatchError, write_cohort
 from runner.store import (
     CONTROL_SCHEMA,
     MIGRATIONS,
@@ -75,6 +75,22 @@ def test_a_new_file_gets_every_migration_once(tmp_path: Path) -> None:
     with Store(path) as s:  # reopening applies nothing twice
         _, rows = s.query("SELECT version FROM schema_migrations ORDER BY version")
         assert [r[0] for r in rows] == [m.version for m in MIGRATIONS]
+
+
+def test_every_table_of_a_cohort_and_run_file_is_made_by_a_recorded_migration(
+    tmp_path: Path, small_cohort: Cohort
+) -> None:
+    path = tmp_path / "exp.duckdb"
+    write_cohort(path, small_cohort)
+    Store(path).close()
+    with duckdb.connect(str(path), read_only=True) as con:
+        ledger = con.execute("SELECT part, version FROM schema_migrations ORDER BY ALL").fetchall()
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert ledger == [("cohort", 1), *(("run", m.version) for m in MIGRATIONS)]
+    statements = [s for m in (*COHORT_MIGRATIONS, *MIGRATIONS) for s in m.statements]
+    made = {s.split("CREATE TABLE", 1)[1].split("(")[0].strip() for s in statements
+            if "CREATE TABLE" in s}  # fmt: skip
+    assert tables == made | {"schema_migrations"}
 
 
 def test_a_file_of_an_older_groundbench_is_brought_up_to_date_keeping_its_rows(
@@ -185,8 +201,8 @@ def test_a_file_from_a_newer_groundbench_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "exp.duckdb"
     Store(path).close()
     with duckdb.connect(str(path)) as con:
-        con.execute("INSERT INTO schema_migrations (version, what) VALUES (99, 'future')")
-    with pytest.raises(StoreError, match="schema version 99 is newer"):
+        con.execute("INSERT INTO schema_migrations (part, version) VALUES ('run', 99)")
+    with pytest.raises(StoreError, match="its run schema version 99 is newer"):
         Store(path)
 
 
