@@ -8,21 +8,21 @@ Plain Python; it uses ``scoring`` for targets and never imports ``runner`` or Ra
   and :func:`load_cohort` keep it in the experiment's DuckDB file;
 - the grid: :data:`CONDITIONS`, :class:`Configuration`, :data:`PAPER_CONFIGURATIONS`
   (PROTOCOL §9); :func:`plan` lists every request, :class:`RequestBuilder` makes each one
-  exactly, and :func:`protocol_hash` says which results may be pooled.
+  exactly, and :func:`protocol_hash` says which results may be pooled;
+- the task: :func:`task_of` puts a cohort's polygon grid (:class:`PolygonTask`) or a box
+  benchmark's questions (:class:`BoxTask`, PROTOCOL §10) behind one :class:`Task`, which is all
+  a run asks of its questions;
+- the file: every table is made by a migration recorded in one ledger (:func:`ensure_ledger`).
 """
 
 from conditions._box_prompts import BOX_BENCHMARK_PROMPTS, Reasoning, box_benchmark_prompt
 from conditions._box_requests import (
     BOX_ATTEMPTS,
     BoxRequestBuilder,
-    Questions,
     box_protocol_hash,
     plan_boxes,
-    plan_of,
-    protocol_of,
     reasoning_decoding,
     reasoning_named,
-    request_builder,
 )
 from conditions._box_set import (
     BOX_SET_MIGRATIONS,
@@ -132,6 +132,7 @@ from conditions._synthetic_boxes import (
     REJECTION_DIMENSIONS,
     generate_box_benchmark,
 )
+from conditions._task import BoxTask, Builder, PolygonTask, Questions, Task, task_of
 
 __all__ = [
     "BENCHMARKS",
@@ -162,6 +163,8 @@ __all__ = [
     "BoxRequestBuilder",
     "BoxSet",
     "BoxSetMismatchError",
+    "BoxTask",
+    "Builder",
     "CocoAnnotation",
     "CocoCategory",
     "CocoImage",
@@ -178,6 +181,7 @@ __all__ = [
     "ImageBlob",
     "Instance",
     "Migration",
+    "PolygonTask",
     "ProtocolMismatchError",
     "Question",
     "Questions",
@@ -192,6 +196,7 @@ __all__ = [
     "SourceIndex",
     "SourceReport",
     "SynthSpec",
+    "Task",
     "Tertiles",
     "Thinking",
     "Thresholds",
@@ -225,10 +230,8 @@ __all__ = [
     "pending_migrations",
     "plan",
     "plan_boxes",
-    "plan_of",
     "polygon_prompt",
     "protocol_hash",
-    "protocol_of",
     "read_box_set",
     "read_groundingme",
     "read_ref_adv",
@@ -236,13 +239,13 @@ __all__ = [
     "reasoning_decoding",
     "reasoning_named",
     "render",
-    "request_builder",
     "require_current_targets",
     "semantic_group",
     "sent_scale",
     "source_named",
     "stored_box_set_hash",
     "stored_cohort_hash",
+    "task_of",
     "write_box_set",
     "write_cohort",
     "wrong_cell",

@@ -7,29 +7,24 @@ provider's default; Ref-Adv's think-first prompt besides). Every request is a bo
 (budget :data:`BOX`) with one attempt, as the benchmarks ask once; its reader is the
 benchmark's own. The full image (§9) is sent.
 
-The ``…_of`` functions take either task, a :class:`Cohort` or a :class:`BoxSet`, so the runner
-needs no branch of its own.
+The runner reaches these through :class:`~conditions.BoxTask` (``conditions._task``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from conditions._box_prompts import BOX_BENCHMARK_PROMPTS, Reasoning, box_benchmark_prompt
 from conditions._box_set import BoxSet
-from conditions._cohort import Cohort
 from conditions._grid import REASONINGS, Configuration, Decoding, Thinking
 from conditions._images import MAX_SIDE, VariantCache
-from conditions._requests import BOX, Request, RequestBuilder, RequestKey, plan, protocol_hash
-from scoring import BUDGETS
+from conditions._requests import BOX, Request, RequestKey
 
 BOX_PROTOCOL_VERSION = 1
 BOX_ATTEMPTS = 1  # the benchmarks ask once
-
-Questions = Cohort | BoxSet
 
 
 def reasoning_decoding(reasoning: Reasoning, base: Decoding) -> Decoding:
@@ -119,34 +114,3 @@ def reasoning_named(condition: str) -> Reasoning:
         if r == condition:
             return r
     raise KeyError(f"unknown box condition {condition!r}; known: {', '.join(REASONINGS)}")
-
-
-# -- either task --------------------------------------------------------------------------------
-
-
-def request_builder(
-    questions: Questions, images: Path | str, cache: VariantCache
-) -> RequestBuilder | BoxRequestBuilder:
-    """The builder of ``questions``' requests."""
-    if isinstance(questions, BoxSet):
-        return BoxRequestBuilder(questions, images, cache)
-    return RequestBuilder(questions, images, cache)
-
-
-def protocol_of(questions: Questions, configuration: Configuration) -> str:
-    """The protocol hash ``configuration``'s results are made under."""
-    if isinstance(questions, BoxSet):
-        return box_protocol_hash(questions, configuration)
-    return protocol_hash(questions.hash, configuration)
-
-
-def plan_of(
-    questions: Questions,
-    configurations: Iterable[Configuration],
-    budgets: Sequence[int] = BUDGETS,
-    box: bool = True,
-) -> Iterator[RequestKey]:
-    """Every request of the task (budgets and ``box`` are the polygon grid's)."""
-    if isinstance(questions, BoxSet):
-        return plan_boxes(questions, configurations)
-    return plan(questions, configurations, budgets, box)

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from conditions import (
-    BOX_ATTEMPTS,
     FILE_LOADERS,
     BoxSet,
     Cohort,
@@ -23,11 +22,10 @@ from conditions import (
     build_cohort,
     load_box_set,
     load_cohort,
-    plan_of,
-    protocol_of,
     require_current_targets,
     stored_box_set_hash,
     stored_cohort_hash,
+    task_of,
     write_box_set,
     write_cohort,
 )
@@ -65,13 +63,13 @@ def grid_of(
     requests."""
     registrations: list[Registration] = []
     rows: list[GridRow] = []
-    fixed = BOX_ATTEMPTS if isinstance(questions, BoxSet) else None
+    task = task_of(questions)
     for c in configurations:
-        attempts = attempts_allowed(fixed, c.best_effort)
+        attempts = attempts_allowed(task.fixed_attempts, c.best_effort)
         registrations.append(
             Registration(
                 name=c.name,
-                protocol=protocol_of(questions, c),
+                protocol=task.protocol_hash(c),
                 provider=c.provider,
                 model=c.model,
                 attempts=attempts,
@@ -79,7 +77,7 @@ def grid_of(
                 reading=experiment.reading(c.name),
             )
         )
-        keys = plan_of(questions, [c], experiment.budgets, experiment.box)
+        keys = task.plan([c], experiment.budgets, experiment.box)
         rows.extend(GridRow(k.configuration, k.condition, k.budget, k.qid, attempts) for k in keys)
     return Grid(tuple(registrations), tuple(rows))
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import aiohttp
 
-from conditions import Configuration, Questions, RequestKey, VariantCache, request_builder
+from conditions import Configuration, Questions, RequestKey, VariantCache, task_of
 from runner.backends import (
     ApiKey,
     AttemptRecord,
@@ -94,8 +94,8 @@ class BackendWorker:
             transport.max_concurrency,
             transport.tokens_per_minute,
         )
-        self._builder = request_builder(
-            questions, images, VariantCache(cache, memory=VARIANT_MEMORY)
+        self._builder = task_of(questions).builder(
+            images, VariantCache(cache, memory=VARIANT_MEMORY)
         )
         self._batcher: CommitBatcher[ResponseRow] = CommitBatcher(write, linger_s=WRITE_LINGER_S)
         self._key_for = key_for

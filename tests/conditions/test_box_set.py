@@ -13,10 +13,12 @@ from conditions import (
     BoxRequestBuilder,
     BoxSet,
     BoxSetMismatchError,
+    BoxTask,
     CohortMismatchError,
     Configuration,
     DataFileError,
     Decoding,
+    PolygonTask,
     Thinking,
     Transport,
     VariantCache,
@@ -25,10 +27,13 @@ from conditions import (
     box_set,
     generate_box_benchmark,
     load_box_set,
+    plan,
     plan_boxes,
+    protocol_hash,
     reasoning_decoding,
     sent_scale,
     stored_box_set_hash,
+    task_of,
     write_box_set,
     write_cohort,
 )
@@ -175,3 +180,29 @@ def test_the_box_protocol_hash_covers_the_questions_and_the_model_not_the_transp
     assert box_protocol_hash(questions, _configuration(model="qwen3-vl-max")) != base
     fewer = BoxSet("refbench-pro", questions.questions[:-1])
     assert box_protocol_hash(fewer, _configuration()) != base
+
+
+def test_either_task_is_asked_through_one_interface(
+    refbench: tuple[BoxSet, Path], small_cohort: Cohort, tmp_path: Path
+) -> None:
+    questions, images = refbench
+    configuration = _configuration()
+    boxes, polygons = task_of(questions), task_of(small_cohort)
+    assert isinstance(boxes, BoxTask) and isinstance(polygons, PolygonTask)
+    assert boxes.fixed_attempts == 1 and polygons.fixed_attempts is None  # §10; §6's rule
+    assert boxes.protocol_hash(configuration) == box_protocol_hash(questions, configuration)
+    polygon_configuration = configuration.model_copy(update={"conditions": ("base",)})
+    assert polygons.protocol_hash(polygon_configuration) == protocol_hash(
+        small_cohort.hash, polygon_configuration
+    )
+    assert list(boxes.plan([configuration], budgets=(8,), box=False)) == list(
+        plan_boxes(questions, [configuration])
+    )  # the polygon grid's budgets mean nothing to a box benchmark
+    assert list(polygons.plan([polygon_configuration], (8, 16), box=False)) == list(
+        plan(small_cohort, [polygon_configuration], (8, 16), box=False)
+    )
+    cache = VariantCache(tmp_path / "variants")
+    key = next(boxes.plan([configuration]))
+    assert boxes.builder(images, cache).build(key, configuration) == BoxRequestBuilder(
+        questions, images, cache
+    ).build(key, configuration)
