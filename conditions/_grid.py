@@ -70,6 +70,9 @@ class Transport(_Frozen):
     timeout_s: PositiveFloat = 300.0
     max_transport_retries: int = Field(default=8, ge=0)
     max_retry_time_s: PositiveFloat = 900.0
+    # Full-jitter exponential backoff between transport retries: retry k = 1, 2, … waits a time
+    # up to retry_backoff_s · 2^(k-1) (at most 30 s) unless the server said how long to wait.
+    retry_backoff_s: PositiveFloat = 0.5
 
 
 class Condition(_Frozen):

@@ -45,7 +45,8 @@ its model answers in, and the conditions are ``direct`` and ``cot``::
 
 A backend takes every field of :class:`conditions.Transport`: ``base_url`` (default: the
 provider's endpoint), ``api_key_env``, ``requests_per_minute``, ``tokens_per_minute``,
-``max_concurrency``, ``timeout_s``, ``max_transport_retries``, ``max_retry_time_s``.
+``max_concurrency``, ``timeout_s``, ``max_transport_retries``, ``max_retry_time_s``,
+``retry_backoff_s``.
 ``base_url = "simulator"`` points a backend at the built-in simulator, which the run starts
 (``[simulator]`` holds its :class:`SimSpec`): a dry run of the whole grid that costs nothing.
 """

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Self
@@ -116,6 +116,7 @@ class Backend:
         self.wire = wire_format(self.provider, configuration.model)
         transport = configuration.transport
         self.url = self.wire.url(transport.base_url or self.provider.base_url)
+        self._wait = waiting(transport.retry_backoff_s)
         # Configurations on one account share its limits: the caller passes one limiter to all.
         self.limiter = limiter or RateLimiter(
             transport.requests_per_minute,
@@ -191,7 +192,7 @@ class Backend:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(transport.max_transport_retries + 1)
             | stop_before_delay(transport.max_retry_time_s),
-            wait=_wait,
+            wait=self._wait,
             retry=retry_if_exception(lambda e: isinstance(e, CallError) and e.retryable),
             reraise=True,
             before_sleep=self._log_retry,
@@ -289,16 +290,22 @@ class Backend:
         )
 
 
-_jitter = wait_random_exponential(multiplier=0.5, max=30.0)
+MAX_BACKOFF_S = 30.0
 
 
-def _wait(state: RetryCallState) -> float:
-    """The server's retry-after when it gave one (for a throttle, the pause the limiter then
-    imposed on the whole backend), else full-jitter exponential backoff."""
-    exc = state.outcome.exception() if state.outcome is not None else None
-    if isinstance(exc, CallError) and exc.retry_after is not None:
-        return exc.retry_after
-    return _jitter(state)
+def waiting(backoff_s: float) -> Callable[[RetryCallState], float]:
+    """How long to wait before a retry: the server's retry-after when it gave one (for a
+    throttle, the pause the limiter then imposed on the whole backend), else full-jitter
+    exponential backoff on the scale of ``backoff_s``."""
+    jitter = wait_random_exponential(multiplier=backoff_s, max=MAX_BACKOFF_S)
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(exc, CallError) and exc.retry_after is not None:
+            return exc.retry_after
+        return float(jitter(state))
+
+    return wait
 
 
 class PartsPayload(aiohttp.payload.Payload):

@@ -58,6 +58,11 @@ def _with(configuration: Configuration, url: str, **transport: object) -> Config
     return configuration.model_copy(update={"transport": Transport.model_validate(settings)})
 
 
+# Retries after faults that name no wait: how soon is not what these tests check, so they back
+# off on a 20 ms scale rather than the default 0.5 s.
+QUICK_BACKOFF_S = 0.02
+
+
 def _run(
     sim: Simulator,
     configuration: Configuration,
@@ -236,7 +241,7 @@ def test_transport_faults_are_retried_inside_the_attempt_and_never_become_answer
     sim = Simulator(small_cohort, small_root.images, cache, SimSpec(behaviour=CLEAN, faults=faults))
     records = _run(
         sim, QWEN, lambda c: _requests(small_cohort, small_root, cache, c, 40), _ask_all,
-        max_retry_time_s=60.0, max_transport_retries=20,
+        max_retry_time_s=60.0, max_transport_retries=20, retry_backoff_s=QUICK_BACKOFF_S,
     )  # fmt: skip
     assert len(_by_request(records)) == 40
     assert all(r.outcome == "answer" and r.parseable for r in records)
@@ -252,7 +257,7 @@ def test_retries_end_in_an_error_record_not_a_made_up_answer(
     )
     records = _run(
         sim, QWEN, lambda c: _requests(small_cohort, small_root, cache, c, 3), _ask_all,
-        max_transport_retries=2,
+        max_transport_retries=2, retry_backoff_s=QUICK_BACKOFF_S,
     )  # fmt: skip
     assert len(records) == 3  # an error ends the sequence: no further attempt
     for r in records:
@@ -308,7 +313,7 @@ def test_faults_and_retries_never_change_what_a_call_answers(
         sim = Simulator(small_cohort, small_root.images, cache, SimSpec(seed=3, faults=faults))
         records = _run(
             sim, QWEN, lambda c: _requests(small_cohort, small_root, cache, c, 40), _ask_all,
-            max_retry_time_s=60.0,
+            max_retry_time_s=60.0, retry_backoff_s=QUICK_BACKOFF_S,
         )  # fmt: skip
         return {
             (*k, r.attempt): r.answer for k, rs in _by_request(records).items() for r in rs

@@ -1,4 +1,4 @@
-"""Laws of the error mapping and the redaction, over arbitrary input."""
+"""Laws of the error mapping, the redaction and the retry wait, over arbitrary input."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import json
 
 from hypothesis import given
 from hypothesis import strategies as st
+from tenacity import Future, RetryCallState, Retrying
 
-from runner.backends import ApiKey, classify_gemini, classify_openai, redact
+from runner.backends import ApiKey, Transient, classify_gemini, classify_openai, redact
+from runner.backends._client import MAX_BACKOFF_S, waiting
 
 KINDS = {"rate-limited", "quota", "transient", "fatal"}
 json_values = st.recursive(
@@ -58,3 +60,22 @@ def test_redaction_never_leaves_the_key(secret: str, before: str, after: str) ->
 
 def test_a_key_spelt_like_the_marker_is_still_redacted() -> None:
     assert "redacted" not in redact("key redacted here", ApiKey("redacted"))
+
+
+@given(
+    backoff=st.floats(0.001, 10.0),
+    attempt=st.integers(1, 12),
+    retry_after=st.none() | st.floats(0.0, 100.0),
+)
+def test_a_retry_waits_what_the_server_said_else_within_the_backoff(
+    backoff: float, attempt: int, retry_after: float | None
+) -> None:
+    state = RetryCallState(Retrying(), None, (), {})
+    state.attempt_number = attempt
+    error = Transient("503", status=503, retry_after=retry_after)
+    state.outcome = Future.construct(attempt, error, has_exception=True)
+    waited = waiting(backoff)(state)
+    if retry_after is not None:
+        assert waited == retry_after
+    else:
+        assert 0.0 <= waited <= min(MAX_BACKOFF_S, backoff * 2 ** (attempt - 1))

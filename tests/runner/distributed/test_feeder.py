@@ -29,7 +29,8 @@ from runner.distributed import (
     score_to_the_end,
 )
 from runner.simulator import SimSpec, Simulator, serving
-from runner.store import Pending, ResponseRow, Store
+from runner.store import Pending, ResponseRow
+from tests.runner.distributed.local import StorePort
 from tests.runner.distributed.test_worker import CLEAN, _configuration, _store
 
 SMALL = FeedPolicy(chunk=4, chunks_in_flight=2, max_restarts=2)
@@ -240,22 +241,6 @@ def test_a_scorers_own_error_is_raised() -> None:
 
 
 # -- the real worker, dying after part of a chunk has landed -------------------------------------
-
-
-class StorePort:
-    """A real :class:`Store` as the feeder asks it."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    async def pending(self, configurations: Sequence[str]) -> list[Pending]:
-        return self.store.pending(configurations)
-
-    async def unscored(self) -> int:
-        return self.store.unscored()
-
-    async def requeue_unscored(self) -> None:
-        self.store.requeue_unscored()
 
 
 class DiesMidChunk:

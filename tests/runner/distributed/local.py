@@ -1,0 +1,89 @@
+"""A run as the driver makes it, in this process and without Ray: the store registers the
+grid, the :class:`Feeder` feeds one real :class:`BackendWorker`, and the answers are scored.
+
+The driver's Ray lifecycle adds actors and names around exactly these parts; the rules that
+decide whether a paid call is lost or sent twice are the feeder's and the worker's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from conditions import Cohort, Configuration, protocol_hash, task_of
+from runner.backends import ApiKey, attempts_allowed
+from runner.distributed import BackendWorker, Feed, Feeder, FeedPolicy, Scorer
+from runner.store import GridRow, Pending, Registration, ResponseRow, Store
+
+
+class StorePort:
+    """A real :class:`Store` as the feeder asks it."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def pending(self, configurations: Sequence[str]) -> list[Pending]:
+        return self.store.pending(configurations)
+
+    async def unscored(self) -> int:
+        return self.store.unscored()
+
+    async def requeue_unscored(self) -> None:
+        self.store.requeue_unscored()
+
+
+def register(
+    store: Store, cohort: Cohort, configuration: Configuration, budgets: Sequence[int]
+) -> None:
+    """The grid of ``configuration`` over ``cohort`` (the box question included), as
+    ``runner.plan.grid_of`` makes it."""
+    attempts = attempts_allowed(None, configuration.best_effort)
+    keys = task_of(cohort).plan([configuration], budgets, box=True)
+    store.register(
+        [Registration(configuration.name, protocol_hash(cohort.hash, configuration),
+                      configuration.provider, configuration.model, attempts, "{}")],
+        [GridRow(k.configuration, k.condition, k.budget, k.qid, attempts) for k in keys],
+    )  # fmt: skip
+
+
+def run_here(
+    path: Path,
+    cohort: Cohort,
+    images: Path,
+    cache: Path,
+    configuration: Configuration,
+    key: str,
+    budgets: Sequence[int] = (8, 16),
+) -> bool:
+    """One run of ``configuration``'s grid into the store at ``path``; whether it completed.
+
+    A quota error stops the backend, as it stops the driver's (no wait): the next run sends
+    what is left.
+    """
+    with Store(path) as store:
+        register(store, cohort, configuration, budgets)
+
+        async def write(rows: Sequence[ResponseRow]) -> int:
+            return store.write_responses(rows)
+
+        def worker() -> BackendWorker:
+            return BackendWorker(
+                [configuration], cohort, images, cache, write, lambda _: ApiKey(key)
+            )
+
+        async def main() -> None:
+            first = worker()
+            feed = Feed(configuration.provider, (configuration.name,), first, _no_restart)
+            try:
+                await Feeder(StorePort(store), FeedPolicy(chunk=16), lambda _: None).drive(feed)
+            finally:
+                await first.close()
+
+        asyncio.run(main())
+        store.write_scores(*Scorer(cohort).score(store.take_unscored(1_000_000)))
+        return store.pending() == []
+
+
+async def _no_restart() -> BackendWorker:
+    raise AssertionError("a worker in this process does not die")

@@ -1,0 +1,156 @@
+"""Each fault the simulator injects, run without Ray and set against a fault-free run with the
+same simulator seed: no stored response is lost from one run to the next, no key is stored
+twice, the calls paid twice stay within the faults that lost a paid body (counted by the
+client, not timed), and the final answers and scores are those of the fault-free run.
+
+The runs are the driver's parts in this process (:mod:`tests.runner.distributed.local`): the
+feeder, a real worker, a real store, the scorer. What Ray adds — a driver killed, an actor
+crashed — is ``test_faults.py``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conditions import (
+    PAPER_CONFIGURATIONS,
+    Cohort,
+    Configuration,
+    DataRoot,
+    Transport,
+    write_cohort,
+)
+from runner.simulator import Faults, SimSpec, Simulator
+from tests.runner.distributed.conftest import KEY, simulator_thread
+from tests.runner.distributed.local import run_here
+from tests.runner.distributed.outcomes import Ledger, Results, results
+
+SEED = 11
+IN_FLIGHT = 8  # the backend's max_concurrency
+MAX_RUNS = 4  # a scenario's runs until complete (errored calls are resent by the next run)
+QWEN = next(c for c in PAPER_CONFIGURATIONS if c.provider == "qwen")
+# Retries after a fault the server names no wait for: how soon is not what these scenarios
+# test (what is paid, kept and scored is), so they back off on a 20 ms scale, not 0.5 s.
+QUICK = {"retry_backoff_s": 0.02}
+
+
+def _configuration(url: str, **transport: Any) -> Configuration:
+    settings = Transport(
+        base_url=url, requests_per_minute=60000, max_concurrency=IN_FLIGHT, **transport
+    )
+    return QWEN.model_copy(
+        update={"name": "qa", "conditions": ("base",), "best_effort": False, "transport": settings}
+    )
+
+
+@dataclass(frozen=True)
+class Place:
+    """A fresh store holding the small cohort, and what a run of it needs."""
+
+    store: Path
+    cohort: Cohort
+    root: DataRoot
+    cache: Path
+
+    def run(self, url: str, **transport: Any) -> bool:
+        configuration = _configuration(url, **transport)
+        return run_here(self.store, self.cohort, self.root.images, self.cache, configuration, KEY)
+
+
+def _place(tmp: Path, cohort: Cohort, root: DataRoot) -> Place:
+    write_cohort(tmp / "exp.duckdb", cohort)
+    return Place(tmp / "exp.duckdb", cohort, root, tmp / "v")
+
+
+@pytest.fixture(scope="module")
+def reference(small_cohort: Cohort, small_root: DataRoot, tmp_path_factory: Any) -> Results:
+    """The fault-free run: the results every scenario must end with."""
+    place = _place(tmp_path_factory.mktemp("reference"), small_cohort, small_root)
+    with simulator_thread(small_cohort, small_root, place.cache, SimSpec(seed=SEED)) as (url, sim):
+        assert place.run(url)
+        assert sim.stats.paid_twice == 0 and not sim.stats.faults
+    found = results(place.store)
+    assert len(found.answers) > 90 and len(found.scores) == len(found.answers)
+    return found
+
+
+@dataclass(frozen=True)
+class Scenario:
+    faults: Faults
+    transport: dict[str, object] = field(default_factory=dict)
+    top_up: bool = False  # the account is topped up after the first run
+    injected: tuple[str, ...] = ()  # the simulator's fault counters that must be non-zero
+    # The calls that may be paid twice: a body the client could not read was paid for.
+    paid_twice_at_most: Callable[[Simulator, Ledger], int] = lambda sim, ledger: 0
+
+
+def _given_up(sim: Simulator, ledger: Ledger) -> int:
+    # A call is paid again only after the client gave up on a try the server still answered.
+    # The server's latency draws do not bound that on a busy machine (a starved client gives
+    # up on a call the server answered just in time), so the client's own count does.
+    return ledger.tries_given_up
+
+
+SCENARIOS = {
+    # The server allows 30 calls/s, one at a time, and says nothing of its limit until it
+    # throttles; the client believes it may send 1,000/s.
+    "429-storm": Scenario(
+        Faults(requests_per_minute=1800, burst=1, ratelimit_headers=False, retry_after="ms"),
+        injected=("rate-limited",),
+    ),
+    "quota-exhausted": Scenario(Faults(quota_after=40), top_up=True, injected=("quota",)),
+    "5xx-bursts": Scenario(
+        Faults(server_error=0.35, overloaded=0.1),
+        {"max_transport_retries": 2, **QUICK},
+        injected=("server_error", "overloaded"),
+    ),
+    "slower-than-timeout": Scenario(
+        Faults(latency_s=(0.0, 0.4)),
+        {"timeout_s": 0.2, "max_transport_retries": 2, **QUICK},
+        paid_twice_at_most=_given_up,
+    ),
+    "connection-resets": Scenario(
+        Faults(reset=0.35), {"max_transport_retries": 2, **QUICK}, injected=("reset",)
+    ),
+    "truncated-and-malformed-bodies": Scenario(
+        Faults(truncated=0.2, malformed=0.2),
+        {"max_transport_retries": 2, **QUICK},
+        injected=("truncated", "malformed"),
+        paid_twice_at_most=lambda sim, ledger: (
+            sim.stats.faults["truncated"] + sim.stats.faults["malformed"]
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_a_fault_costs_nothing_stored_and_ends_with_the_fault_free_results(
+    name: str,
+    small_cohort: Cohort,
+    small_root: DataRoot,
+    tmp_path: Path,
+    reference: Results,
+) -> None:
+    scenario = SCENARIOS[name]
+    place = _place(tmp_path, small_cohort, small_root)
+    spec = SimSpec(seed=SEED, faults=scenario.faults)
+    with simulator_thread(small_cohort, small_root, place.cache, spec) as (url, sim):
+        ledger = Ledger(place.store)
+        runs = complete = 0
+        while runs < MAX_RUNS and not complete:
+            runs += 1
+            complete = place.run(url, **scenario.transport)
+            ledger.keep(results(place.store).answers)
+            if scenario.top_up:
+                sim.spec = sim.spec.model_copy(update={"faults": Faults()})
+        assert complete, f"{name}: incomplete after {MAX_RUNS} runs"
+        assert all(sim.stats.faults[f] > 0 for f in scenario.injected), sim.stats.faults
+        assert sim.stats.paid_twice <= scenario.paid_twice_at_most(sim, ledger)
+    ledger.check_final(reference)
+    if scenario.top_up:
+        assert runs == 2
