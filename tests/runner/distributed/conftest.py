@@ -103,13 +103,14 @@ def write_experiment(
     backends: dict[str, dict[str, object]],
     configurations: list[dict[str, object]],
     extra: str = "",
+    scorers: int = 2,
 ) -> Path:
     """An experiment file with the given backends and configurations (TOML by hand)."""
     lines = [
         f'store = "{store}"',
         f'images = "{root.images}"',
         "budgets = [8, 16]",
-        "scorers = 2",
+        f"scorers = {scorers}",
         extra,
     ]
     for name, settings in backends.items():

@@ -46,7 +46,7 @@ def _experiment(tmp: Path, store: Path, root: DataRoot, url: str, **transport: o
     }  # fmt: skip
     return write_experiment(
         tmp / "exp.toml", store, root, {"a": backend},
-        [{"name": "qa", "backend": "a", "conditions": ["base"]}],
+        [{"name": "qa", "backend": "a", "conditions": ["base"]}], scorers=1,
     )  # fmt: skip
 
 
