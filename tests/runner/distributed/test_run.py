@@ -218,9 +218,12 @@ def test_ctrl_c_ends_a_run_in_one_line_and_the_rerun_completes(run: RunSetup) ->
     with _slow_run(run) as (path, sim):
         driver = driver_process(path, run.ray_address, run.tmp)
         until(lambda: sim.stats.answered >= 20 or driver.poll() is not None)
+        before = _signal_state(driver.pid), sim.stats.answered, driver.poll()
         driver.send_signal(signal.SIGINT)
         output = driver.communicate(timeout=60)[0]
-        assert driver.returncode == 130, output
+        # On failure: whether the driver had SIGINT blocked or ignored, how far it was, and
+        # whether it had already ended, then what it printed.
+        assert driver.returncode == 130, (before, output)
         assert output.strip().splitlines()[-1] == (
             f"groundbench: interrupted; everything stored is kept: run `groundbench run {path}` "
             "again to resume"
@@ -228,3 +231,12 @@ def test_ctrl_c_ends_a_run_in_one_line_and_the_rerun_completes(run: RunSetup) ->
         assert len(stored_after_kill(run.store)) >= 10
         assert run_once(path).complete
         assert_every_key_once(run.store)
+
+
+def _signal_state(pid: int) -> list[str]:
+    """The signal lines of ``/proc/PID/status`` (blocked, ignored, caught, pending)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError as exc:
+        return [f"unreadable: {exc.strerror}"]
+    return [line for line in lines if line.startswith(("SigBlk", "SigIgn", "SigCgt", "SigPnd"))]
