@@ -68,10 +68,20 @@ def until(condition: Callable[[], bool], timeout_s: float = 90.0) -> None:
         time.sleep(0.05)
 
 
+# The driver takes Ctrl-C as a user's terminal gives it, set explicitly: an ignored signal
+# stays ignored across exec, and in the full suite this process was found forking drivers with
+# SIGINT and SIGQUIT ignored (SigIgn 0x81001006 — what C's system() does to its caller while it
+# runs), which the driver then honoured, as under nohup, and never stopped.
+_DRIVER = (
+    "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from runner.cli import main; main()"
+)
+
+
 def driver_process(path: Path, address: str, cwd: Path) -> subprocess.Popen[str]:
     """``groundbench run`` in a process of its own, joining the Ray at ``address``."""
     return subprocess.Popen(
-        [sys.executable, "-c", "from runner.cli import main; main()", "run", str(path),
+        [sys.executable, "-c", _DRIVER, "run", str(path),
          "--address", address, "--progress-every", "0.3"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
