@@ -68,10 +68,10 @@ def until(condition: Callable[[], bool], timeout_s: float = 90.0) -> None:
         time.sleep(0.05)
 
 
-# The driver takes Ctrl-C as a user's terminal gives it, set explicitly: an ignored signal
-# stays ignored across exec, and in the full suite this process was found forking drivers with
-# SIGINT and SIGQUIT ignored (SigIgn 0x81001006 — what C's system() does to its caller while it
-# runs), which the driver then honoured, as under nohup, and never stopped.
+# The driver takes Ctrl-C as a user's terminal gives it, set explicitly: an ignored signal stays
+# ignored across fork and exec, and a suite started as a background job of a non-interactive
+# shell (`.ci/run &`, nohup) runs with SIGINT and SIGQUIT ignored (SigIgn 0x81001006 was seen) —
+# a driver forked from it honours that, as it should, and never stops on Ctrl-C.
 _DRIVER = (
     "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
     "from runner.cli import main; main()"
