@@ -50,7 +50,7 @@ class Slot:
 
     limiter: RateLimiter
     estimate: int
-    admitted_at: float
+    number: int  # this backend's admissions so far, this one included
     settled: bool = field(default=False)
 
     def settle(self, actual_tokens: int | None) -> None:
@@ -95,7 +95,7 @@ class RateLimiter:
         self.stats = LimiterStats()
         self._tat = -math.inf  # GCRA's theoretical arrival time of the next request
         self._paused_until = -math.inf
-        self._last_decrease = -math.inf
+        self._admitted_at_decrease = 0  # calls admitted up to the last decrease
         self._throttle_streak = 0
         self._rate_checked = clock()
         self._server_interval = 0.0  # from x-ratelimit-limit-requests, when a server sends it
@@ -128,7 +128,7 @@ class RateLimiter:
                     await self._freed.wait()
                     continue
                 self._take(tokens, now)
-                return Slot(self, tokens, now)
+                return Slot(self, tokens, self.stats.admitted)
 
     def _rate_delay(self, now: float) -> float:
         return self._tat - (self.burst - 1) * self._spacing - now
@@ -175,13 +175,13 @@ class RateLimiter:
         """A 429: pause the whole backend and halve ceiling and rate; returns the pause (s).
 
         Calls admitted before the last decrease were sent under the old settings, so their
-        throttles do not halve again (one decrease per window, as TCP counts one loss).
+        throttles do not halve again (one decrease per window, as TCP counts one loss). They
+        are told apart by admission count, not time, which ties on a coarse clock.
         """
         self.stats.throttles += 1
         self._throttle_streak += 1
-        now = self.clock()
-        if slot.admitted_at >= self._last_decrease:
-            self._last_decrease = now
+        if slot.number > self._admitted_at_decrease:
+            self._admitted_at_decrease = self.stats.admitted
             self.stats.decreases += 1
             self.ceiling = max(1.0, self.ceiling / 2)
             self.rate_factor = max(MIN_RATE_FACTOR, self.rate_factor / 2)

@@ -4,29 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import time
 
 import pytest
 
 from runner.backends import RateLimiter, parse_reset
+from tests.virtual_time import run_virtual, virtual_clock
 
 
 def test_requests_are_spaced_at_the_configured_rate() -> None:
     async def main() -> list[float]:
-        limiter = RateLimiter(requests_per_minute=1200, max_concurrency=50)  # one per 50 ms
+        clock = virtual_clock()
+        limiter = RateLimiter(requests_per_minute=1200, max_concurrency=50, clock=clock)
         starts: list[float] = []
 
         async def one() -> None:
             async with limiter.slot():
-                starts.append(time.monotonic())
+                starts.append(clock())
 
         await asyncio.gather(*(one() for _ in range(8)))
         return starts
 
-    starts = asyncio.run(main())
+    starts = run_virtual(main)
     gaps = [b - a for a, b in itertools.pairwise(starts)]
-    assert min(gaps) >= 0.045  # never faster than the limit (timer slack below 5 ms)
-    assert starts[-1] - starts[0] == pytest.approx(7 * 0.05, abs=0.1)
+    assert gaps == pytest.approx([0.05] * 7)  # one per 50 ms, the first at once
+    assert starts[0] == 0.0
 
 
 def test_calls_in_flight_never_exceed_the_ceiling() -> None:
@@ -48,7 +49,8 @@ def test_calls_in_flight_never_exceed_the_ceiling() -> None:
 
 def test_a_throttle_pauses_halves_once_per_window_and_recovers_additively() -> None:
     async def main() -> None:
-        limiter = RateLimiter(requests_per_minute=1e6, max_concurrency=16)
+        clock = virtual_clock()
+        limiter = RateLimiter(requests_per_minute=1e6, max_concurrency=16, clock=clock)
         slots = []
         for _ in range(4):
             async with limiter.slot() as slot:
@@ -58,19 +60,18 @@ def test_a_throttle_pauses_halves_once_per_window_and_recovers_additively() -> N
             limiter.throttled(slot, retry_after=0.05)
         assert limiter.ceiling == 8 and limiter.stats.decreases == 1
         assert limiter.rate_factor == 0.5
-        begun = time.monotonic()
+        begun = clock()
         async with limiter.slot():
-            waited = time.monotonic() - begun
-        assert waited >= 0.04  # the whole backend waited out the retry-after
+            waited = clock() - begun
+        assert waited == pytest.approx(0.05)  # the whole backend waited out the retry-after
         for _ in range(120):  # the ceiling regains one per ceiling's worth of successes
             limiter.succeeded()
         assert limiter.ceiling == 16 and limiter.rate_factor < 0.6
-        later = time.monotonic() + 10.0  # the rate regains 5% of the configured rate a second
-        limiter.clock = lambda: later
+        await asyncio.sleep(10.0)  # the rate regains 5% of the configured rate a second
         limiter.succeeded()
         assert limiter.rate_factor == 1.0
 
-    asyncio.run(main())
+    run_virtual(main)
 
 
 def test_a_throttle_without_retry_after_backs_off_exponentially() -> None:
@@ -85,27 +86,31 @@ def test_a_throttle_without_retry_after_backs_off_exponentially() -> None:
 
 def test_remaining_zero_in_the_headers_pauses_until_the_reset() -> None:
     async def main() -> float:
-        limiter = RateLimiter(requests_per_minute=1e6, max_concurrency=4)
+        clock = virtual_clock()
+        limiter = RateLimiter(requests_per_minute=1e6, max_concurrency=4, clock=clock)
         limiter.observe(
             {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "80ms"}
         )
-        begun = time.monotonic()
+        begun = clock()
         async with limiter.slot():
-            return time.monotonic() - begun
+            return clock() - begun
 
-    assert asyncio.run(main()) >= 0.07
+    assert run_virtual(main) == pytest.approx(0.08)
 
 
 def test_the_token_bucket_holds_back_a_call_larger_than_what_is_left() -> None:
     async def main() -> float:
-        limiter = RateLimiter(requests_per_minute=1e6, max_concurrency=4, tokens_per_minute=6000)
+        clock = virtual_clock()
+        limiter = RateLimiter(
+            requests_per_minute=1e6, max_concurrency=4, tokens_per_minute=6000, clock=clock
+        )
         async with limiter.slot(6000) as slot:  # the whole minute's tokens, estimated
             slot.settle(5990)  # the provider reported less: 10 tokens come back
-        begun = time.monotonic()
+        begun = clock()
         async with limiter.slot(20):  # 20 needed, 10 left: 10 more at 100 tokens/s
-            return time.monotonic() - begun
+            return clock() - begun
 
-    assert 0.05 <= asyncio.run(main()) <= 0.5
+    assert run_virtual(main) == pytest.approx(0.1)
 
 
 @pytest.mark.parametrize(
