@@ -16,6 +16,13 @@ settings.register_profile("dev", deadline=None)
 settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
+# Ray starts its workers at niceness 15, where any normal process beside the suite (another
+# suite, a benchmark) leaves them ~3% of a core: every run test then waits ~30 times longer
+# than it takes. The tests check what a run does, not its scheduling priority, so every Ray the
+# suite starts (here, in driver processes and in the multi-node cluster) runs its workers at
+# the suite's own priority. Users' runs keep Ray's default.
+os.environ.setdefault("RAY_worker_niceness", "0")
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 

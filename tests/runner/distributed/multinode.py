@@ -60,7 +60,7 @@ def main(settings: dict[str, Any]) -> dict[str, Any]:
             runner = threading.Thread(target=go, daemon=True)
             runner.start()
             placement = _placement(store)
-            until(lambda: sim.stats.answered >= settings["kill_after"], timeout_s=120)
+            until(lambda: sim.stats.answered >= settings["kill_after"])
             # SPREAD puts the two backends on two nodes: kill a worker node that holds one.
             killed = next(b for b in ("a", "b") if placement[f"backend-{b}"] != head)
             victim = next(n for n in workers if n.node_id == placement[f"backend-{killed}"])

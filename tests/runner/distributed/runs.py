@@ -62,9 +62,16 @@ def in_background(path: Path) -> Iterator[list[RunReport]]:
         runner.join(120)
 
 
-def until(condition: Callable[[], bool], timeout_s: float = 90.0) -> None:
+def until(condition: Callable[[], bool], timeout_s: float = 600.0) -> None:
+    """Wait for ``condition``; fail, rather than go on without it, if it never comes.
+
+    The bound is for a hung run, far above what a starved machine takes: a test that went on
+    regardless would act (signal, kill) at the wrong moment and fail somewhere misleading.
+    """
     deadline = time.monotonic() + timeout_s
-    while not condition() and time.monotonic() < deadline:
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout_s:.0f} s for a point the run never reached")
         time.sleep(0.05)
 
 
