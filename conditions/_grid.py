@@ -8,9 +8,9 @@ settings: the decoding, the image variant, the hints, the question subset, or on
 
 from __future__ import annotations
 
-from typing import Literal, Self, get_args
+from typing import Annotated, Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from conditions._box_prompts import Reasoning
 from conditions._images import Variant
@@ -26,6 +26,13 @@ ALTERNATE_TEMPERATURE = 1.0
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+DAY_S = 86_400.0
+# Sane ranges for transport numbers: a typo (1e-300, inf) is refused when the file is read,
+# not found as a run that waits for ever. A rate below one call a day is such a typo.
+Rate = Annotated[float, Field(ge=1 / 1440, le=1e9, allow_inf_nan=False)]
+Seconds = Annotated[float, Field(gt=0, le=DAY_S, allow_inf_nan=False)]
 
 
 class Thinking(_Frozen):
@@ -64,15 +71,15 @@ class Transport(_Frozen):
 
     base_url: str | None = None
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    requests_per_minute: PositiveFloat = 60.0
-    tokens_per_minute: PositiveFloat | None = None
-    max_concurrency: PositiveInt = 8
-    timeout_s: PositiveFloat = 300.0
-    max_transport_retries: int = Field(default=8, ge=0)
-    max_retry_time_s: PositiveFloat = 900.0
+    requests_per_minute: Rate = 60.0
+    tokens_per_minute: Annotated[float, Field(ge=1, le=1e12, allow_inf_nan=False)] | None = None
+    max_concurrency: int = Field(default=8, ge=1, le=10_000)
+    timeout_s: Seconds = 300.0
+    max_transport_retries: int = Field(default=8, ge=0, le=1000)
+    max_retry_time_s: Seconds = 900.0
     # Full-jitter exponential backoff between transport retries: retry k = 1, 2, … waits a time
     # up to retry_backoff_s · 2^(k-1) (at most 30 s) unless the server said how long to wait.
-    retry_backoff_s: PositiveFloat = 0.5
+    retry_backoff_s: Annotated[float, Field(gt=0, le=60, allow_inf_nan=False)] = 0.5
 
 
 class Condition(_Frozen):

@@ -56,6 +56,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 from typing import Annotated, Literal, Self
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -79,7 +80,7 @@ from conditions import (
     one_line,
 )
 from runner._errors import ConfigError
-from runner.backends import provider_named
+from runner.backends import KEY_SHAPED, provider_named
 from runner.simulator import SimSpec
 from scoring import BOX_READERS, BUDGETS, Convention, ReaderName
 
@@ -125,6 +126,13 @@ class BackendSpec(Transport):
             raise ValueError(str(exc)) from None
         return self
 
+    @model_validator(mode="after")
+    def _no_secret_in_the_file(self) -> Self:
+        if self.base_url is not None and not self.simulated:
+            _check_endpoint(self.base_url)
+        _no_key_shape("model", self.model)
+        return self
+
     @property
     def simulated(self) -> bool:
         return self.base_url == SIMULATOR
@@ -147,6 +155,42 @@ class ConfigurationSpec(_Frozen):
     conditions: tuple[str, ...] | Literal["all"] | None = None
     best_effort: bool = False
     convention: Convention | None = None  # a box benchmark's: how the model writes a box
+
+    @model_validator(mode="after")
+    def _no_secret_in_the_file(self) -> Self:
+        if self.model is not None:
+            _no_key_shape("model", self.model)
+        return self
+
+
+def _check_endpoint(url: str) -> None:
+    """An endpoint is ``http(s)://host[:port][/path]``: nothing that carries a credential."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parses the port, raising on a bad one
+    except ValueError as exc:
+        raise ValueError(f"base_url is not a URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("base_url must be an http:// or https:// address with a host")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(
+            "base_url holds credentials (user:password@); a key goes only in the environment "
+            "variable named by api_key_env"
+        )
+    if parts.query or parts.fragment:
+        raise ValueError(
+            "base_url holds a query or fragment (?…, #…); a key goes only in the environment "
+            "variable named by api_key_env, and groundbench adds each provider's path itself"
+        )
+    _no_key_shape("base_url", url)
+
+
+def _no_key_shape(field: str, value: str) -> None:
+    if KEY_SHAPED.search(value):
+        raise ValueError(
+            f"{field} holds what looks like an API key; a key goes only in the environment "
+            "variable named by api_key_env"
+        )
 
 
 class CohortSection(_Frozen):

@@ -32,12 +32,14 @@ from runner.backends._limits import LimiterStats, RateLimiter, Slot, parse_reset
 from runner.backends._openai import OpenAIChat, classify_openai
 from runner.backends._providers import PROVIDERS, Provider, provider_named, thinking_fields
 from runner.backends._records import AttemptRecord, Outcome
-from runner.backends._secrets import ApiKey, key_from_env, redact
+from runner.backends._secrets import FRAGMENT, KEY_SHAPED, ApiKey, holds_key, key_from_env, redact
 from runner.backends._wire import Reply, Usage, WireFormat, retry_after
 
 __all__ = [
     "BEST_EFFORT_ATTEMPTS",
+    "FRAGMENT",
     "HEADLINE_ATTEMPTS",
+    "KEY_SHAPED",
     "PROVIDERS",
     "ApiKey",
     "AttemptRecord",
@@ -64,6 +66,7 @@ __all__ = [
     "classify_gemini",
     "classify_openai",
     "decodings",
+    "holds_key",
     "key_from_env",
     "parse_reset",
     "parses",

@@ -9,6 +9,7 @@ every later call is refused before it is sent, so a run never pays for calls it 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -38,12 +39,12 @@ from conditions import (
     reasoning_decoding,
 )
 from runner._errors import ConfigError
-from runner.backends._errors import CallError, QuotaExhausted, RateLimited, Transient
+from runner.backends._errors import CallError, Fatal, QuotaExhausted, RateLimited, Transient
 from runner.backends._gemini import GeminiGenerate
 from runner.backends._limits import Clock, RateLimiter, Slot
 from runner.backends._openai import OpenAIChat
 from runner.backends._providers import Provider, provider_named, thinking_fields
-from runner.backends._secrets import ApiKey, key_from_env, redact
+from runner.backends._secrets import KEY_SHAPED, ApiKey, holds_key, key_from_env, redact
 from runner.backends._wire import Body, Reply, WireFormat
 
 log = logging.getLogger("groundbench.backends")
@@ -116,6 +117,7 @@ class Backend:
         self.wire = wire_format(self.provider, configuration.model)
         transport = configuration.transport
         self.url = self.wire.url(transport.base_url or self.provider.base_url)
+        _refuse_key_in(configuration.name, {"model": configuration.model, "URL": self.url}, key)
         self._wait = waiting(transport.retry_backoff_s)
         # Configurations on one account share its limits: the caller passes one limiter to all.
         self.limiter = limiter or RateLimiter(
@@ -229,6 +231,7 @@ class Backend:
                     data=PartsPayload(body),
                     headers=headers,
                     timeout=self._timeout,
+                    allow_redirects=False,  # a redirect would carry the key to another server
                 ) as response:
                     raw = await response.read()
                     status, headers = response.status, response.headers
@@ -239,9 +242,14 @@ class Backend:
                 raise Transient(f"{type(exc).__name__}: {detail}") from None
             latency = self.clock() - begun
             self.limiter.observe(headers)
+            if 300 <= status < 400:
+                raise self._redirected(status, headers)
             if not 200 <= status < 300:
                 raise self._failed(status, headers, raw, slot, latency)
-            reply = self.wire.decode(raw)
+            try:
+                reply = redact_reply(self.wire.decode(raw), self._key)
+            except CallError as exc:  # a broken body, quoted in the message
+                raise self._scrubbed(exc) from None
             slot.settle(reply.usage.total)
             self._output_tokens.add(reply.usage.output_tokens)
             self.limiter.succeeded()
@@ -250,9 +258,7 @@ class Backend:
     def _failed(
         self, status: int, headers: Mapping[str, str], raw: bytes, slot: Slot, latency: float
     ) -> CallError:
-        error = self.wire.classify(status, headers, raw)
-        error.message = redact(error.message, self._key)
-        error.args = (error.message,)
+        error = self._scrubbed(self.wire.classify(status, headers, raw))
         error.latency_s = latency
         if isinstance(error, RateLimited):
             error.retry_after = self.limiter.throttled(slot, error.retry_after)
@@ -260,6 +266,22 @@ class Backend:
             self._spent = error
             log.error("%s: quota exhausted, no further calls: %s", self.configuration.name, error)
         return error
+
+    def _scrubbed(self, error: CallError) -> CallError:
+        """``error`` with every text from the response redacted of the key."""
+        error.message = redact(error.message, self._key)
+        error.code = None if error.code is None else redact(error.code, self._key)
+        error.args = (error.message,)
+        return error
+
+    def _redirected(self, status: int, headers: Mapping[str, str]) -> Fatal:
+        location = redact(headers.get("Location", "(no Location header)"), self._key)
+        return Fatal(
+            f"the server redirects to {location}: groundbench sends a key to no address but "
+            "the configured one; if that address is right, set base_url to it",
+            status=status,
+            code="redirect",
+        )
 
     def _refused(self) -> QuotaExhausted:
         assert self._spent is not None
@@ -323,6 +345,32 @@ class PartsPayload(aiohttp.payload.Payload):
     async def write(self, writer: AbstractStreamWriter) -> None:
         for part in self._value.parts:
             await writer.write(part)
+
+
+def _refuse_key_in(name: str, texts: Mapping[str, str], key: ApiKey) -> None:
+    """Refuse a configuration that would write its key where it is logged and stored."""
+    for what, text in texts.items():
+        if holds_key(text, key) or KEY_SHAPED.search(text):
+            raise ConfigError(
+                f"configuration {name}: its {what} holds an API key; a key goes only in the "
+                "environment variable the backend names (api_key_env)"
+            )
+
+
+def redact_reply(reply: Reply, key: ApiKey) -> Reply:
+    """``reply`` with the key redacted from every text the server wrote."""
+
+    def scrub(text: str | None) -> str | None:
+        return None if text is None else redact(text, key)
+
+    return dataclasses.replace(
+        reply,
+        answer=redact(reply.answer, key),
+        reasoning=redact(reply.reasoning, key),
+        finish_reason=scrub(reply.finish_reason),
+        model=scrub(reply.model),
+        response_id=scrub(reply.response_id),
+    )
 
 
 class _RunningMean:

@@ -79,6 +79,31 @@ def test_a_good_file_resolves_paths_against_its_folder(tmp_path: Path) -> None:
         (("per_source = 20", "per_source = 20\nper_sauce = 1"), "cohort.per_sauce: Extra"),
         (('store = "runs/paper.duckdb"', 'store = "x" = 1'), "not valid TOML"),
         (('root = "data"', 'root = "da\\u0000ta"'), "cohort.root: a path cannot hold a NUL"),
+        # Numbers out of any sane range: found here, not as a run that waits for ever.
+        (("requests_per_minute = 600", "requests_per_minute = 1e-300"), ".requests_per_minute: "),
+        (("max_concurrency = 32", "timeout_s = inf"), "backends.qwen.timeout_s: "),
+        (("max_concurrency = 32", "max_retry_time_s = nan"), "backends.qwen.max_retry_time_s: "),
+        # No credential in the file: keys live in environment variables only.
+        (
+            ('api_key_env = "MY_QWEN_KEY"', 'base_url = "https://me:pw@proxy.example/v1"'),
+            "backends.qwen: base_url holds credentials (user:password@)",
+        ),
+        (
+            ('api_key_env = "MY_QWEN_KEY"', 'base_url = "https://proxy.example/v1?key=abc"'),
+            "backends.qwen: base_url holds a query or fragment",
+        ),
+        (
+            ('api_key_env = "MY_QWEN_KEY"', 'base_url = "proxy.example/v1"'),
+            "backends.qwen: base_url must be an http:// or https:// address",
+        ),
+        (
+            ('model = "qwen3-vl-plus"', 'model = "sk-proj-0123456789abcdef"'),
+            "backends.qwen: model holds what looks like an API key",
+        ),
+        (
+            ('name = "qwen-max"', 'name = "qwen-max"\nmodel = "AIzaSyA0123456789abcdef"'),
+            "model holds what looks like an API key",
+        ),
     ],
 )
 def test_a_bad_file_is_one_line_naming_the_field(
