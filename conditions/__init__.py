@@ -41,6 +41,7 @@ from conditions._boxsets import (
     FILE_LOADERS,
     Benchmark,
     BoxQuestion,
+    embedded_name,
     read_groundingme,
     read_ref_adv,
     read_refbench_pro,
@@ -133,6 +134,7 @@ from conditions._synthetic_boxes import (
     generate_box_benchmark,
 )
 from conditions._task import BoxTask, Builder, PolygonTask, Questions, Task, task_of
+from conditions._wal import opening_repaired
 
 __all__ = [
     "BENCHMARKS",
@@ -214,6 +216,7 @@ __all__ = [
     "condition_named",
     "dominant_colour",
     "eligible_referents",
+    "embedded_name",
     "ensure_ledger",
     "ensure_same_protocol",
     "generate_box_benchmark",
@@ -227,6 +230,7 @@ __all__ = [
     "load_plain_pickle",
     "load_refs",
     "one_line",
+    "opening_repaired",
     "pending_migrations",
     "plan",
     "plan_boxes",

@@ -13,14 +13,16 @@ pixels and rejection questions with no box:
   ``expression``, ``bbox``, ``task_type`` (``reject`` has no target), ``width``, ``height``.
 
 An ``image`` column holds Hugging Face's ``{"bytes", "path"}`` struct (the bytes are written
-to the images folder, named by the path) or a path relative to the file. Every row is checked
-before any image is written: a bad row is one line naming the file, the row and the field,
-and nothing is written.
+to the images folder as ``embedded/<sha256>.<ext>``: two rows share a file only when they share
+its bytes, and no released name can reach outside the folder) or a path relative to the images
+folder. Every row is checked before any image is written, its image opened and its size
+compared, as a run would: a bad row is one line naming the file, the row and the field, and
+nothing is written.
 """
 
 from __future__ import annotations
 
-import io
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -28,11 +30,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import pyarrow.parquet as pq
-from PIL import Image, UnidentifiedImageError
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
 
 from conditions._errors import DataFileError, one_line
-from conditions._images import write_atomically
+from conditions._images import open_image, write_atomically
 
 Benchmark = Literal["ref-adv", "groundingme", "refbench-pro"]
 BENCHMARKS: tuple[Benchmark, ...] = ("ref-adv", "groundingme", "refbench-pro")
@@ -131,11 +132,12 @@ def _read(
     embedded = False
     for number, row in _rows(path):
         question, blob = _row(benchmark, number, row, convert, path)
-        if blob is not None:
-            _check_size(blob, question, path, f"row {number}")
+        where = f"row {number}"
+        if blob is None:
+            blob = _image_file(images, question, path, where)
+        else:
             embedded = True
-        elif not (images / question.image_file).is_file():
-            raise DataFileError(path, f"row {number}: image {question.image_file} not in {images}")
+        _check_size(blob, question, path, where)
         questions.append(question)
     _unique(questions, path)
     if embedded:  # only once every row is known good
@@ -146,18 +148,47 @@ def _read(
     return questions
 
 
+def _image_file(images: Path, question: BoxQuestion, path: Path, where: str) -> bytes:
+    """The bytes of a row's image file, which must lie inside ``images`` (a symlink that
+    leads out of it is refused: the file sent would not be the benchmark's)."""
+    file = images / question.image_file
+    if not file.is_file():
+        raise DataFileError(path, f"{where}: image {question.image_file} not in {images}")
+    if not file.resolve().is_relative_to(images.resolve()):
+        raise DataFileError(
+            path, f"{where}: image {question.image_file} leads out of {images} (a symlink)"
+        )
+    return file.read_bytes()
+
+
 def _row(
     benchmark: Benchmark, number: int, row: dict[str, Any], convert: Convert, path: Path
 ) -> tuple[BoxQuestion, bytes | None]:
     where = f"row {number}"
     try:
         fields, image = convert(number, row)
+        blob = _image_bytes(image, path, where)
+        if blob is not None:  # kept under a name its bytes decide: no two rows can collide
+            fields["image_file"] = embedded_name(blob, str(fields["image_file"]))
         question = BoxQuestion(benchmark=benchmark, **fields)
     except KeyError as exc:
         raise DataFileError(path, f"{where}: missing field {exc}") from None
     except (ValidationError, ValueError, TypeError) as exc:
         raise DataFileError(path, f"{where}: {one_line(exc)}") from None
-    return question, _image_bytes(image, path, where)
+    return question, blob
+
+
+def embedded_name(blob: bytes, released: str) -> str:
+    """The file name an embedded image is written under: its content hash, with the released
+    name's extension. Two rows' images share a name exactly when they share their bytes.
+
+    >>> embedded_name(b"x", "train/0001.JPG")
+    'embedded/2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881.jpg'
+    """
+    suffix = PurePosixPath(released).suffix.lower()
+    if not re.fullmatch(r"\.[a-z0-9]{1,5}", suffix):
+        suffix = ".img"
+    return f"embedded/{hashlib.sha256(blob).hexdigest()}{suffix}"
 
 
 def _image_bytes(image: Any, path: Path, where: str) -> bytes | None:
@@ -172,9 +203,10 @@ def _image_bytes(image: Any, path: Path, where: str) -> bytes | None:
 
 def _check_size(blob: bytes, question: BoxQuestion, path: Path, where: str) -> None:
     try:
-        size = Image.open(io.BytesIO(blob)).size
-    except (UnidentifiedImageError, OSError):
-        raise DataFileError(path, f"{where}: image bytes are not an image") from None
+        with open_image(blob, path) as image:
+            size = image.size
+    except DataFileError as exc:
+        raise DataFileError(path, f"{where}: image bytes: {exc.reason}") from None
     if size != (question.width, question.height):
         raise DataFileError(
             path,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -15,12 +14,13 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import UnidentifiedImageError
 from pycocotools import mask as coco_mask
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator
 
 from conditions._cues import Cell, Colour, cell_of_box, dominant_colour, wrong_cell, wrong_colour
 from conditions._errors import DataFileError
+from conditions._images import open_image
 from conditions._layout import SOURCE_NAMES, DataRoot, SourceIndex, source_named
 from conditions._metadata import (
     Difficulty,
@@ -425,7 +425,7 @@ def _read_image(path: Path, image_id: int, width: int, height: int) -> tuple[byt
     except OSError as exc:
         raise DataFileError(path, f"image {image_id}: cannot read: {exc.strerror}") from None
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        with open_image(data, path) as image:
             if image.size != (width, height):
                 raise DataFileError(
                     path,

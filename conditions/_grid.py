@@ -80,6 +80,9 @@ class Transport(_Frozen):
     # Full-jitter exponential backoff between transport retries: retry k = 1, 2, … waits a time
     # up to retry_backoff_s · 2^(k-1) (at most 30 s) unless the server said how long to wait.
     retry_backoff_s: Annotated[float, Field(gt=0, le=60, allow_inf_nan=False)] = 0.5
+    # A response body longer than this is an error, read no further and never parsed: a model
+    # that loops must not take gigabytes of memory in the backend and scoring actors.
+    max_response_bytes: int = Field(default=4 << 20, ge=1 << 10, le=1 << 30)
 
 
 class Condition(_Frozen):

@@ -28,6 +28,10 @@ VARIANTS: tuple[Variant, ...] = ("full", "half", "grey", "none")
 MAX_SIDE = 1024
 JPEG_QUALITY = 95  # (decided, groundbench) for any variant that must be re-encoded
 _MEDIA_TYPES = {"JPEG": "image/jpeg", "PNG": "image/png"}
+# The largest image read, in pixels: far above any benchmark's photos (COCO's are 0.3 MP, the
+# box benchmarks' a few MP), far below a decompression bomb's gigapixels, which would take
+# gigabytes to decode. Checked from the header, before any pixel is decoded.
+MAX_PIXELS = 64_000_000
 _EXTENSIONS = {"image/jpeg": "jpg", "image/png": "png"}
 
 
@@ -80,6 +84,33 @@ def half_size(width: int, height: int) -> tuple[int, int]:
     return max(1, round(width / 2)), max(1, round(height / 2))
 
 
+def open_image(data: bytes, where: Path | str) -> Image.Image:
+    """The image encoded in ``data``, opened lazily (only its header is read yet).
+
+    Raises
+    ------
+    DataFileError
+        Not an image Pillow can read, or larger than :data:`MAX_PIXELS` (names ``where``).
+    """
+    try:
+        image = Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as exc:  # Pillow's own cap, far above ours
+        raise DataFileError(
+            where, f"above the {MAX_PIXELS / 1e6:.0f}-megapixel cap (a decompression bomb?): {exc}"
+        ) from None
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise DataFileError(where, f"not a readable image: {exc}") from None
+    width, height = image.size
+    if width * height > MAX_PIXELS:
+        image.close()
+        raise DataFileError(
+            where,
+            f"a {width}×{height} image ({width * height / 1e6:,.0f} megapixels) is above the "
+            f"{MAX_PIXELS / 1e6:.0f}-megapixel cap (a decompression bomb?)",
+        )
+    return image
+
+
 def render(source: bytes, variant: Variant, where: Path | str = "image") -> ImageBlob | None:
     """The ``variant`` of the encoded image ``source`` (None for ``none``).
 
@@ -90,8 +121,8 @@ def render(source: bytes, variant: Variant, where: Path | str = "image") -> Imag
     """
     if variant == "none":
         return None
+    image = open_image(source, where)
     try:
-        image = Image.open(io.BytesIO(source))
         fmt = image.format or ""
         size = capped_size(*image.size)
         if variant == "full" and size == image.size and fmt in _MEDIA_TYPES:
@@ -191,5 +222,5 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 def _blob_from_file(path: Path, media_type: str) -> ImageBlob:
     data = path.read_bytes()
-    with Image.open(io.BytesIO(data)) as image:
+    with open_image(data, path) as image:
         return ImageBlob(data, media_type, *image.size)

@@ -26,6 +26,7 @@ from conditions._ledger import (
     pending_migrations,
 )
 from conditions._metadata import Thresholds
+from conditions._wal import opening_repaired
 
 
 class CohortMismatchError(ConditionsError):
@@ -298,7 +299,7 @@ def _stored_hash(con: duckdb.DuckDBPyConnection) -> str | None:
 
 def _connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     try:
-        return duckdb.connect(str(path), read_only=read_only)
+        return opening_repaired(path, lambda: duckdb.connect(str(path), read_only=read_only))
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():  # DuckDB lets one process at a time have a written file
             raise DataFileError(

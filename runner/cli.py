@@ -17,6 +17,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
+import duckdb
 import typer
 from pydantic import ValidationError
 from rich.console import Console
@@ -47,7 +48,7 @@ from runner._tables import report_table, summary_tables
 from runner.experiment import Experiment, load_experiment
 from runner.monitor import plain_lines, render
 from runner.simulator import SimSpec, Simulator, serving
-from runner.store import query_store, read_only
+from runner.store import QUERY_TIMEOUT_S, first_line, query_store, read_only
 from scoring import BUDGETS, PHASES, REFERENCES, ScoringError, construction_fidelity
 
 if TYPE_CHECKING:
@@ -420,8 +421,12 @@ def sql(
     address: Annotated[
         str | None, typer.Option(help="Ray cluster of a running store [default: auto].")
     ] = None,
+    timeout: Annotated[
+        float, typer.Option(min=0.001, max=86_400, help="Seconds before the query is stopped.")
+    ] = QUERY_TIMEOUT_S,
 ) -> None:
     """Query an experiment's store, read-only: the file after a run, the run's store during one.
+    A query reads the store and nothing else (no files, URLs or extensions).
 
     Views: request_status (one row per request), question_scores (per question, cell and
     view iou0/iou1/iou2/best_effort), cell_summary (per cell and view).
@@ -429,7 +434,7 @@ def sql(
     from runner.distributed import query_running_store
 
     through_run = functools.partial(query_running_store, address=address)
-    names, rows = query_store(store, query, through_run)
+    names, rows = query_store(store, query, through_run, timeout)
     if output == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(names)
@@ -554,4 +559,11 @@ def main() -> None:
     except (ScoringError, ConditionsError, RunnerError) as exc:
         # Plain echo, not rich: one line however long, never wrapped to the terminal's width.
         typer.echo(f"groundbench: {exc}", err=True)
+        raise SystemExit(2) from None
+    except duckdb.Error as exc:  # reading a store that opened but is damaged inside
+        typer.echo(
+            f"groundbench: the store could not be read ({first_line(exc)}); if its file is "
+            "damaged, restore it from a copy",
+            err=True,
+        )
         raise SystemExit(2) from None

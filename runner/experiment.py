@@ -53,6 +53,7 @@ provider's endpoint), ``api_key_env``, ``requests_per_minute``, ``tokens_per_min
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Literal, Self
@@ -222,6 +223,9 @@ class BoxesSection(_Frozen):
         return self.reader or self.benchmark
 
 
+_BACKEND_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
 class Experiment(_Frozen):
     """A whole experiment file, paths resolved against the file's folder."""
 
@@ -238,6 +242,11 @@ class Experiment(_Frozen):
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
+        for name in self.backends:  # names go into progress lines and actor names
+            if not _BACKEND_NAME.fullmatch(name):
+                raise ValueError(
+                    f"backend name {name!r}: use letters, digits, '_', '.' and '-' only"
+                )
         unknown_budgets = sorted(set(self.budgets) - set(BUDGETS))
         if unknown_budgets or not self.budgets:
             raise ValueError(f"budgets must be a non-empty subset of {list(BUDGETS)}")

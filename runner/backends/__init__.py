@@ -25,6 +25,7 @@ from runner.backends._errors import (
     Fatal,
     QuotaExhausted,
     RateLimited,
+    TooLarge,
     Transient,
 )
 from runner.backends._gemini import GeminiGenerate, classify_gemini
@@ -58,6 +59,7 @@ __all__ = [
     "RateLimiter",
     "Reply",
     "Slot",
+    "TooLarge",
     "Transient",
     "Usage",
     "WireFormat",

@@ -39,7 +39,14 @@ from conditions import (
     reasoning_decoding,
 )
 from runner._errors import ConfigError
-from runner.backends._errors import CallError, Fatal, QuotaExhausted, RateLimited, Transient
+from runner.backends._errors import (
+    CallError,
+    Fatal,
+    QuotaExhausted,
+    RateLimited,
+    TooLarge,
+    Transient,
+)
 from runner.backends._gemini import GeminiGenerate
 from runner.backends._limits import Clock, RateLimiter, Slot
 from runner.backends._openai import OpenAIChat
@@ -129,6 +136,7 @@ class Backend:
         self.clock = clock
         self._key = key
         self._timeout = aiohttp.ClientTimeout(total=transport.timeout_s)
+        self._max_bytes = transport.max_response_bytes
         self._session: aiohttp.ClientSession | None = None
         self._owns_session = False
         self._spent: QuotaExhausted | None = None
@@ -233,8 +241,8 @@ class Backend:
                     timeout=self._timeout,
                     allow_redirects=False,  # a redirect would carry the key to another server
                 ) as response:
-                    raw = await response.read()
                     status, headers = response.status, response.headers
+                    raw = await _read_capped(response, self._max_bytes)
             except TimeoutError:
                 raise Transient(f"no response within {self._timeout.total:g} s") from None
             except aiohttp.ClientError as exc:
@@ -345,6 +353,20 @@ class PartsPayload(aiohttp.payload.Payload):
     async def write(self, writer: AbstractStreamWriter) -> None:
         for part in self._value.parts:
             await writer.write(part)
+
+
+async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The body, decompressed; :class:`TooLarge` once it runs past ``limit`` bytes (the rest
+    is never read)."""
+    declared = response.content_length
+    if declared is not None and declared > limit:
+        raise TooLarge(limit, response.status)
+    body = bytearray()
+    async for chunk in response.content.iter_chunked(1 << 16):
+        body += chunk
+        if len(body) > limit:
+            raise TooLarge(limit, response.status)
+    return bytes(body)
 
 
 def _refuse_key_in(name: str, texts: Mapping[str, str], key: ApiKey) -> None:

@@ -79,3 +79,16 @@ class Fatal(CallError):
 
     kind = "fatal"
     retryable = False
+
+
+class TooLarge(Fatal):
+    """The response body ran past the backend's ``max_response_bytes``: stored as a fatal error
+    (code ``response-too-large``) and never parsed; read no further than the cap."""
+
+    def __init__(self, limit: int, status: int) -> None:
+        super().__init__(
+            f"the response ran past max_response_bytes = {limit:,} bytes and was dropped "
+            "unread; raise the limit if such answers are expected",
+            status=status,
+            code="response-too-large",
+        )

@@ -9,6 +9,7 @@ over small ports. :func:`run_experiment` is the driver: the lifecycle on Ray. Ev
 outside the actor declarations is in ``_ray``.
 """
 
+from runner.distributed._actors import QUERIES
 from runner.distributed._batcher import CommitBatcher
 from runner.distributed._driver import (
     BackendReport,
@@ -33,6 +34,7 @@ from runner.distributed._watch import read_run, watch_run
 from runner.distributed._worker import BackendWorker, ChunkOutcome, WorkerStats
 
 __all__ = [
+    "QUERIES",
     "BackendPort",
     "BackendReport",
     "BackendWorker",

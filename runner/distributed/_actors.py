@@ -48,7 +48,9 @@ class StoreClosed(StoreError):
 
 
 class StoreActor:
-    """The only writer of the experiment file; calls are served one at a time, in order."""
+    """The only writer of the experiment file; calls are served one at a time, in order,
+    except users' queries, which run in threads of their own (:data:`QUERIES`) so that a slow
+    one never holds up the run's writes or its monitor."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
@@ -105,9 +107,16 @@ class StoreActor:
     def cells(self) -> list[CellProgress]:
         return self._store.cells()
 
-    def query(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """A user's read-only query during the run (``groundbench sql``, the monitor)."""
-        return self._store.read(sql)
+    def query(
+        self, sql: str, timeout_s: float, token: str
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """A user's read-only query during the run (``groundbench sql``); call it in the
+        :data:`QUERIES` group."""
+        return self._store.read(sql, timeout_s, token)
+
+    def cancel(self, token: str) -> bool:
+        """Stop the query of ``token`` (its client went away); call it in :data:`QUERIES`."""
+        return self._opened.cancel(token) if self._opened is not None else False
 
     def node(self) -> str:
         return _node()
@@ -229,12 +238,18 @@ def _node() -> str:
 
 
 # Ray's handles for the classes above; resources and placement are set where they start.
-RemoteStore = ray.remote(StoreActor)
+# Users' queries and their cancels run in this group's threads, beside the calls of the run.
+QUERIES = "queries"
+QUERY_GROUPS = {QUERIES: 4}
+# Ray's overloads of ray.remote omit concurrency_groups, which it takes (and .options() does not).
+RemoteStore = ray.remote(concurrency_groups=QUERY_GROUPS)(StoreActor)  # type: ignore[call-overload]
 RemoteBackend = ray.remote(BackendActor)
 RemoteScorer = ray.remote(ScoringActor)
 RemoteSimulator = ray.remote(SimulatorActor)
 
 __all__ = [
+    "QUERIES",
+    "QUERY_GROUPS",
     "BackendActor",
     "RemoteBackend",
     "RemoteScorer",

@@ -21,7 +21,12 @@ from typing import Any
 from conditions import Configuration, Questions
 from runner._names import NAMESPACE, actor_name, run_tag
 from runner.distributed import _ray
-from runner.distributed._actors import RemoteBackend, RemoteScorer, RemoteSimulator, RemoteStore
+from runner.distributed._actors import (
+    RemoteBackend,
+    RemoteScorer,
+    RemoteSimulator,
+    RemoteStore,
+)
 from runner.distributed._feeder import Feed, Feeder, FeedPolicy, forget, score_to_the_end
 from runner.distributed._scorer import scorer_for
 from runner.distributed._watch import read_run

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -24,9 +25,10 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from conditions import ConditionsError
 from runner._errors import RunnerError
 from runner._names import NAMESPACE, actor_name, run_tag
+from runner.distributed._actors import QUERIES
 from runner.distributed._feeder import RunFailed, WorkerLost
 from runner.distributed._worker import ChunkOutcome
-from runner.store import Pending, Result, StoreError
+from runner.store import QUERY_TIMEOUT_S, Pending, Result, StoreError
 from scoring import ScoringError
 
 NAME_WAIT_S = 20.0  # how long a named actor of an ended run may take to go away
@@ -186,9 +188,16 @@ class ActorStore:
 # -- a running store, from another process ------------------------------------------------------
 
 
-def query_running_store(path: Path, sql: str, address: str | None = None) -> Result:
-    """``sql`` through the store actor of the run that holds ``path`` (read-only, checked by
-    the caller).
+def query_running_store(
+    path: Path,
+    sql: str,
+    timeout_s: float = QUERY_TIMEOUT_S,
+    address: str | None = None,
+    token: str | None = None,
+) -> Result:
+    """``sql`` through the store actor of the run that holds ``path``, in the actor's query
+    threads; interrupted there if this client stops waiting (Ctrl-C), or by the actor's
+    ``cancel(token)``.
 
     Raises
     ------
@@ -202,7 +211,12 @@ def query_running_store(path: Path, sql: str, address: str | None = None) -> Res
             f"{path}: another process holds the file, and no groundbench run of it is "
             "reachable on this Ray cluster"
         )
+    token = token or secrets.token_hex(8)
+    answer = store.query.options(concurrency_group=QUERIES).remote(sql, timeout_s, token)
     try:
-        return cast(Result, ray.get(store.query.remote(sql)))
+        return cast(Result, ray.get(answer))
     except RayTaskError as exc:
         raise cause(exc) from None
+    except BaseException:
+        store.cancel.options(concurrency_group=QUERIES).remote(token)
+        raise

@@ -5,7 +5,7 @@ Plain Python over DuckDB and Arrow; the run's store actor is a thin wrapper over
 and ``groundbench sql`` opens the same file read-only once no run holds it.
 """
 
-from runner.store._errors import StoreError
+from runner.store._errors import StoreError, first_line
 from runner.store._rows import (
     AttemptKey,
     ControlRow,
@@ -24,7 +24,15 @@ from runner.store._schema import (
     SCHEMA_VERSION,
     SCORE_SCHEMA,
 )
-from runner.store._sql import Result, ThroughRun, check_query, query_store, read_only
+from runner.store._sql import (
+    LOCKED,
+    QUERY_TIMEOUT_S,
+    Result,
+    ThroughRun,
+    check_query,
+    query_store,
+    read_only,
+)
 from runner.store._store import (
     CellProgress,
     GridRow,
@@ -38,8 +46,10 @@ from runner.store._store import (
 __all__ = [
     "CONTROL_SCHEMA",
     "KEY",
+    "LOCKED",
     "MIGRATIONS",
     "POLYGON_METRIC_NAMES",
+    "QUERY_TIMEOUT_S",
     "REFERENCE_SCHEMA",
     "RESPONSE_COLUMNS",
     "SCHEMA_VERSION",
@@ -60,6 +70,7 @@ __all__ = [
     "StoreError",
     "ThroughRun",
     "check_query",
+    "first_line",
     "query_store",
     "read_only",
     "response_row",

@@ -10,6 +10,7 @@ own transaction, so a crash leaves whole batches or nothing.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -27,6 +28,7 @@ from conditions import (
     ensure_ledger,
     ensure_same_protocol,
     ledger_version,
+    opening_repaired,
     pending_migrations,
 )
 from runner.store._errors import StoreError, first_line
@@ -41,7 +43,7 @@ from runner.store._schema import (
     RESPONSE_SCHEMA,
     SCORE_SCHEMA,
 )
-from runner.store._sql import check_query, run_query
+from runner.store._sql import QUERY_TIMEOUT_S, check_query, lock_down, run_query
 
 KEY_SCHEMA = pa.schema([RESPONSE_SCHEMA.field(c) for c in KEY])
 # The answers re-scoring reads: parseable answers to GroundBench's polygon questions.
@@ -128,6 +130,11 @@ class CellProgress:
     fixed_iou: float | None
 
 
+# The store checkpoints (writes its log into the file) this often during a run, and at its end.
+CHECKPOINT_ROWS = 5000
+CHECKPOINT_S = 120.0
+
+
 class Store:
     """The run tables of one experiment file, open for writing by this process alone.
 
@@ -144,6 +151,7 @@ class Store:
         self._con = _connect(self.path, lock_wait_s)
         try:
             self._migrate()
+            lock_down(self._con)  # users' queries run on this database during a run
             self._seq = self._scalar("SELECT coalesce(max(seq), 0) FROM responses") + 1
             # This process is the file's only writer, so it can know which keys hold an answer
             # and which an error, and insert without asking DuckDB to resolve conflicts (an
@@ -164,8 +172,15 @@ class Store:
             raise
         self._to_score: deque[ScoreJob] = deque()
         self.requeue_unscored()
+        self._reading: dict[str, duckdb.DuckDBPyConnection] = {}  # users' queries, by token
+        self._unsaved = 0  # rows written since the last checkpoint
+        self._saved_at = time.monotonic()
 
     def close(self) -> None:
+        # The file alone then holds the run, no log to replay; a store that cannot checkpoint
+        # keeps its log, which DuckDB replays on the next open.
+        with contextlib.suppress(duckdb.Error):
+            self._con.execute("CHECKPOINT")
         self._con.close()
 
     def __enter__(self) -> Self:
@@ -301,6 +316,7 @@ class Store:
             if replaced:
                 self._con.unregister("replaced_keys")
         self._seq += len(fresh)
+        self._wrote(len(fresh))
         for row in fresh:  # committed: now the sets may say so
             key = row.key
             if row.outcome == "answer":
@@ -352,6 +368,7 @@ class Store:
                 finally:
                     self._con.unregister("score_batch")
         self._scored.update(fresh)
+        self._wrote(len(fresh) + len(kept_controls))
 
     def unscored(self) -> int:
         """Answered attempts with no score row."""
@@ -405,6 +422,7 @@ class Store:
                 )
         finally:
             self._con.unregister("reference_batch")
+        self._wrote(written)
         return written
 
     # -- reading ----------------------------------------------------------------------------
@@ -458,23 +476,46 @@ class Store:
         names = [d[0] for d in result.description or []]
         return names, result.fetchall()
 
-    def read(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """A user's query, on this writer's connection: checked to be read-only, and run in
-        a transaction that is rolled back, so nothing it does can stay.
+    def read(
+        self, sql: str, timeout_s: float = QUERY_TIMEOUT_S, token: str | None = None
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """A user's query while this store writes: on a cursor of its own (so it may run in
+        another thread without holding up writes), in a ``READ ONLY`` transaction that is
+        rolled back, stopped at ``timeout_s`` or by :meth:`cancel` of ``token``.
 
         Raises
         ------
         StoreError
-            Not one read-only statement, or the query fails (one line).
+            Not one query, a write, an outside read, past its time, or failed (one line).
         """
         check_query(sql)
-        self._con.execute("BEGIN TRANSACTION")
+        cursor = self._con.cursor()
+        if token is not None:
+            self._reading[token] = cursor
         try:
-            return run_query(self._con, sql, self.path)
+            cursor.execute("BEGIN TRANSACTION READ ONLY")
+            return run_query(cursor, sql, self.path, timeout_s)
         finally:
-            self._con.execute("ROLLBACK")
+            self._reading.pop(token or "", None)
+            cursor.close()  # its transaction ends with it
+
+    def cancel(self, token: str) -> bool:
+        """Interrupt the query :meth:`read` runs under ``token`` (its client went away)."""
+        cursor = self._reading.get(token)
+        if cursor is not None:
+            cursor.interrupt()
+        return cursor is not None
 
     # -- internals --------------------------------------------------------------------------
+
+    def _wrote(self, rows: int) -> None:
+        """Checkpoint every :data:`CHECKPOINT_ROWS` rows or :data:`CHECKPOINT_S` seconds, so
+        that a damaged log can only ever cost what came after the last checkpoint."""
+        self._unsaved += rows
+        now = time.monotonic()
+        if self._unsaved >= CHECKPOINT_ROWS or now - self._saved_at >= CHECKPOINT_S:
+            self._con.execute("CHECKPOINT")
+            self._unsaved, self._saved_at = 0, now
 
     def _scalar(self, sql: str) -> int:
         return self._scalar_of(sql, [])
@@ -522,7 +563,7 @@ def _connect(path: Path, lock_wait_s: float) -> duckdb.DuckDBPyConnection:
     deadline = time.monotonic() + lock_wait_s
     while True:
         try:
-            return duckdb.connect(str(path))
+            return opening_repaired(path, lambda: duckdb.connect(str(path)))
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
                 raise StoreError(f"{path}: cannot open the store: {first_line(exc)}") from None

@@ -12,13 +12,29 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from conditions import DataFileError, read_groundingme, read_ref_adv, read_refbench_pro
+from conditions import (
+    DataFileError,
+    embedded_name,
+    read_groundingme,
+    read_ref_adv,
+    read_refbench_pro,
+)
 
 
 def _jpeg(width: int, height: int) -> bytes:
     out = io.BytesIO()
     Image.new("RGB", (width, height), (90, 120, 200)).save(out, format="JPEG")
     return out.getvalue()
+
+
+def _bomb() -> bytes:
+    """A 20,000 × 20,000 PNG of one colour: 400 megapixels in a few hundred KB."""
+    out = io.BytesIO()
+    Image.new("1", (20_000, 20_000)).save(out, format="PNG")
+    return out.getvalue()
+
+
+_BOMB = _bomb()
 
 
 def _parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -47,8 +63,12 @@ def test_ref_adv_rows_become_questions_and_their_images_files(tmp_path: Path) ->
     assert first.dimension == "human-authored" and first.subdimension == "coco"
     assert first.distractors == 3 and first.negation is True and not first.rejection
     assert second.dimension == "llm-authored" and second.distractors == 5  # a count
-    assert (tmp_path / "images" / "coco_1.jpg").read_bytes()[:2] == b"\xff\xd8"
-    assert sorted(p.name for p in (tmp_path / "images").iterdir()) == ["coco_1.jpg", "oi_2.jpg"]
+    rows = _ref_adv_rows()
+    for question, row in zip(questions, rows, strict=True):  # kept under their bytes' hash
+        blob = row["image"]["bytes"]
+        assert question.image_file == embedded_name(blob, row["file_name"])
+        assert (tmp_path / "images" / question.image_file).read_bytes() == blob
+    assert len(list((tmp_path / "images" / "embedded").iterdir())) == 2
 
 
 def test_groundingme_rejections_have_no_box(tmp_path: Path) -> None:
@@ -64,7 +84,11 @@ def test_groundingme_rejections_have_no_box(tmp_path: Path) -> None:
     assert [q.qid for q in questions] == ["groundingme:7", "groundingme:8"]
     assert questions[0].box == (1.0, 2.0, 20.0, 25.0) and questions[0].subdimension == "Appearance"
     assert questions[1].rejection and questions[1].dimension == "Rejection"
-    assert {p.name for p in (tmp_path / "img").iterdir()} == {"7.jpg", "8.jpg"}
+    # The two rows embed the same bytes: one file serves both.
+    assert questions[0].image_file == questions[1].image_file
+    assert [p.name for p in (tmp_path / "img" / "embedded").iterdir()] == [
+        questions[0].image_file.removeprefix("embedded/")
+    ]
 
 
 def _refbench(tmp_path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -95,7 +119,8 @@ def test_refbench_pro_tasks_and_its_reject_task(tmp_path: Path) -> None:
         ({"solution": [4.0, 5.0, 300.0, 40.0]}, "leaves the 64×48 image"),
         ({"width": 65}, "row 1: image is 64×48, the row says 65×48"),
         ({"normal_caption": ""}, "row 1: expression: String should have at least 1 character"),
-        ({"image": {"bytes": b"not an image", "path": "x.jpg"}}, "image bytes are not an image"),
+        ({"image": {"bytes": b"not an image", "path": "x.jpg"}}, "image bytes: not a readable"),
+        ({"image": {"bytes": _BOMB, "path": "x.png"}}, "above the 64-megapixel cap"),
     ],
 )
 def test_a_bad_row_is_one_line_and_writes_nothing(
@@ -111,6 +136,20 @@ def test_a_bad_row_is_one_line_and_writes_nothing(
     assert not (tmp_path / "images").exists()  # not one image written
 
 
+def test_embedded_images_of_one_name_and_other_bytes_are_kept_apart(tmp_path: Path) -> None:
+    first, second = _ref_adv_rows()
+    rows = [  # two folders' 0001.jpg, and a name that is the images folder itself
+        {**first, "image": {"bytes": _jpeg(64, 48), "path": "train/0001.jpg"}},
+        {**second, "image": {"bytes": _jpeg(32, 32), "path": "val/0001.jpg"}},
+        {**second, "id": 3, "image": {"bytes": _jpeg(33, 32), "path": "."}, "width": 33,
+         "solution": [0.0, 0.0, 33.0, 32.0]},
+    ]  # fmt: skip
+    questions = read_ref_adv(_parquet(tmp_path / "f.parquet", rows), tmp_path / "images")
+    assert len({q.image_file for q in questions}) == 3
+    for question, row in zip(questions, rows, strict=True):  # each asked on its own image
+        assert (tmp_path / "images" / question.image_file).read_bytes() == row["image"]["bytes"]
+
+
 def test_a_missing_field_a_broken_line_or_a_duplicate_is_named(tmp_path: Path) -> None:
     good = {"image_path": "a.jpg", "expression": "x", "bbox": [1, 1, 2, 2],
             "task_type": "attribute", "width": 50, "height": 40, "id": 1}  # fmt: skip
@@ -119,7 +158,17 @@ def test_a_missing_field_a_broken_line_or_a_duplicate_is_named(tmp_path: Path) -
         ([good, good], "question refbench-pro:1 appears twice"),
         ([{**good, "image_path": "b.jpg"}], "row 1: image b.jpg not in"),
         ([{**good, "image_path": "../a.jpg"}], "row 1: image name '../a.jpg' is not a plain"),
+        ([{**good, "image_path": "out.jpg"}], "row 1: image out.jpg leads out of"),
+        ([{**good, "image_path": "bomb.png"}], "row 1: image bytes: .*above the 64-megapixel"),
+        ([{**good, "image_path": "text.jpg"}], "row 1: image bytes: not a readable image"),
+        ([{**good, "image_path": "."}], "row 1: image . not in"),
     ]
+    outside = tmp_path / "outside.jpg"
+    outside.write_bytes(_jpeg(50, 40))
+    (tmp_path / "images").mkdir(exist_ok=True)
+    (tmp_path / "images" / "out.jpg").symlink_to(outside)
+    (tmp_path / "images" / "bomb.png").write_bytes(_BOMB)
+    (tmp_path / "images" / "text.jpg").write_text("not an image")
     for rows, message in cases:
         with pytest.raises(DataFileError, match=message):
             read_refbench_pro(_refbench(tmp_path, rows), tmp_path / "images")

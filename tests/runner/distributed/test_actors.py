@@ -15,7 +15,8 @@ def test_a_store_actor_serves_only_while_open(tmp_path: Path) -> None:
         actor.progress()  # not opened yet
     actor.open()
     assert actor.progress() == []
-    assert actor.query("SELECT 1 AS one") == (["one"], [(1,)])
+    assert actor.query("SELECT 1 AS one", 30.0, "t") == (["one"], [(1,)])
+    assert not actor.cancel("t")  # it ended: nothing to stop
     actor.close()
     with pytest.raises(StoreClosed):  # a watcher asking as the run ends is told it has
         actor.cells()

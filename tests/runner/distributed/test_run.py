@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import itertools
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
+import ray
 
 from conditions import ProtocolMismatchError
-from runner.distributed import RunOptions, Scorer, query_running_store, watch_run
+from runner._names import NAMESPACE, actor_name, run_tag
+from runner.distributed import QUERIES, RunOptions, Scorer, query_running_store, watch_run
 from runner.experiment import load_experiment
 from runner.monitor import Snapshot
 from runner.simulator import Behaviour, Faults, SimSpec, Simulator
@@ -168,6 +172,10 @@ def test_quota_stops_one_backend_and_a_rerun_sends_exactly_the_missing_keys(run:
     assert_every_key_once(run.store)
 
 
+CTE_DELETE = "WITH x AS (DELETE FROM responses RETURNING *) SELECT count(*) FROM x"
+ENDLESS = "SELECT count(*) FROM range(1000000) a, range(1000000) b WHERE a.range + b.range < 0"
+
+
 def test_sql_answers_during_a_run_through_its_store_and_refuses_writes(run: RunSetup) -> None:
     with (
         _slow_run(run) as (path, sim),
@@ -184,8 +192,50 @@ def test_sql_answers_during_a_run_through_its_store_and_refuses_writes(run: RunS
         assert names == ["n"] and rows[0][0] >= 20
         with pytest.raises(StoreError, match="not DELETE"):
             query_store(run.store, "DELETE FROM responses", query_running_store)
+        # What the store actor's process holds is not for users: its key, its files.
+        with pytest.raises(StoreError, match="reads the store and nothing else"):
+            query_store(
+                run.store, "SELECT * FROM read_text('/proc/self/environ')", query_running_store
+            )
+        with pytest.raises(StoreError, match="this one writes"):
+            query_store(run.store, CTE_DELETE, query_running_store)
+        with pytest.raises(StoreError, match=r"stopped at its time limit of 0\.5 s"):
+            query_store(run.store, ENDLESS, query_running_store, timeout_s=0.5)
     assert result[0].complete
     assert_every_key_once(run.store)
+
+
+def test_a_slow_query_during_a_run_holds_up_no_write_and_its_client_can_stop_it(
+    run: RunSetup,
+) -> None:
+    def stored() -> int:
+        return int(query_running_store(run.store, "SELECT count(*) FROM responses")[1][0][0])
+
+    failure: list[str] = []
+
+    def endless() -> None:
+        try:
+            query_running_store(run.store, ENDLESS, 3600.0, token="endless")
+        except StoreError as exc:
+            failure.append(str(exc))
+
+    with _slow_run(run) as (path, sim), in_background(path) as result:
+        until(lambda: sim.stats.answered >= 10)
+        reader = threading.Thread(target=endless)
+        reader.start()
+        first = stored()  # other queries are answered beside it
+        until(lambda: stored() >= first + 20 or not reader.is_alive())
+        assert reader.is_alive()  # twenty answers were stored while the query ran
+        store: Any = ray.get_actor(actor_name(run_tag(run.store), "store"), namespace=NAMESPACE)
+
+        def stopped() -> bool:  # a cancel that comes before the query starts misses it
+            ray.get(store.cancel.options(concurrency_group=QUERIES).remote("endless"))
+            reader.join(0.1)
+            return not reader.is_alive()
+
+        until(stopped)
+    assert failure == [f"{run.store}: the query was cancelled by its client"]
+    assert result[0].complete
 
 
 def test_the_monitor_attaches_to_a_run_going_elsewhere_and_ends_with_it(run: RunSetup) -> None:

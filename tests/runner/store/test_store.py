@@ -426,7 +426,6 @@ def test_queries_are_allowed(sql: str) -> None:
     [
         ("DELETE FROM grid", "not DELETE"),
         ("SELECT 1; DROP TABLE grid", "one statement at a time, not 2"),
-        ("EXPLAIN ANALYZE INSERT INTO grid VALUES (1)", "not INSERT"),
         ("COPY grid TO 'x.csv'", "not COPY"),
         ("ATTACH 'other.db'", "not ATTACH"),
         ("SELEC 1", "not valid SQL"),

@@ -1,0 +1,75 @@
+"""A response body past ``max_response_bytes`` is an error of its own, stored and never parsed,
+whether its length is declared or it streams without end."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+
+import pytest
+from aiohttp import web
+
+from conditions import Configuration, Decoding, Request, RequestKey, Transport
+from runner.backends import ApiKey, AttemptRecord, Backend, ask
+
+CAP = 64 << 10
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _chat(answer: str) -> bytes:
+    choice = {"message": {"content": answer}, "finish_reason": "stop"}
+    return json.dumps({"id": "x", "choices": [choice]}).encode()
+
+
+async def _declared_huge(request: web.Request) -> web.StreamResponse:
+    return web.Response(body=_chat("1 " * CAP), content_type="application/json")
+
+
+async def _endless_stream(request: web.Request) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    await response.write(b'{"choices": [{"message": {"content": "')
+    for _ in range(10_000):  # 160 MB unless the client stops reading
+        try:
+            await response.write(b"1, " * 5461)
+        except (ConnectionError, RuntimeError):
+            break
+    return response
+
+
+async def _small(request: web.Request) -> web.StreamResponse:
+    return web.Response(body=_chat("[1, 2, 3, 4]"), content_type="application/json")
+
+
+async def _record(handler: Handler) -> AttemptRecord:
+    app = web.Application()
+    app.router.add_post("/{tail:.*}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    transport = Transport(base_url=url, max_response_bytes=CAP, max_transport_retries=0)
+    configuration = Configuration(name="c", provider="qwen", model="m", transport=transport)
+    request = Request(RequestKey("c", "base", "q1", 2), "p", "outline", None, Decoding(), 0)
+    try:
+        async with Backend(configuration, ApiKey("sk-test-0123456789")) as backend:
+            (record, *_) = await ask(backend, request, lambda r: None)
+        return record
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("handler", [_declared_huge, _endless_stream], ids=["declared", "stream"])
+def test_a_body_past_the_cap_is_a_stored_error_never_parsed(handler: Handler) -> None:
+    record = asyncio.run(_record(handler))
+    assert record.outcome == "fatal" and record.error_code == "response-too-large"
+    assert record.answer is None and not record.parseable
+    assert record.error_message is not None and "65,536 bytes" in record.error_message
+
+
+def test_a_body_under_the_cap_answers() -> None:
+    record = asyncio.run(_record(_small))
+    assert record.outcome == "answer" and record.parseable

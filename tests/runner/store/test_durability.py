@@ -1,0 +1,106 @@
+"""The store checkpoints as it writes, and a torn write at the end of its log costs only what
+came after the damage: never the store."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import runner.store._store as store_module
+from runner.store import GridRow, Registration, Store, query_store, read_only
+
+QIDS = [f"q{i}" for i in range(1, 7)]
+
+# A run killed after six single-row writes: three checkpointed, three only in the log.
+_KILLED_RUN = """
+import os, sys
+from runner.store import GridRow, Registration, Store
+from tests.runner.store.rows import attempt_row
+store = Store(sys.argv[1])
+store.register([Registration("cfg", "a" * 64, "qwen", "m", 3, "{{}}")],
+               [GridRow("cfg", "base", 8, q, 3) for q in {qids!r}])
+for qid in {qids!r}[:3]:
+    store.write_responses([attempt_row(qid)])
+store._con.execute("CHECKPOINT")
+for qid in {qids!r}[3:]:
+    store.write_responses([attempt_row(qid)])
+os._exit(0)  # no close, no checkpoint: the last three rows live only in the log
+"""
+
+
+def _killed_run(path: Path) -> Path:
+    repo = Path(__file__).resolve().parents[3]
+    subprocess.run(
+        [sys.executable, "-c", _KILLED_RUN.format(qids=QIDS), str(path)], check=True, cwd=repo
+    )
+    wal = Path(f"{path}.wal")
+    assert wal.stat().st_size > 0
+    return wal
+
+
+def _tear(wal: Path) -> None:
+    """Zero the last 100 bytes of the log: the last entry fails its checksum."""
+    data = wal.read_bytes()
+    wal.write_bytes(data[:-100] + b"\0" * 100)
+
+
+def _answered(path: Path) -> set[str]:
+    with read_only(path) as con:
+        return {r[0] for r in con.execute("SELECT qid FROM responses").fetchall()}
+
+
+def test_a_killed_run_keeps_every_row_its_intact_log_holds(tmp_path: Path) -> None:
+    path = tmp_path / "exp.duckdb"
+    _killed_run(path)
+    assert _answered(path) == set(QIDS)
+
+
+@pytest.mark.parametrize("opener", ["store", "read-only", "sql"])
+def test_a_torn_log_loses_only_what_came_after_the_damage(
+    tmp_path: Path, opener: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "exp.duckdb"
+    wal = _killed_run(path)
+    size = wal.stat().st_size
+    _tear(wal)
+    torn = wal.read_bytes()
+    with caplog.at_level(logging.WARNING, logger="groundbench.store"):
+        if opener == "store":
+            Store(path).close()
+        elif opener == "read-only":
+            read_only(path).close()
+        else:
+            assert query_store(path, "SELECT count(*) FROM grid")[1] == [(len(QIDS),)]
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(f"groundbench: {path}: its write-ahead log was damaged at byte ")
+    assert warning.endswith(
+        f"of {size:,} (a torn write?); what it logged before that is kept, the rest is lost; "
+        "the damaged log is saved as exp.duckdb.wal.damaged"
+    )
+    assert Path(f"{wal}.damaged").read_bytes() == torn  # kept whole, beside the store
+    kept = _answered(path)
+    assert set(QIDS[:3]) <= kept < set(QIDS)  # the checkpointed rows, and what preceded the tear
+
+
+def test_the_store_checkpoints_every_few_thousand_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.runner.store.rows import attempt_row
+
+    monkeypatch.setattr(store_module, "CHECKPOINT_ROWS", 4)
+    path = tmp_path / "exp.duckdb"
+    wal = Path(f"{path}.wal")
+    with Store(path) as store:
+        store.register(
+            [Registration("cfg", "a" * 64, "qwen", "m", 3, "{}")],
+            [GridRow("cfg", "base", 8, q, 3) for q in QIDS],
+        )
+        for qid in QIDS[:3]:
+            store.write_responses([attempt_row(qid)])
+        assert wal.exists() and wal.stat().st_size > 0  # three rows: still only logged
+        store.write_responses([attempt_row(QIDS[3])])  # the fourth: checkpointed
+        assert not wal.exists() or wal.stat().st_size == 0
