@@ -1,7 +1,9 @@
 """Store write throughput: response rows per second through batched, idempotent writes.
 
 Issue 5's goal: at least 20,000 response rows/s. Baseline: the same rows inserted with
-DuckDB's ``executemany`` (row by row), on a sample, in the same run. Run:
+DuckDB's ``executemany`` (row by row), on a sample, in the same run. Issue 19's checkpoints
+(every ``CHECKPOINT_ROWS`` rows) are measured beside the same writes with checkpoints only at
+the end, as the store wrote before. Run:
 
     .venv/bin/python -m benchmarks.store_write [--rows 100000] [--batch 1000]
 """
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 
+import runner.store._store as store_module
 from benchmarks._figures import record
 from benchmarks._store import answer_rows, paper_grid
 from runner.store import RESPONSE_COLUMNS, ResponseRow, Store
@@ -28,6 +31,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = answer_rows(paper_grid(cells=args.rows))
     with tempfile.TemporaryDirectory() as tmp:
+        unchecked = _without_checkpoints(Path(tmp) / "unchecked.duckdb", rows, args.batch)
         with Store(Path(tmp) / "exp.duckdb") as store:
             begun = time.perf_counter()
             for i in range(0, len(rows), args.batch):
@@ -57,9 +61,26 @@ def main() -> None:
     print(f"{'groundbench, new keys':<34}{len(rows) / ours:>12,.0f}")
     print(f"{'groundbench, every key again':<34}{len(rows) / again:>12,.0f}")
     print(f"{'executemany, row by row (baseline)':<34}{len(sample) / baseline:>12,.0f}")
+    print(f"{'groundbench, no checkpoint until close':<34}{len(rows) / unchecked:>12,.0f}")
+    print(f"checkpoints every {store_module.CHECKPOINT_ROWS:,} rows cost "
+          f"{100 * (ours / unchecked - 1):+.1f}% of the write time")  # fmt: skip
     print(f"ratio new keys / baseline: {(len(rows) / ours) / (len(sample) / baseline):.0f}×")
     print(f"rows in the store: {stored:,} (every key once)")
     record(rows_per_s=len(rows) / ours, baseline_rows_per_s=len(sample) / baseline)
+
+
+def _without_checkpoints(path: Path, rows: list[ResponseRow], batch: int) -> float:
+    """Seconds to write ``rows`` with no checkpoint before the store closes."""
+    every = store_module.CHECKPOINT_ROWS
+    store_module.CHECKPOINT_ROWS = len(rows) + 1
+    try:
+        with Store(path) as store:
+            begun = time.perf_counter()
+            for i in range(0, len(rows), batch):
+                store.write_responses(rows[i : i + batch])
+            return time.perf_counter() - begun
+    finally:
+        store_module.CHECKPOINT_ROWS = every
 
 
 def _mean_text(rows: list[ResponseRow]) -> float:
