@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from conditions._errors import DataFileError, one_line
 from conditions._images import open_image, write_atomically
@@ -47,8 +47,9 @@ class BoxQuestion(BaseModel):
     qid: str
     benchmark: Benchmark
     image_file: str  # relative to the benchmark's images folder
-    width: PositiveInt
-    height: PositiveInt
+    # No photograph is a million pixels on a side; the store keeps sizes as 32-bit integers.
+    width: int = Field(ge=1, le=1_000_000)
+    height: int = Field(ge=1, le=1_000_000)
     expression: str = Field(min_length=1)
     box: tuple[float, float, float, float] | None  # None: a rejection question
     dimension: str  # the task the benchmark reports by

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
 from conditions._errors import DataFileError
 from scoring import AnnotationError, DegeneratePartError, Referent
@@ -16,6 +16,11 @@ from scoring import AnnotationError, DegeneratePartError, Referent
 class _CocoRecord(BaseModel):
     # COCO files carry fields this project does not use (license, coco_url, …): ignore them.
     model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+# A pixel coordinate: finite, and within a million pixels of the image (no photograph is wider);
+# 1e308 or NaN is a damaged file, refused here rather than met deep in a hash or a cue.
+Coordinate = Annotated[float, Field(ge=-1e6, le=1e6, allow_inf_nan=False)]
 
 
 class CocoImage(_CocoRecord):
@@ -29,9 +34,9 @@ class CocoAnnotation(_CocoRecord):
     id: int
     image_id: int
     category_id: int
-    segmentation: list[list[float]] | dict[str, Any]
+    segmentation: list[list[Coordinate]] | dict[str, Any]
     iscrowd: int = 0
-    bbox: tuple[float, float, float, float]
+    bbox: tuple[Coordinate, Coordinate, Coordinate, Coordinate]
     area: float = 0.0
 
 

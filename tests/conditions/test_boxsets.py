@@ -118,6 +118,7 @@ def test_refbench_pro_tasks_and_its_reject_task(tmp_path: Path) -> None:
         ({"solution": [30.0, 5.0, 4.0, 40.0]}, "row 1: box [30.0, 5.0, 4.0, 40.0] is empty"),
         ({"solution": [4.0, 5.0, 300.0, 40.0]}, "leaves the 64×48 image"),
         ({"width": 65}, "row 1: image is 64×48, the row says 65×48"),
+        ({"width": 10**12}, "row 1: width: Input should be less than or equal to 1000000"),
         ({"normal_caption": ""}, "row 1: expression: String should have at least 1 character"),
         ({"image": {"bytes": b"not an image", "path": "x.jpg"}}, "image bytes: not a readable"),
         ({"image": {"bytes": _BOMB, "path": "x.png"}}, "above the 64-megapixel cap"),

@@ -57,6 +57,11 @@ def test_degenerate_referents_are_not_eligible_but_stay_distractors(tmp_path: Pa
         (json.dumps(instances(annotation(1, bbox=[1, 2]))).encode(), "annotations.0.bbox"),
         (json.dumps(instances(annotation(1, image_id=9))).encode(),
          "annotation 1 points to unknown image 9"),
+        # Damaged numbers: refused at the file, not met later in a hash or a cue.
+        (json.dumps(instances(annotation(1, segmentation=[[10, 10, 1e308, 10, 50, 50]])))
+         .encode(), "annotations.0.segmentation"),
+        (json.dumps(instances(annotation(1, bbox=[float("nan"), 1, 2, 3]))).encode(),
+         "annotations.0.bbox.0: Input should be a finite number"),
     ],
 )  # fmt: skip
 def test_bad_files_get_one_line_naming_file_and_place(
