@@ -87,10 +87,12 @@ def holds_key(text: str, key: ApiKey) -> bool:
 
 
 def _without_pieces_of(secret: str, text: str) -> str:
+    # A key spelt like the marker would come back out of the replacement: use another.
+    marker = "[***]" if _spans_of_pieces(secret, REDACTED) else REDACTED
     kept: list[str] = []
     last = 0
     for start, end in _spans_of_pieces(secret, text):
-        kept += [text[last:start], REDACTED]
+        kept += [text[last:start], marker]
         last = end
     return "".join(kept) + text[last:] if kept else text
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 import time
+import tracemalloc
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoring import parse_answer, parse_box, parse_list
+from tests.scoring import reference_parse
 
 # --- the rule, case by case -----------------------------------------------------------------
 
@@ -221,3 +223,83 @@ def test_any_formatted_list_round_trips(
     parsed = parse_list(before + render(values, layout) + after, len(values))
     assert parsed is not None
     assert list(parsed.values) == values
+
+
+# --- the bounded parser gives the reference parser's result, everywhere ---------------------
+#
+# tests/scoring/reference_parse.py is the parser as it was: a few regular expressions over the
+# whole text. The bounded one (windows from the end, runs in pieces, numpy bracket pairing)
+# must agree with it on every text, including texts longer than its first window.
+
+LONG = st.tuples(st.lists(PIECES, max_size=30).map("".join), st.integers(1, 600)).map(
+    lambda t: t[0] * t[1]
+)
+
+
+def _same(text: str, count: int) -> None:
+    ours, reference = parse_list(text, count), reference_parse.parse_list(text, count)
+    as_found = None if ours is None else (ours.values, ours.integers, ours.in_range)
+    expected = (
+        None if reference is None else (reference.values, reference.integers, reference.in_range)
+    )
+    assert as_found == expected, (text[:200], count)
+
+
+@settings(max_examples=3_000)
+@given(st.lists(PIECES, max_size=60).map("".join), st.sampled_from([2, 4, 8, 16]))
+def test_the_bounded_parser_agrees_with_the_reference_on_answer_shaped_text(
+    text: str, count: int
+) -> None:
+    _same(text, count)
+
+
+@settings(max_examples=1_000)
+@given(st.text(), st.sampled_from([4, 16]))
+def test_the_bounded_parser_agrees_with_the_reference_on_any_text(text: str, count: int) -> None:
+    _same(text, count)
+
+
+@settings(max_examples=300)
+@given(LONG, st.lists(PIECES, max_size=20).map("".join), st.sampled_from([2, 4, 16]))
+def test_the_bounded_parser_agrees_with_the_reference_past_its_first_window(
+    body: str, tail: str, count: int
+) -> None:
+    _same(body + tail, count)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1 " * 3000 + "word 5 6 7 8",  # the last run is near the end, a long run far before it
+        "5 6 7 " + "e " * 5000 + "8",  # no stopper for 10,000 characters: the window widens
+        "x " + "1 " * 5000,  # one run longer than the first window
+        "[" + "1, " * 3000 + "2]",  # one bracketed list longer than the first window
+        "[1, 2, 3, 4] " + "] " * 5000,  # unmatched "]" everywhere after the list
+        "-" + "5 " * 2100 + "x",  # a sign just before a window's edge
+    ],
+    ids=["run-far-before", "no-stopper", "long-run", "long-bracket", "stray-closers", "sign"],
+)
+def test_the_bounded_parser_agrees_with_the_reference_at_the_window_edges(text: str) -> None:
+    for count in (2, 4, 3000, 3001, 5000):
+        _same(text, count)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1 " * (2 << 20),  # one run of two million numbers
+        "[" * (2 << 20) + "]" * (2 << 20),  # four million brackets, nested
+        "[1 " * (1 << 20),  # a million brackets never closed
+        "word 12, " * (1 << 19) + "[1, 2, 3, 4]",
+    ],
+    ids=["one-long-run", "nested", "never-closed", "prose-then-list"],
+)
+def test_a_4_mb_answer_parses_in_little_memory(text: str) -> None:
+    # Counted, not timed: the reference parser's regex engine took 1.3 GB for the first one.
+    tracemalloc.start()
+    try:
+        parse_list(text, 4)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * len(text) + (16 << 20), f"{peak / 1e6:.0f} MB for {len(text) / 1e6:.0f} MB"
