@@ -66,7 +66,11 @@ def main() -> None:
           f"{100 * (ours / unchecked - 1):+.1f}% of the write time")  # fmt: skip
     print(f"ratio new keys / baseline: {(len(rows) / ours) / (len(sample) / baseline):.0f}×")
     print(f"rows in the store: {stored:,} (every key once)")
-    record(rows_per_s=len(rows) / ours, baseline_rows_per_s=len(sample) / baseline)
+    record(
+        rows_per_s=len(rows) / ours,
+        baseline_rows_per_s=len(sample) / baseline,
+        checkpoint_cost_pct=100 * (ours / unchecked - 1),
+    )
 
 
 def _without_checkpoints(path: Path, rows: list[ResponseRow], batch: int) -> float:
