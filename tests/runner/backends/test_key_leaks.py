@@ -18,6 +18,7 @@ from aiohttp import web
 from conditions import Configuration, Decoding, Request, RequestKey, Transport
 from runner._errors import ConfigError
 from runner.backends import FRAGMENT, ApiKey, AttemptRecord, Backend, ask
+from tests.runner.backends.loopback import serving_posts
 
 # A UUID-style key (as Volcengine Ark issues) matches no key shape: only its value can find it.
 KEY = "0f3c9e2a-7b41-4d8e-9a6f-2c5d1e8b7a90"
@@ -70,17 +71,8 @@ async def _serving(reply: Reply) -> AsyncIterator[tuple[str, list[str]]]:
         received.append(_key_sent(request))
         return reply(received[-1])
 
-    app = web.Application()
-    app.router.add_post("/{tail:.*}", handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield f"http://127.0.0.1:{port}", received
-    finally:
-        await runner.cleanup()
+    async with serving_posts(handle) as url:
+        yield url, received
 
 
 def _configuration(provider: str, url: str) -> Configuration:

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
 
 import pytest
 from aiohttp import web
 
 from conditions import Configuration, Decoding, Request, RequestKey, Transport
 from runner.backends import ApiKey, AttemptRecord, Backend, ask
+from tests.runner.backends.loopback import Handler, serving_posts
 
 CAP = 64 << 10
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _chat(answer: str) -> bytes:
@@ -44,22 +43,13 @@ async def _small(request: web.Request) -> web.StreamResponse:
 
 
 async def _record(handler: Handler) -> AttemptRecord:
-    app = web.Application()
-    app.router.add_post("/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    transport = Transport(base_url=url, max_response_bytes=CAP, max_transport_retries=0)
-    configuration = Configuration(name="c", provider="qwen", model="m", transport=transport)
     request = Request(RequestKey("c", "base", "q1", 2), "p", "outline", None, Decoding(), 0)
-    try:
+    async with serving_posts(handler) as url:
+        transport = Transport(base_url=url, max_response_bytes=CAP, max_transport_retries=0)
+        configuration = Configuration(name="c", provider="qwen", model="m", transport=transport)
         async with Backend(configuration, ApiKey("sk-test-0123456789")) as backend:
             (record, *_) = await ask(backend, request, lambda r: None)
-        return record
-    finally:
-        await runner.cleanup()
+    return record
 
 
 @pytest.mark.parametrize("handler", [_declared_huge, _endless_stream], ids=["declared", "stream"])
