@@ -13,14 +13,22 @@ holds exactly the expected number of finite values:
 A number is a signed decimal with an optional exponent, or ``nan``/``inf``/``infinity`` (so that
 they make a list non-finite instead of splitting it), standing apart from letters and dots: the
 ``1`` of ``x1`` or ``v1.2`` is no number, while a full stop may end a sentence after one (``6.``,
-``2.5.``). Every step is a regular expression run in C or a numpy pass; there is no
-per-character Python loop, and no step holds more than a few copies of the answer:
+``2.5.``).
 
-- the last explicit run is looked for in a window at the end of the text, widened only while
-  the run found could reach further left; it is matched in pieces of at most ``count + 1``
-  numbers, so a run of millions of numbers is known to be too long without being matched whole;
-- a bracketed list is checked by deleting its numbers (one ``subn``) and looking at what is left;
-- brackets are paired with numpy (a depth that never falls below zero), not a Python stack.
+Every step is a regular expression run in C or a numpy pass; the only Python loops are over
+the few candidates met from the end, and no step holds more than a few copies of the answer:
+
+- the text is read one byte a character, each byte in the same classes as its character, so
+  that offsets stay offsets and numpy can read what the patterns read;
+- brackets are paired with numpy (a depth that never falls below zero), not a Python stack;
+- the last explicit run is looked for in the text with every group blotted out, only up to the
+  last pair of number-like tokens (a cheap pattern, searched backwards), in a window at the end
+  widened only while the run found could reach further left; it is matched in pieces of at most
+  ``count + 1`` numbers, so a run of millions of numbers is known to be too long without being
+  matched whole;
+- groups after it are sifted with numpy (nothing outside the list alphabet, something a number
+  starts with) in batches growing from the end, and checked by deleting their numbers (one
+  ``subn``) and looking at what is left.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,14 +55,38 @@ _BARE_NUMBER = (
     r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
     r"|(?:[nN][aA][nN]|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?))"
 )
-_DELIMITED_NUMBER = re.compile(rf"(?<![^\s,;()\[\]]){_BARE_NUMBER}(?![^\s,;()\[\]])")
-_SEPARATORS_OR_BRACKETS = re.compile(rf"{_SEPARATOR_OR_BRACKET}*")
-_SEPARATORS = re.compile(rf"{_SEPARATOR}+")
+
+
+def _on_bytes(pattern: str) -> re.Pattern[bytes]:
+    # The patterns run on text made one byte a character by ``_bytes_alike``.
+    return re.compile(pattern.encode("ascii"))
+
+
+_DELIMITED_NUMBER = _on_bytes(rf"(?<![^\s,;()\[\]]){_BARE_NUMBER}(?![^\s,;()\[\]])")
+_SEPARATORS_OR_BRACKETS = _on_bytes(rf"{_SEPARATOR_OR_BRACKET}*")
+_SEPARATORS = _on_bytes(rf"{_SEPARATOR}+")
+_SPLIT_BYTES = _on_bytes(rf"{_SEPARATOR_OR_BRACKET}+")
 # A character no explicit run can hold (runs are digits, signs, points, exponents, nan / inf /
 # infinity and separators): a run found after one is whole.
-_STOPPER = re.compile(r"[^\s,;()0-9+\-.eEnNaAiIfFtTyY]")
+_LIST_ALPHABET = r"\s,;()0-9+\-.eEnNaAiIfFtTyY"
+_STOPPER = _on_bytes(rf"[^{_LIST_ALPHABET}]")
+_NUMBER_CHARACTERS = _on_bytes(r"[0-9+\-.eEnNaAiIfFtTyY]*")
+# Two number-like tokens apart, read backwards: the first character of the later one
+# (a sign, digit, point, n or i), separators, the last character of the earlier one (a digit,
+# point, or the n, f or y of nan, inf, infinity). Every run holds one; a cheap pattern finds it.
+_PAIR_BACKWARDS = _on_bytes(rf"[+\-0-9.nNiI]{_SEPARATOR}+[0-9.nNfFyY]")
 _TAIL = 4096  # characters of the first window a run is looked for in
-_ONE_MORE = re.compile(rf"{_SEPARATOR}+{_NUMBER_PATTERN}")
+_ONE_MORE = _on_bytes(rf"{_SEPARATOR}+{_NUMBER_PATTERN}")
+
+
+def _byte_table(pattern: str) -> np.ndarray:
+    """1 for each byte the character class ``pattern`` matches, as a numpy lookup table."""
+    matches = re.compile(pattern.encode("ascii"))
+    return np.array([matches.fullmatch(bytes([b])) is not None for b in range(256)], np.uint8)
+
+
+_FOREIGN = _byte_table(rf"[^{_LIST_ALPHABET}\[\]]")  # can be in no bracketed list
+_STARTS_NUMBER = _byte_table(r"[0-9nNiI]")  # every number holds one
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +117,9 @@ def parse_list(text: str, count: int) -> ParsedList | None:
     True
     """
     found = _last_list(text, count)
-    if found is None or found[1] != count:
+    if found is None or found[2] != count:
         return None
-    span = found[0]
+    span = text[found[0] : found[1]]
     values = tuple(map(float, _tokens(span)))
     if not all(map(math.isfinite, values)):
         return None
@@ -131,59 +164,131 @@ def parse_box(text: str) -> tuple[float, float, float, float] | None:
     return (x1, y1, x2, y2)
 
 
-def _last_list(text: str, count: int) -> tuple[str, int] | None:
-    """The text and number count of the list that ends last in ``text``, if there is one
-    (a count above ``count`` may be cut at ``count + 1``)."""
-    groups = _outermost_groups(text)
-    # Walk backwards over the alternation segment, group, segment, …, group, segment: the last
-    # explicit run of a segment ends after every group before it and before every group after.
-    ends = [g[0] for g in groups] + [len(text)]
-    starts = [0] + [g[1] for g in groups]
-    for k in range(len(groups), -1, -1):
-        if starts[k] < ends[k]:
-            run = _last_run(text, starts[k], ends[k], count)
-            if run is not None:
-                start, end, numbers = run
-                return text[start:end], numbers
-        if k > 0:
-            open_at, close_end = groups[k - 1]
-            content = text[open_at + 1 : close_end - 1]
-            numbers = _list_numbers(content)
-            # A group with no number (a Markdown "[ ]", a "[sic]") is no list (decided).
-            if numbers:
-                return content, numbers
-    return None
+def _last_list(text: str, count: int) -> tuple[int, int, int] | None:
+    """``(start, end, numbers)`` of the list that ends last in ``text``, if there is one (a
+    count above ``count`` may be cut at ``count + 1``)."""
+    alike = _bytes_alike(text)
+    codes = np.frombuffer(alike, np.uint8)
+    opens, closes = _outermost_groups(codes)
+    # Explicit runs lie between groups: one search over the text with every group blotted out
+    # finds the last, and only the groups that end after it can still be the last list.
+    run = _last_run(_blotted(codes, opens, closes), count)
+    after = -1 if run is None else run[1]
+    first = int(np.searchsorted(closes, after, side="right"))  # the groups ending after the run
+    for k in _maybe_lists_backwards(codes, opens[first:], closes[first:]):
+        start, end = int(opens[first + k]) + 1, int(closes[first + k]) - 1
+        numbers = _list_numbers(alike[start:end])
+        # A group with no number (a Markdown "[ ]", a "[sic]") is no list (decided).
+        if numbers:
+            return start, end, numbers
+    return run
 
 
-def _list_numbers(content: str) -> int:
+def _bytes_alike(text: str) -> bytes:
+    """``text`` one byte a character, each byte in the same classes as its character for every
+    pattern here (space, word character, digit, the list alphabet): offsets stay offsets, and
+    the patterns run on bytes, where numpy can read them too."""
+    try:
+        narrow = text.encode("latin-1")
+    except UnicodeEncodeError:
+        text = _WIDE_SPACE.sub(" ", text)
+        text = _WIDE_WORD.sub("_", text)
+        narrow = text.encode("latin-1", "replace")  # what is left is neither: "?"
+    return narrow.translate(_LATIN_1_ALIKE)
+
+
+def _latin_1_alike() -> bytes:
+    """For each Latin-1 character, an ASCII byte in the same classes for str patterns as the
+    character is (a bytes pattern's ``\\s`` and ``\\w`` are ASCII only)."""
+    table = bytearray(range(256))
+    for code in range(256):
+        char = chr(code)
+        if re.fullmatch(r"\s", char) and not re.fullmatch(rb"\s", bytes([code])):
+            table[code] = ord(" ")
+        elif re.fullmatch(r"\w", char) and not re.fullmatch(rb"\w", bytes([code])):
+            table[code] = ord("_")
+    return bytes(table)
+
+
+_LATIN_1_ALIKE = _latin_1_alike()
+_WIDE_SPACE = re.compile(r"[^\S\x00-\xff]")
+_WIDE_WORD = re.compile(r"[^\W\x00-\xff]")
+
+
+def _list_numbers(content: bytes) -> int:
     """How many numbers a bracketed list's content holds; 0 if it is no list (anything but
     numbers, separators and brackets, or numbers not apart)."""
-    rest, numbers = _DELIMITED_NUMBER.subn(" ", content)
+    rest, numbers = _DELIMITED_NUMBER.subn(b" ", content)
     return numbers if numbers and _SEPARATORS_OR_BRACKETS.fullmatch(rest) else 0
 
 
-def _last_run(text: str, start: int, end: int, count: int) -> tuple[int, int, int] | None:
-    """``(start, end, numbers)`` of the last explicit run in ``text[start:end]``, numbers cut
-    at ``count + 1``. Looked for in a window at the end, widened while the run found could
-    reach further left (no character before it in the window stops a run, and it is not yet
-    known to be too long)."""
+def _maybe_lists_backwards(
+    codes: np.ndarray, opens: np.ndarray, closes: np.ndarray
+) -> Iterator[int]:
+    """Indices of the groups that may be lists, from the last: their content holds nothing
+    outside the list alphabet and a character a number can start with. The others need no
+    look; these are checked exactly. Looked at in batches growing from the end, so that the
+    usual answer, a list at the end, costs one small batch."""
+    stop, batch = opens.size, 64
+    while stop > 0:
+        begin = max(0, stop - batch)
+        region = codes[opens[begin] : closes[stop - 1]]
+        # Counts up to each offset of the region, read at each group's "[" and "]".
+        first, last = opens[begin:stop] - opens[begin], closes[begin:stop] - 1 - opens[begin]
+        foreign = np.cumsum(_FOREIGN[region], dtype=np.int32)
+        clean = foreign[last] == foreign[first]
+        del foreign
+        starts = np.cumsum(_STARTS_NUMBER[region], dtype=np.int32)
+        maybe = np.flatnonzero(clean & (starts[last] > starts[first]))
+        yield from (begin + maybe[::-1]).tolist()
+        stop, batch = begin, batch * 4
+
+
+def _blotted(codes: np.ndarray, opens: np.ndarray, closes: np.ndarray) -> bytes:
+    """The text with every outermost group written over with "?", a character no number or
+    separator is and no number may touch, as the group's brackets are."""
+    if opens.size == 0:
+        return codes.tobytes()
+    edges = np.zeros(codes.size + 1, np.int8)
+    edges[opens], edges[closes] = 1, -1  # groups neither nest nor touch at one offset
+    inside = np.cumsum(edges[:-1], dtype=np.int8).view(np.bool_)
+    del edges
+    blotted = codes.copy()
+    blotted[inside] = ord("?")
+    return blotted.tobytes()
+
+
+def _last_run(text: bytes, count: int) -> tuple[int, int, int] | None:
+    """``(start, end, numbers)`` of the last explicit run in ``text``, numbers cut at
+    ``count + 1``. Only what ends by the last pair of number-like tokens apart is searched
+    (found by a cheap pattern, backwards); within that, a window at the end, widened while the
+    run found could reach further left (no character before it in the window stops a run,
+    and it is not yet known to be too long)."""
+    pair = _PAIR_BACKWARDS.search(text[::-1])
+    if pair is None:
+        return None
+    later = len(text) - pair.start() - 1  # where the later token starts
+    later += len(_NUMBER_CHARACTERS.match(text, later)[0])  # type: ignore[index]  # matches empty
+    # Two characters more, so that the number's look-ahead (no word character, no point and
+    # digit after it) sees what follows it; they cannot hold another pair.
+    end = min(len(text), later + 2)
     width = _TAIL
     while True:
-        low = max(start, end - width)
+        low = max(0, end - width)
         found = _last_run_between(text, low, end, count)
-        if low == start:
+        if low == 0:
             return found
         if found is not None and (found[2] > count or _STOPPER.search(text, low, found[0])):
             return found
         width *= 4
 
 
-def _last_run_between(text: str, low: int, end: int, count: int) -> tuple[int, int, int] | None:
+def _last_run_between(text: bytes, low: int, end: int, count: int) -> tuple[int, int, int] | None:
     """The last run of two or more numbers in ``text[low:end]``, matched piece by piece (a
     lone number is skipped by the regex engine, not by a Python loop)."""
     chain: tuple[int, int, int] | None = None  # the run being followed
     for piece in _pieces(count).finditer(text, low, end):
-        numbers = len(_tokens(piece.group()))
+        numbers = _count_tokens(piece.group())
         if chain is not None and _SEPARATORS.fullmatch(text, chain[1], piece.start()):
             chain = (chain[0], piece.end(), min(chain[2] + numbers, count + 1))
         else:
@@ -199,10 +304,10 @@ def _last_run_between(text: str, low: int, end: int, count: int) -> tuple[int, i
 
 
 @functools.lru_cache(maxsize=64)
-def _pieces(count: int) -> re.Pattern[str]:
+def _pieces(count: int) -> re.Pattern[bytes]:
     """Two to ``count + 1`` numbers apart: a longer run is several pieces with only separators
     between them, so no match (and no memory of the regex engine) grows with the run."""
-    return re.compile(rf"{_NUMBER_PATTERN}(?:{_SEPARATOR}+{_NUMBER_PATTERN}){{1,{count}}}")
+    return _on_bytes(rf"{_NUMBER_PATTERN}(?:{_SEPARATOR}+{_NUMBER_PATTERN}){{1,{count}}}")
 
 
 def _tokens(span: str) -> list[str]:
@@ -211,38 +316,47 @@ def _tokens(span: str) -> list[str]:
     return [t for t in _SPLIT.split(span) if t]
 
 
-def _outermost_groups(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` spans of the outermost matched ``[...]`` groups, in order.
+def _count_tokens(span: bytes) -> int:
+    return sum(1 for t in _SPLIT_BYTES.split(span) if t)
+
+
+def _outermost_groups(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The starts and ends of the outermost matched ``[...]`` groups, in order.
 
     A ``]`` with no open ``[`` and a ``[`` never closed are ordinary characters; the groups
-    matched inside a never-closed ``[`` are then outermost themselves.
+    matched inside a never-closed ``[`` are then outermost themselves. The work is on the
+    brackets alone, one byte each; offsets are taken only for the groups' own brackets.
     """
-    # One byte a character (anything past Latin-1 becomes "?"), so byte offsets are offsets.
-    codes = np.frombuffer(text.encode("latin-1", "replace"), np.uint8)
-    at = np.flatnonzero((codes == 0x5B) | (codes == 0x5D)).astype(np.int32)  # texts < 2 GB
-    if at.size == 0:
-        return []
-    step = (codes[at] == 0x5B).astype(np.int8) * np.int8(2) - np.int8(1)
-    del codes
+    is_bracket = (codes == 0x5B) | (codes == 0x5D)
+    step = codes[is_bracket].astype(np.int8)
+    step -= 0x5C  # "[" is -1, "]" is +1
+    np.negative(step, out=step)
+    kept = _paired(step)
+    outermost = np.zeros(step.size, np.bool_)
+    level = np.cumsum(step[kept], dtype=np.int32)  # outermost "[" at 1, its "]" at 0
+    outermost[kept] = level <= (step[kept] == 1)
+    del level
+    is_bracket[is_bracket] = outermost
+    at = np.flatnonzero(is_bracket)
+    return at[0::2], at[1::2] + 1
+
+
+def _paired(step: np.ndarray) -> np.ndarray:
+    """Which brackets (``+1`` for ``[``, ``-1`` for ``]``) are paired."""
     # A "]" with nothing open is ordinary: the depth is the running sum reflected at zero
     # (Skorokhod's formula), and a "]" met at depth zero is dropped.
     depth = np.cumsum(step, dtype=np.int32)
-    depth -= np.minimum(np.minimum.accumulate(depth), 0)
+    lowest = np.minimum.accumulate(depth)
+    np.minimum(lowest, 0, out=lowest)
+    depth -= lowest
+    del lowest
     kept = step == 1
     kept[1:] |= depth[:-1] > 0
     del depth
-    at, step = at[kept], step[kept]
-    if at.size == 0:
-        return []
     # A "[" is closed when the depth later falls below the depth it opened: else ordinary.
-    level = np.cumsum(step, dtype=np.int32)
+    level = np.cumsum(np.where(kept, step, np.int8(0)), dtype=np.int32)
     lowest_after = np.empty_like(level)
-    lowest_after[:-1] = np.minimum.accumulate(level[::-1])[::-1][1:]
-    lowest_after[-1] = level.size
-    kept = (step == -1) | (lowest_after < level)
-    del level, lowest_after
-    at, step = at[kept], step[kept]
-    level = np.cumsum(step, dtype=np.int32)  # every bracket paired: outermost open at 1, close at 0
-    opens = at[(step == 1) & (level == 1)]
-    closes = at[(step == -1) & (level == 0)] + 1
-    return list(zip(opens.tolist(), closes.tolist(), strict=True))
+    np.minimum.accumulate(level[:0:-1], out=lowest_after[-2::-1])  # the lowest after each
+    lowest_after[-1:] = np.iinfo(np.int32).max
+    kept &= (step == -1) | (lowest_after < level)
+    return np.asarray(kept, np.bool_)
