@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import codecs
 import io
+import itertools
 import pickle
+import pickletools
+import re
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -72,20 +75,59 @@ class _PlainUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError("refuses persistent ids")
 
 
+# Python hashes an integer by its value modulo 2**61 - 1, so integers that far apart share one
+# hash, and a dict keyed by many of them takes quadratic time to build (a 1.8 MB file took 46 s).
+# No id comes near that size. Such integers are spelt with the LONG1, LONG4 (binary) or LONG /
+# INT (text) opcodes; the bytes that may begin one are counted first, and only a file with more
+# than a few thousand (which then cost no more than a fraction of a second) is walked opcode by
+# opcode to refuse the first such integer.
+_HASH_MODULUS = 2**61 - 1
+_MAYBE_HUGE_INTEGER = re.compile(rb"\x8a[\x08-\xff]|\x8b|[IL]-?[0-9]{19}")
+_HARMLESS_COLLISIONS = 4096
+
+
+def _refuse_colliding_integers(path: Path, data: bytes) -> None:
+    first_few = itertools.islice(_MAYBE_HUGE_INTEGER.finditer(data), _HARMLESS_COLLISIONS + 1)
+    if sum(1 for _ in first_few) <= _HARMLESS_COLLISIONS:
+        return
+    found = _first_huge_integer(data)
+    if found is not None:
+        bits, at = found
+        raise DataFileError(
+            path,
+            f"an integer of {bits} bits at byte {at}: no id is that large, and a dict keyed "
+            "by thousands of them takes quadratic time to build; refused before loading "
+            "(is this a refs file of the refer toolkit?)",
+        )
+
+
+def _first_huge_integer(data: bytes) -> tuple[int, int] | None:
+    """The bit length and offset of the first integer of 61 bits or more, if any."""
+    try:
+        for _, arg, at in pickletools.genops(data):
+            if type(arg) is int and abs(arg) >= _HASH_MODULUS:
+                return arg.bit_length(), at or 0  # genops gives every opcode its offset
+    except (ValueError, TypeError, UnicodeDecodeError):
+        pass  # not a well-formed pickle: the loader says what is wrong with it
+    return None
+
+
 def load_plain_pickle(path: Path | str) -> Any:
     """Unpickle ``path`` admitting only plain containers and scalars.
 
     Raises
     ------
     DataFileError
-        The file is missing, truncated, not a pickle, or asks for any global (a class, a
-        function): nothing in it is executed.
+        The file is missing, truncated, not a pickle, asks for any global (a class, a
+        function), or holds thousands of integers of 61 bits or more: nothing in it is
+        executed.
     """
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise DataFileError(path, f"cannot read: {exc.strerror}") from None
+    _refuse_colliding_integers(path, data)
     try:
         # Python 2 pickles (the published refs files) store text as byte strings; UTF-8 reads
         # them as the text they are.

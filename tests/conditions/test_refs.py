@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conditions import DataFileError, load_plain_pickle, load_refs
+from conditions import DataFileError, _refs, load_plain_pickle, load_refs
 
 from .conftest import FIXTURE
 
@@ -79,3 +79,37 @@ def test_bad_refs_files_name_the_file_and_the_record(
 def test_a_missing_refs_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(DataFileError, match=r"refs\(unc\)\.p: cannot read"):
         load_refs(tmp_path / "refs(unc).p")
+
+
+# --- integers that share a hash --------------------------------------------------------------
+
+_MODULUS = 2**61 - 1  # Python hashes an integer by its value modulo this
+
+
+@pytest.mark.parametrize("protocol", [0, 2, 5])
+def test_colliding_integer_keys_are_refused_before_loading(
+    tmp_path: Path, protocol: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Counted, not timed: the unpickler is never started. (5,000 keys of one hash take a
+    # quarter of a second to build; the 160,000 of a 1.8 MB file took minutes.)
+    colliding = dict.fromkeys((k * _MODULUS for k in range(1, 5_001)), 0)
+    path = tmp_path / "refs(unc).p"
+    path.write_bytes(pickle.dumps([{"ref_id": 1, "sentences": colliding}], protocol=protocol))
+    loads: list[int] = []
+    monkeypatch.setattr(_refs._PlainUnpickler, "load", lambda self: loads.append(1))
+    with pytest.raises(DataFileError, match=r"refs\(unc\)\.p: an integer of 61 bits at byte \d+"):
+        load_refs(path)
+    assert loads == []
+
+
+def test_bytes_that_only_look_like_long_integers_are_read(tmp_path: Path) -> None:
+    # "ъ" is d1 8a in UTF-8, and 8a begins LONG1: thousands of them make the refs file be
+    # walked opcode by opcode, which finds no long integer and lets it load.
+    records = [
+        {"ref_id": i, "ann_id": i, "image_id": 1, "category_id": 1, "split": "val",
+         "sentences": [{"sent_id": i, "sent": "ъъ"}]}
+        for i in range(5_000)
+    ]  # fmt: skip
+    path = tmp_path / "refs(unc).p"
+    path.write_bytes(pickle.dumps(records, protocol=2))
+    assert len(load_refs(path)) == 5_000
