@@ -9,3 +9,7 @@ class RunnerError(Exception):
 
 class ConfigError(RunnerError):
     """A configuration cannot be run as written (unknown provider, unmappable setting, no key)."""
+
+
+class ClusterError(RunnerError):
+    """The Ray cluster asked for cannot be joined (not running, wrong address, no token)."""

@@ -13,22 +13,24 @@ import contextlib
 import logging
 import os
 import secrets
+import sys
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import IO, Any, cast
 
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from conditions import ConditionsError
-from runner._errors import RunnerError
+from runner._errors import ClusterError, RunnerError
 from runner._names import NAMESPACE, actor_name, run_tag
 from runner.distributed._actors import QUERIES
 from runner.distributed._feeder import RunFailed, WorkerLost
 from runner.distributed._worker import ChunkOutcome
-from runner.store import QUERY_TIMEOUT_S, Pending, Result, StoreError
+from runner.store import QUERY_TIMEOUT_S, Pending, Result, StoreError, first_line
 from scoring import ScoringError
 
 NAME_WAIT_S = 20.0  # how long a named actor of an ended run may take to go away
@@ -43,11 +45,53 @@ def connect(address: str | None, *, attach: bool = False) -> bool:
     # Ray's own notices (token set-up, start-up) would drown the progress lines; errors stay.
     kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": not attach}
     address = address or os.environ.get("RAY_ADDRESS")
-    if address is not None or attach:
-        ray.init(address=address or "auto", **kwargs)
-    else:
+    if address is None and not attach:
         ray.init(include_dashboard=False, **kwargs)
+        return True
+    with _stderr_held() as held:
+        try:
+            ray.init(address=address or "auto", **kwargs)
+        except ConnectionError as exc:  # not running, a wrong address, or a token it wants
+            held.seek(0)
+            raise ClusterError(_unjoinable(address or "auto", exc, held.read())) from None
     return True
+
+
+def _unjoinable(address: str, exc: ConnectionError, said: str) -> str:
+    if "InvalidAuthToken" in said or "Unauthenticated" in said:
+        return (
+            f"the Ray cluster at {address} refused this client's token (Ray: Authentication "
+            "token is missing or incorrect): the cluster uses token authentication, so "
+            "export RAY_AUTH_MODE=token here, with the cluster's token in RAY_AUTH_TOKEN or "
+            "RAY_AUTH_TOKEN_PATH"
+        )
+    return (
+        f"cannot join the Ray cluster at {address} ({first_line(exc)}): check that it is "
+        "running and that the address is right"
+    )
+
+
+@contextlib.contextmanager
+def _stderr_held() -> Iterator[IO[str]]:
+    """This process's standard error, written to a file while the block runs and passed on
+    after it. Ray's core writes a warning a second to it while it retries a cluster that
+    refuses it; the caller reads them to say, in one line, what went wrong, and a failure
+    drops them."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as held:
+        os.dup2(held.fileno(), 2)
+        failed = True
+        try:
+            yield held
+            failed = False
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            if not failed:
+                sys.stderr.write(held.read())
 
 
 def shutdown() -> None:
