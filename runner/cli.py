@@ -48,7 +48,7 @@ from runner._tables import report_table, summary_tables
 from runner.experiment import Experiment, load_experiment
 from runner.monitor import plain_lines, render
 from runner.simulator import SimSpec, Simulator, serving
-from runner.store import QUERY_TIMEOUT_S, first_line, query_store, read_only
+from runner.store import DAMAGED_FILE, QUERY_TIMEOUT_S, first_line, query_store, read_only
 from scoring import BUDGETS, PHASES, REFERENCES, ScoringError, construction_fidelity
 
 if TYPE_CHECKING:
@@ -561,9 +561,8 @@ def main() -> None:
         typer.echo(f"groundbench: {exc}", err=True)
         raise SystemExit(2) from None
     except duckdb.Error as exc:  # reading a store that opened but is damaged inside
-        typer.echo(
-            f"groundbench: the store could not be read ({first_line(exc)}); if its file is "
-            "damaged, restore it from a copy",
-            err=True,
-        )
+        line = first_line(exc)
+        if DAMAGED_FILE not in line:
+            line += "; if its file is damaged, restore it from a copy"
+        typer.echo(f"groundbench: the store could not be read: {line}", err=True)
         raise SystemExit(2) from None

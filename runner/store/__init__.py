@@ -5,7 +5,7 @@ Plain Python over DuckDB and Arrow; the run's store actor is a thin wrapper over
 and ``groundbench sql`` opens the same file read-only once no run holds it.
 """
 
-from runner.store._errors import StoreError, first_line
+from runner.store._errors import DAMAGED_FILE, StoreError, first_line
 from runner.store._rows import (
     AttemptKey,
     ControlRow,
@@ -45,6 +45,7 @@ from runner.store._store import (
 
 __all__ = [
     "CONTROL_SCHEMA",
+    "DAMAGED_FILE",
     "KEY",
     "LOCKED",
     "MIGRATIONS",

@@ -104,3 +104,51 @@ def test_the_store_checkpoints_every_few_thousand_rows(
         assert wal.exists() and wal.stat().st_size > 0  # three rows: still only logged
         store.write_responses([attempt_row(QIDS[3])])  # the fourth: checkpointed
         assert not wal.exists() or wal.stat().st_size == 0
+
+
+# --- a damaged store file: one line from every command that reads it ---------------------------
+
+_BLOCK = 262_144  # DuckDB's block; the file's three 4 KiB headers come first
+_SQL = "SELECT count(*), max(answer), max(error_message) FROM responses"
+
+
+def _groundbench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from runner.cli import main; main()", *args],
+        capture_output=True, text=True, timeout=300, check=False,
+        cwd=Path(__file__).resolve().parents[3],
+    )  # fmt: skip
+
+
+def test_a_damaged_store_file_is_one_line_from_sql_and_report(tmp_path: Path) -> None:
+    from tests.runner.store.rows import attempt_row
+
+    pristine = tmp_path / "pristine.duckdb"
+    with Store(pristine) as store:
+        store.register(
+            [Registration("cfg", "a" * 64, "qwen", "m", 3, "{}")],
+            [GridRow("cfg", "base", 8, f"q{i}", 3) for i in range(200)],
+        )
+        store.write_responses([attempt_row(f"q{i}") for i in range(200)])
+    blocks = (pristine.stat().st_size - 12_288) // _BLOCK
+    failed: list[int] = []
+    for offset in [12_288 + 100] + [12_288 + k * _BLOCK + 100 for k in range(1, blocks)]:
+        path = tmp_path / f"at-{offset}.duckdb"
+        data = bytearray(pristine.read_bytes())
+        data[offset : offset + 4096] = b"\xa5" * 4096
+        path.write_bytes(data)
+        commands = [["sql", str(path), _SQL]]
+        if offset == 12_288 + 100:  # the report reads the catalogue first, as sql does
+            commands.append(["report", str(path)])
+        for command in commands:
+            done = _groundbench(*command)
+            if done.returncode == 0:
+                continue  # the damage lies where this command does not read
+            lines = done.stderr.strip().splitlines()
+            assert done.returncode == 2 and len(lines) == 1, (offset, command, done.stderr)
+            assert lines[0].startswith(f"groundbench: {path}: "), lines[0]
+            if "Corrupt database file" in lines[0]:
+                assert lines[0].endswith("the file is damaged: restore it from a copy")
+                failed.append(offset)
+    assert 12_288 + 100 in failed  # the first block (the catalogue) is read by every command
+    assert len(set(failed)) >= 2  # and at least one block of rows, read by the query
