@@ -16,7 +16,8 @@ they make a list non-finite instead of splitting it), standing apart from letter
 ``2.5.``).
 
 Every step is a regular expression run in C or a numpy pass; the only Python loops are over
-the few candidates met from the end, and no step holds more than a few copies of the answer:
+the few candidates met from the end, and memory is a few copies of the answer (a few more
+integers for each bracket, where it is mostly brackets):
 
 - the text is read one byte a character, each byte in the same classes as its character, so
   that offsets stay offsets and numpy can read what the patterns read;
@@ -250,7 +251,9 @@ def _blotted(codes: np.ndarray, opens: np.ndarray, closes: np.ndarray) -> bytes:
     if opens.size == 0:
         return codes.tobytes()
     edges = np.zeros(codes.size + 1, np.int8)
-    edges[opens], edges[closes] = 1, -1  # groups neither nest nor touch at one offset
+    # Added, not set: one group may end where the next begins ("[1][2]").
+    edges[opens] += 1
+    edges[closes] -= 1
     inside = np.cumsum(edges[:-1], dtype=np.int8).view(np.bool_)
     del edges
     blotted = codes.copy()
@@ -325,7 +328,7 @@ def _outermost_groups(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     A ``]`` with no open ``[`` and a ``[`` never closed are ordinary characters; the groups
     matched inside a never-closed ``[`` are then outermost themselves. The work is on the
-    brackets alone, one byte each; offsets are taken only for the groups' own brackets.
+    brackets alone; offsets are taken only for the outermost groups' own brackets.
     """
     is_bracket = (codes == 0x5B) | (codes == 0x5D)
     step = codes[is_bracket].astype(np.int8)

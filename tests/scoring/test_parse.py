@@ -294,6 +294,27 @@ def test_the_bounded_parser_agrees_with_the_reference_on_every_character_class(
     _same(text, count)
 
 
+# Bracket groups nested and side by side ("[1][2] 3 4"), stray brackets and runs between them:
+# the shapes where the groups' own bookkeeping could go wrong.
+_GROUP_TOKENS = st.sampled_from(["1", "2.5", "-3", "nan", "x", "e", " ", ",", "(", ")", ".", ""])
+_GROUPS = st.recursive(
+    _GROUP_TOKENS,
+    lambda inner: st.lists(inner, max_size=4).map(lambda parts: "[" + "".join(parts) + "]"),
+    max_leaves=12,
+)
+GROUPED = st.lists(
+    st.one_of(_GROUPS, _GROUP_TOKENS, st.sampled_from(["[", "]", " 7 8", "9 "])), max_size=16
+).map("".join)
+
+
+@settings(max_examples=3_000)
+@given(GROUPED, st.sampled_from([1, 2, 4]))
+def test_the_bounded_parser_agrees_with_the_reference_on_groups_side_by_side(
+    text: str, count: int
+) -> None:
+    _same(text, count)
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -308,6 +329,7 @@ def test_the_bounded_parser_agrees_with_the_reference_on_every_character_class(
         "1 2 3 4 " + "x1 2x " * 3000,  # many pairs of number-like tokens that are none
         "1 2 3 4 " + "1 a " * 3000 + "[5 6]",  # lone numbers, then a list
         "5 6 [7 8] 9 0x",  # the last pair's number is no number: the run before it counts
+        "[1][2] 3 4",  # one group ends where the next begins, then a run
     ],
     ids=[
         "run-far-before",
@@ -321,6 +343,7 @@ def test_the_bounded_parser_agrees_with_the_reference_on_every_character_class(
         "false-pairs",
         "lone-numbers",
         "pair-touching",
+        "groups-touching",
     ],
 )
 def test_the_bounded_parser_agrees_with_the_reference_at_the_window_edges(text: str) -> None:
