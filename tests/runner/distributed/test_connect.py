@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +46,10 @@ def _listening(port: int) -> bool:
 def token_cluster(tmp_path: Path) -> Iterator[str]:
     """A one-node Ray cluster that asks every client for a token (``RAY_AUTH_MODE=token``)."""
     port = _free_port()
+    # A Ray directory of its own: `ray start` notes its address in <dir>/ray_current_cluster
+    # (else /tmp/ray's), where a later ray.init() on this machine (the suite's local Ray) would
+    # find it and try to join it. Short, for Ray's socket paths.
+    ray_dir = Path(tempfile.mkdtemp(prefix="gb-ray-", dir="/tmp"))
     env = {
         **os.environ,
         "RAY_AUTH_MODE": "token",
@@ -51,7 +57,7 @@ def token_cluster(tmp_path: Path) -> Iterator[str]:
         "HOME": str(tmp_path / "head"),
     }
     command = [str(RAY), "start", "--head", f"--port={port}", "--num-cpus=1", "--block"]
-    command += ["--include-dashboard=false", "--disable-usage-stats"]
+    command += ["--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={ray_dir}"]
     head = subprocess.Popen(
         command, env=env, start_new_session=True,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -67,6 +73,7 @@ def token_cluster(tmp_path: Path) -> Iterator[str]:
         # The whole session (gcs, raylet, their workers) at once: a graceful stop waits 30 s.
         os.killpg(head.pid, signal.SIGKILL)
         head.wait(60)
+        shutil.rmtree(ray_dir, ignore_errors=True)
 
 
 def test_a_cluster_that_wants_a_token_is_one_line_that_names_the_token(
