@@ -16,20 +16,21 @@ they make a list non-finite instead of splitting it), standing apart from letter
 ``2.5.``).
 
 Every step is a regular expression run in C or a numpy pass; the only Python loops are over
-the few candidates met from the end, and memory is a few copies of the answer (a few more
-integers for each bracket, where it is mostly brackets):
+chunks, windows and the few candidates met from the end, and memory is a few copies of the
+answer:
 
 - the text is read one byte a character, each byte in the same classes as its character, so
   that offsets stay offsets and numpy can read what the patterns read;
-- brackets are paired with numpy (a depth that never falls below zero), not a Python stack;
-- the last explicit run is looked for in the text with every group blotted out, only up to the
-  last pair of number-like tokens (a cheap pattern, searched backwards), in a window at the end
-  widened only while the run found could reach further left; it is matched in pieces of at most
-  ``count + 1`` numbers, so a run of millions of numbers is known to be too long without being
-  matched whole;
-- groups after it are sifted with numpy (nothing outside the list alphabet, something a number
-  starts with) in batches growing from the end, and checked by deleting their numbers (one
-  ``subn``) and looking at what is left.
+- brackets are paired with numpy in chunks (``scoring._brackets``), and every outermost group
+  is blotted out of a copy of the text;
+- the last explicit run is looked for in that copy, only up to the last pair of number-like
+  tokens (a cheap pattern, searched backwards), in a window at the end widened only while the
+  run found could reach further left; it is matched in pieces of at most ``count + 1``
+  numbers, so a run of millions of numbers is known to be too long without being matched
+  whole;
+- the groups after it are taken from the end in widening windows, sifted with numpy (nothing
+  outside the list alphabet, something a number starts with), and checked by deleting their
+  numbers (one ``subn``) and looking at what is left.
 """
 
 from __future__ import annotations
@@ -37,10 +38,11 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+
+from scoring._brackets import CHUNK, groups_from_end, outermost_groups
 
 _NUMBER_PATTERN = (
     r"(?<![\w.])[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
@@ -170,18 +172,21 @@ def _last_list(text: str, count: int) -> tuple[int, int, int] | None:
     count above ``count`` may be cut at ``count + 1``)."""
     alike = _bytes_alike(text)
     codes = np.frombuffer(alike, np.uint8)
-    opens, closes = _outermost_groups(codes)
+    groups = outermost_groups(alike)
     # Explicit runs lie between groups: one search over the text with every group blotted out
     # finds the last, and only the groups that end after it can still be the last list.
-    run = _last_run(_blotted(codes, opens, closes), count)
+    run = _last_run(groups.blotted, count)
     after = -1 if run is None else run[1]
-    first = int(np.searchsorted(closes, after, side="right"))  # the groups ending after the run
-    for k in _maybe_lists_backwards(codes, opens[first:], closes[first:]):
-        start, end = int(opens[first + k]) + 1, int(closes[first + k]) - 1
-        numbers = _list_numbers(alike[start:end])
-        # A group with no number (a Markdown "[ ]", a "[sic]") is no list (decided).
-        if numbers:
-            return start, end, numbers
+    for starts, ends in groups_from_end(groups, codes.size):
+        late = ends > after
+        for k in _maybe_lists(codes, starts[late], ends[late]):
+            start, end = int(starts[late][k]) + 1, int(ends[late][k]) - 1
+            numbers = _list_numbers(alike[start:end])
+            # A group with no number (a Markdown "[ ]", a "[sic]") is no list (decided).
+            if numbers:
+                return start, end, numbers
+        if not late.all():
+            break
     return run
 
 
@@ -223,45 +228,29 @@ def _list_numbers(content: bytes) -> int:
     return numbers if numbers and _SEPARATORS_OR_BRACKETS.fullmatch(rest) else 0
 
 
-def _maybe_lists_backwards(
-    codes: np.ndarray, opens: np.ndarray, closes: np.ndarray
-) -> Iterator[int]:
-    """Indices of the groups that may be lists, from the last: their content holds nothing
+def _maybe_lists(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[int]:
+    """Indices of the groups that may be lists, the last first: their content holds nothing
     outside the list alphabet and a character a number can start with. The others need no
-    look; these are checked exactly. Looked at in batches growing from the end, so that the
-    usual answer, a list at the end, costs one small batch."""
-    stop, batch = opens.size, 64
-    while stop > 0:
-        begin = max(0, stop - batch)
-        region = codes[opens[begin] : closes[stop - 1]]
-        # Counts up to each offset of the region, read at each group's "[" and "]".
-        first, last = opens[begin:stop] - opens[begin], closes[begin:stop] - 1 - opens[begin]
-        foreign = np.cumsum(_FOREIGN[region], dtype=np.int32)
-        clean = foreign[last] == foreign[first]
-        del foreign
-        starts = np.cumsum(_STARTS_NUMBER[region], dtype=np.int32)
-        maybe = np.flatnonzero(clean & (starts[last] > starts[first]))
-        yield from (begin + maybe[::-1]).tolist()
-        stop, batch = begin, batch * 4
+    look; these are checked exactly."""
+    if starts.size == 0:
+        return []
+    if starts.size == 1:  # one group, perhaps of millions of characters: in chunks
+        pieces = range(int(starts[0]) + 1, int(ends[0]) - 1, CHUNK)
+        inner = [codes[p : min(p + CHUNK, int(ends[0]) - 1)] for p in pieces]
+        clean = not any(_FOREIGN[piece].any() for piece in inner)
+        return [0] if clean and any(_STARTS_NUMBER[piece].any() for piece in inner) else []
+    # Several groups within one window: counts up to each offset, read at each "[" and "]".
+    region = codes[starts[0] : ends[-1]]
+    first, last = starts - starts[0], ends - 1 - starts[0]
+    foreign = np.cumsum(_FOREIGN[region], dtype=np.int32)
+    clean = foreign[last] == foreign[first]
+    del foreign
+    begins = np.cumsum(_STARTS_NUMBER[region], dtype=np.int32)
+    maybe: list[int] = np.flatnonzero(clean & (begins[last] > begins[first]))[::-1].tolist()
+    return maybe
 
 
-def _blotted(codes: np.ndarray, opens: np.ndarray, closes: np.ndarray) -> bytes:
-    """The text with every outermost group written over with "?", a character no number or
-    separator is and no number may touch, as the group's brackets are."""
-    if opens.size == 0:
-        return codes.tobytes()
-    edges = np.zeros(codes.size + 1, np.int8)
-    # Added, not set: one group may end where the next begins ("[1][2]").
-    edges[opens] += 1
-    edges[closes] -= 1
-    inside = np.cumsum(edges[:-1], dtype=np.int8).view(np.bool_)
-    del edges
-    blotted = codes.copy()
-    blotted[inside] = ord("?")
-    return blotted.tobytes()
-
-
-def _last_run(text: bytes, count: int) -> tuple[int, int, int] | None:
+def _last_run(text: bytes | bytearray, count: int) -> tuple[int, int, int] | None:
     """``(start, end, numbers)`` of the last explicit run in ``text``, numbers cut at
     ``count + 1``. Only what ends by the last pair of number-like tokens apart is searched
     (found by a cheap pattern, backwards); within that, a window at the end, widened while the
@@ -286,7 +275,9 @@ def _last_run(text: bytes, count: int) -> tuple[int, int, int] | None:
         width *= 4
 
 
-def _last_run_between(text: bytes, low: int, end: int, count: int) -> tuple[int, int, int] | None:
+def _last_run_between(
+    text: bytes | bytearray, low: int, end: int, count: int
+) -> tuple[int, int, int] | None:
     """The last run of two or more numbers in ``text[low:end]``, matched piece by piece (a
     lone number is skipped by the regex engine, not by a Python loop)."""
     chain: tuple[int, int, int] | None = None  # the run being followed
@@ -321,45 +312,3 @@ def _tokens(span: str) -> list[str]:
 
 def _count_tokens(span: bytes) -> int:
     return sum(1 for t in _SPLIT_BYTES.split(span) if t)
-
-
-def _outermost_groups(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The starts and ends of the outermost matched ``[...]`` groups, in order.
-
-    A ``]`` with no open ``[`` and a ``[`` never closed are ordinary characters; the groups
-    matched inside a never-closed ``[`` are then outermost themselves. The work is on the
-    brackets alone; offsets are taken only for the outermost groups' own brackets.
-    """
-    is_bracket = (codes == 0x5B) | (codes == 0x5D)
-    step = codes[is_bracket].astype(np.int8)
-    step -= 0x5C  # "[" is -1, "]" is +1
-    np.negative(step, out=step)
-    kept = _paired(step)
-    outermost = np.zeros(step.size, np.bool_)
-    level = np.cumsum(step[kept], dtype=np.int32)  # outermost "[" at 1, its "]" at 0
-    outermost[kept] = level <= (step[kept] == 1)
-    del level
-    is_bracket[is_bracket] = outermost
-    at = np.flatnonzero(is_bracket)
-    return at[0::2], at[1::2] + 1
-
-
-def _paired(step: np.ndarray) -> np.ndarray:
-    """Which brackets (``+1`` for ``[``, ``-1`` for ``]``) are paired."""
-    # A "]" with nothing open is ordinary: the depth is the running sum reflected at zero
-    # (Skorokhod's formula), and a "]" met at depth zero is dropped.
-    depth = np.cumsum(step, dtype=np.int32)
-    lowest = np.minimum.accumulate(depth)
-    np.minimum(lowest, 0, out=lowest)
-    depth -= lowest
-    del lowest
-    kept = step == 1
-    kept[1:] |= depth[:-1] > 0
-    del depth
-    # A "[" is closed when the depth later falls below the depth it opened: else ordinary.
-    level = np.cumsum(np.where(kept, step, np.int8(0)), dtype=np.int32)
-    lowest_after = np.empty_like(level)
-    np.minimum.accumulate(level[:0:-1], out=lowest_after[-2::-1])  # the lowest after each
-    lowest_after[-1:] = np.iinfo(np.int32).max
-    kept &= (step == -1) | (lowest_after < level)
-    return np.asarray(kept, np.bool_)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import tracemalloc
+from collections.abc import Iterator
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring import parse_answer, parse_box, parse_list
+from scoring import _brackets, _parse, parse_answer, parse_box, parse_list
 from tests.scoring import reference_parse
 
 # --- the rule, case by case -----------------------------------------------------------------
@@ -315,6 +318,28 @@ def test_the_bounded_parser_agrees_with_the_reference_on_groups_side_by_side(
     _same(text, count)
 
 
+@contextlib.contextmanager
+def _small_chunks() -> Iterator[None]:
+    """Brackets paired 8 offsets at a time, groups looked for from 8 offsets at the end: every
+    carry from one chunk or window to the next is exercised by texts of a few dozen characters."""
+    with (
+        mock.patch.object(_brackets, "CHUNK", 8),
+        mock.patch.object(_parse, "CHUNK", 8),
+        mock.patch.object(_brackets, "_FIRST_WINDOW", 8),
+    ):
+        yield
+
+
+@settings(max_examples=3_000)
+@given(st.one_of(GROUPED, CLASS_EDGES, st.lists(PIECES, max_size=30).map("".join)),
+       st.sampled_from([1, 2, 4]))  # fmt: skip
+def test_the_bounded_parser_agrees_with_the_reference_in_chunks_of_eight(
+    text: str, count: int
+) -> None:
+    with _small_chunks():
+        _same(text, count)
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -371,4 +396,4 @@ def test_a_4_mb_answer_parses_in_little_memory(text: str) -> None:
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak < 20 * len(text) + (16 << 20), f"{peak / 1e6:.0f} MB for {len(text) / 1e6:.0f} MB"
+    assert peak < 4 * len(text) + (16 << 20), f"{peak / 1e6:.0f} MB for {len(text) / 1e6:.0f} MB"
