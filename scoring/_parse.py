@@ -241,6 +241,8 @@ def _maybe_lists(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> lis
         return [0] if clean and any(_STARTS_NUMBER[piece].any() for piece in inner) else []
     # Several groups within one window: counts up to each offset, read at each "[" and "]".
     region = codes[starts[0] : ends[-1]]
+    if not _STARTS_NUMBER[region].any():  # the usual window of a text of no lists: no digit
+        return []
     first, last = starts - starts[0], ends - 1 - starts[0]
     foreign = np.cumsum(_FOREIGN[region], dtype=np.int32)
     clean = foreign[last] == foreign[first]
