@@ -61,7 +61,8 @@ def outermost_groups(text: bytes) -> Groups:
 
 def groups_from_end(groups: Groups, size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Batches of groups as ``(starts, ends)`` offsets, each batch in order, the batches from
-    the end of the text backwards: a window at the end first, widened while nothing ends it."""
+    the end of the text backwards: a window at the end first, each next one four times wider,
+    up to a chunk, so that a list at the end costs one small look."""
     high, width = size, _FIRST_WINDOW
     while high > 0:
         low = max(0, high - width) // 8 * 8
