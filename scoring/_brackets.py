@@ -109,7 +109,7 @@ def _closing_brackets(
         _, step = _steps(text, codes, start)
         level_before.append(level)
         if step.size == 0:
-            closing.append(np.packbits(np.zeros(0, np.bool_)))
+            closing.append(np.empty(0, np.uint8))  # no bracket, no bit
             continue
         running = np.cumsum(step, dtype=np.int64) + total
         floor = np.minimum(np.minimum.accumulate(running), lowest)

@@ -179,13 +179,14 @@ def _last_list(text: str, count: int) -> tuple[int, int, int] | None:
     after = -1 if run is None else run[1]
     for starts, ends in groups_from_end(groups, codes.size):
         late = ends > after
-        for k in _maybe_lists(codes, starts[late], ends[late]):
-            start, end = int(starts[late][k]) + 1, int(ends[late][k]) - 1
+        opens, closes = starts[late], ends[late]
+        for k in _maybe_lists(codes, opens, closes):
+            start, end = int(opens[k]) + 1, int(closes[k]) - 1
             numbers = _list_numbers(alike[start:end])
             # A group with no number (a Markdown "[ ]", a "[sic]") is no list (decided).
             if numbers:
                 return start, end, numbers
-        if not late.all():
+        if opens.size < starts.size:  # the rest end before the run
             break
     return run
 
