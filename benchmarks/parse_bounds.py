@@ -32,9 +32,14 @@ def _texts(size: int) -> dict[str, str]:
         "brackets never opened": "]" * size,
         "prose, then a list": "word 12, " * (size // 9) + "[1, 2, 3, 4]",
         "lists, the last at the end": "[1, 2] " * (size // 7),
+        "one list, runaway": "[" + "[123, 456], " * (size // 12) + "[1, 2]]",
         "groups that are no lists": "[x] " * (size // 4),
+        "groups of numbers and words": "[1 x] " * (size // 6),
+        "groups like lists, no lists": "[n] [1-2] [1.2.3] [e 1] " * (size // 24),
+        "ranges": "10-20, 30-40, " * (size // 14),
         "lone numbers": "1 a " * (size // 4),
         "words": "a " * (size // 2),
+        "runs, no pair, a false one": "1 2 x " * (size // 12) + "z" * (size // 2) + " a1 2b",
     }
 
 

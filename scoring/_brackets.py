@@ -1,20 +1,31 @@
 """The outermost matched ``[...]`` groups of an answer, found in numpy passes of bounded size.
 
 A ``]`` with no open ``[`` and a ``[`` never closed are ordinary characters; the groups matched
-inside a never-closed ``[`` are then outermost themselves (PROTOCOL §4, decided). Pairing needs
-what comes before each bracket (is anything open?) and what comes after it (does the depth ever
-fall below it?), so it takes three passes over the text, each a chunk of ``CHUNK`` offsets at a
-time with the running figures carried from chunk to chunk:
+inside a never-closed ``[`` are then outermost themselves (PROTOCOL §4, decided). Let the
+*depth* after a bracket be the count of ``[`` less ``]`` so far, reflected at zero (a ``]`` with
+nothing open leaves it at 0: the total less the lowest of 0 and every total so far, Skorokhod's
+formula). Then:
 
-1. forward: a ``]`` closes something when the depth before it, a running sum reflected at zero
-   (Skorokhod's formula), is above zero;
-2. backward: a ``[`` is closed when the level after it (counting only brackets that pair) later
-   falls below its own;
-3. forward: the brackets that pair and sit at level 1 are the outermost groups' own; each group
-   is written over in a copy of the text, and its brackets are marked in two bitmaps.
+- a ``]`` closes a group exactly where the depth falls;
+- of the groups open at a point, those never closed are the bottom ones, and there are as many
+  as the lowest depth from that point to the end;
 
-What is kept between passes is a bit per bracket and a bit per offset, so memory is the text,
-its copy, and a few megabytes however many brackets the answer holds.
+so, with *g* the depth after a bracket less the lowest depth from it on, a ``[`` opens an
+outermost group where g is 1, a falling ``]`` closes one where g is 0, and a character lies
+in a group where the depth at it is above the lowest depth from it on.
+
+That takes two passes over the text, a chunk of ``CHUNK`` offsets at a time:
+
+1. the running figures (the total and its lowest value) before each chunk, and the lowest depth
+   in each: counts at memchr speed, and one cumulative sum where a chunk holds both brackets;
+2. with the lowest depth of the chunks after each known, the depths again, the lowest from each
+   bracket on, the groups' brackets as two bitmaps, and every group written over in the text
+   itself (the parser's own copy, one byte a character).
+
+What is kept between the passes is a few figures per chunk, and the sums a pass fills are
+buffers of one chunk, reused (a fresh array of a chunk is fresh pages, which cost more to fault
+in than the sums): memory is the bitmaps and about a megabyte, however many brackets the
+answer holds.
 """
 
 from __future__ import annotations
@@ -24,9 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CHUNK = 1 << 18  # offsets a pass holds at once; a multiple of 8, as bitmaps are packed
+CHUNK = 1 << 16  # offsets a pass holds at once; a multiple of 8, as bitmaps are packed
 _FIRST_WINDOW = 4096  # offsets of the first window groups are looked for in, from the end
+_LAST_WINDOW = 1 << 15  # and of the widest, so that a window's arrays stay small
 _BLOT = ord("?")  # no number or separator, and no number may touch it: as a bracket
+_NEVER = np.iinfo(np.int64).max  # the lowest depth of a chunk with no bracket
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,32 +50,54 @@ class Groups:
     ----------
     opens, closes
         Packed bitmaps over the text's offsets: the ``[`` and the ``]`` of each group.
-    blotted
-        The text with every group, brackets included, written over with ``?``.
     """
 
     opens: np.ndarray
     closes: np.ndarray
-    blotted: bytes | bytearray
 
 
-def outermost_groups(text: bytes) -> Groups:
-    """The outermost matched groups of ``text`` (one byte a character)."""
-    codes = np.frombuffer(text, np.uint8)
+@dataclass(frozen=True, slots=True)
+class _Running:
+    """The figures before a chunk: the total of ``[`` less ``]``, and the lowest of 0 and every
+    total so far."""
+
+    total: int
+    lowest: int
+
+    @property
+    def depth(self) -> int:
+        return self.total - self.lowest
+
+
+class _Buffers:
+    """One chunk's worth of the arrays a pass fills, allocated once a text."""
+
+    def __init__(self) -> None:
+        self.depth = np.empty(CHUNK, np.int64)
+        self.lowest = np.empty(CHUNK, np.int64)
+        self.falls = np.empty(CHUNK, np.bool_)
+        self.mask = np.empty(CHUNK, np.bool_)
+        self.other = np.empty(CHUNK, np.bool_)
+        self.steps = np.empty(CHUNK, np.int8)
+
+
+def outermost_groups(text: bytearray) -> Groups:
+    """The outermost matched groups of ``text`` (one byte a character), each written over in
+    ``text`` with ``?``, its brackets included."""
     first = text.find(b"[")
     if first < 0 or text.find(b"]", first) < 0:  # no "]" after a "[", no group (memchr speed)
         none = np.zeros((len(text) + 7) // 8, np.uint8)
-        return Groups(none, none, text)
-    starts = range(0, codes.size, CHUNK)
-    closing, level_before = _closing_brackets(text, codes, starts)
-    paired = _closed_openings(text, codes, starts, closing, level_before)
-    return _outermost(text, codes, starts, paired)
+        return Groups(none, none)
+    codes = np.frombuffer(text, np.uint8)
+    buffers = _Buffers()
+    before, lowest_in = _first_pass(text, codes, buffers)
+    return _second_pass(text, codes, buffers, before, _lowest_after(lowest_in))
 
 
 def groups_from_end(groups: Groups, size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Batches of groups as ``(starts, ends)`` offsets, each batch in order, the batches from
     the end of the text backwards: a window at the end first, each next one four times wider,
-    up to a chunk, so that a list at the end costs one small look."""
+    up to ``_LAST_WINDOW``, so that a list at the end costs one small look."""
     high, width = size, _FIRST_WINDOW
     while high > 0:
         low = max(0, high - width) // 8 * 8
@@ -77,120 +112,126 @@ def groups_from_end(groups: Groups, size: int) -> Iterator[tuple[np.ndarray, np.
         else:
             yield opens, closes + 1
             high = low
-        width = min(width * 4, CHUNK)
+        width = min(width * 4, _LAST_WINDOW)
 
 
-def _steps(text: bytes, codes: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
-    """The offsets of the brackets in the chunk at ``start`` (from ``start``), and +1 for each
-    ``[``, -1 for each ``]``."""
-    end = min(start + CHUNK, len(text))
-    if text.find(b"[", start, end) < 0 and text.find(b"]", start, end) < 0:
-        return _NONE, _NO_STEPS  # found at memchr speed: most chunks of most answers
-    chunk = codes[start:end]
-    at = np.flatnonzero((chunk == 0x5B) | (chunk == 0x5D))
-    step = chunk[at].view(np.int8) - np.int8(0x5C)  # "[" -1, "]" +1: the other way round
-    np.negative(step, out=step)
-    return at, step
+def _chunks(text: bytearray) -> Iterator[tuple[int, int]]:
+    for start in range(0, len(text), CHUNK):
+        yield start, min(start + CHUNK, len(text))
 
 
-_NONE = np.empty(0, np.int64)
-_NO_STEPS = np.empty(0, np.int8)
+def _steps(codes: np.ndarray, start: int, end: int, buffers: _Buffers) -> np.ndarray:
+    """+1 for each ``[`` of ``start..end``, -1 for each ``]``, 0 for every other character."""
+    piece = codes[start:end]
+    size = piece.size
+    opens = np.equal(piece, 0x5B, out=buffers.mask[:size])
+    closes = np.equal(piece, 0x5D, out=buffers.other[:size])
+    steps = buffers.steps[:size]
+    np.subtract(opens.view(np.int8), closes.view(np.int8), out=steps)
+    return steps
 
 
-def _closing_brackets(
-    text: bytes, codes: np.ndarray, starts: range
-) -> tuple[list[np.ndarray], list[int]]:
-    """Pass 1: per chunk, a packed bit per bracket (a ``[``, or a ``]`` that closes one), and
-    the level, over those brackets, before each chunk."""
-    closing: list[np.ndarray] = []
-    level_before: list[int] = []
-    total = lowest = depth = level = 0
-    for start in starts:
-        _, step = _steps(text, codes, start)
-        level_before.append(level)
-        if step.size == 0:
-            closing.append(np.empty(0, np.uint8))  # no bracket, no bit
+def _first_pass(
+    text: bytearray, codes: np.ndarray, buffers: _Buffers
+) -> tuple[list[_Running], list[int]]:
+    """Pass 1: the running figures before each chunk, and the lowest depth after a bracket
+    of each chunk (``_NEVER`` where it has none)."""
+    before: list[_Running] = []
+    lowest_in: list[int] = []
+    running = _Running(0, 0)
+    for start, end in _chunks(text):
+        before.append(running)
+        opens, closes = text.count(b"[", start, end), text.count(b"]", start, end)
+        if opens + closes == 0:
+            lowest_in.append(_NEVER)
             continue
-        running = np.cumsum(step, dtype=np.int64) + total
-        floor = np.minimum(np.minimum.accumulate(running), lowest)
-        depths = running - floor
-        before = np.empty_like(depths)
-        before[0], before[1:] = depth, depths[:-1]
-        kept = (step == 1) | (before > 0)
-        total, lowest, depth = int(running[-1]), int(floor[-1]), int(depths[-1])
-        level += int(step[kept].sum(dtype=np.int64))
-        closing.append(np.packbits(kept))
-    return closing, level_before
+        least = _least_total(codes, start, end, opens, closes, buffers)
+        lowest_in.append(max(0, least + running.total - running.lowest))
+        running = _Running(
+            running.total + opens - closes, min(running.lowest, running.total + least)
+        )
+    return before, lowest_in
 
 
-def _closed_openings(
-    text: bytes,
+def _least_total(
+    codes: np.ndarray, start: int, end: int, opens: int, closes: int, buffers: _Buffers
+) -> int:
+    """The lowest total of the chunk, counted from its start: after a bracket, or 0 where it
+    is lower (the total before the chunk's first bracket, which some depth before it repeats,
+    so that it lowers no depth nor any lowest depth from a point on)."""
+    if closes == 0:
+        return 1
+    if opens == 0:
+        return -closes
+    steps = _steps(codes, start, end, buffers)
+    return int(np.cumsum(steps, dtype=np.int64, out=buffers.depth[: steps.size]).min())
+
+
+def _lowest_after(lowest_in: list[int]) -> list[int]:
+    """For each chunk, the lowest depth in the chunks after it."""
+    after = [_NEVER] * len(lowest_in)
+    for k in range(len(lowest_in) - 2, -1, -1):
+        after[k] = min(after[k + 1], lowest_in[k + 1])
+    return after
+
+
+def _second_pass(
+    text: bytearray,
     codes: np.ndarray,
-    starts: range,
-    closing: list[np.ndarray],
-    level_before: list[int],
-) -> list[np.ndarray]:
-    """Pass 2, backwards: per chunk, a packed bit per bracket that pairs."""
-    paired: list[np.ndarray] = [np.empty(0, np.uint8)] * len(starts)
-    lowest_later = np.iinfo(np.int64).max
-    for k in reversed(range(len(starts))):
-        _, step = _steps(text, codes, starts[k])
-        kept = np.unpackbits(closing[k], count=step.size).view(np.bool_)
-        if step.size:
-            level = np.cumsum(np.where(kept, step, np.int8(0)), dtype=np.int64)
-            level += level_before[k]
-            lowest_after = np.empty_like(level)
-            lowest_after[-1] = lowest_later
-            np.minimum.accumulate(level[:0:-1], out=lowest_after[-2::-1])
-            np.minimum(lowest_after, lowest_later, out=lowest_after)
-            kept &= (step == -1) | (lowest_after < level)
-            lowest_later = min(lowest_later, int(level.min()))
-        paired[k] = np.packbits(kept)
-    return paired
+    buffers: _Buffers,
+    before: list[_Running],
+    lowest_after: list[int],
+) -> Groups:
+    """Pass 2: the groups' brackets as bitmaps, and every group written over (a chunk once it
+    is read)."""
+    opens = np.zeros((len(text) + 7) // 8, np.uint8)
+    closes = np.zeros_like(opens)
+    for k, (start, end) in enumerate(_chunks(text)):
+        if text.find(b"[", start, end) < 0 and (
+            before[k].depth == 0 or text.find(b"]", start, end) < 0
+        ):
+            # No bracket, or only "]" with nothing open: no group begins or ends here.
+            if lowest_after[k] < before[k].depth:  # the chunk lies in a group
+                codes[start:end] = _BLOT
+            continue
+        first, last, inside = _chunk_groups(
+            _steps(codes, start, end, buffers), before[k], lowest_after[k], buffers
+        )
+        bits = slice(start // 8, (end + 7) // 8)
+        opens[bits], closes[bits] = np.packbits(first), np.packbits(last)
+        np.putmask(codes[start:end], inside, _BLOT)
+    return Groups(opens, closes)
 
 
-def _outermost(text: bytes, codes: np.ndarray, starts: range, paired: list[np.ndarray]) -> Groups:
-    """Pass 3: the brackets that pair at level 1, as bitmaps, and the text written over."""
-    blotted = bytearray(text)
-    written = np.frombuffer(blotted, np.uint8)
-    opens: list[np.ndarray] = []
-    closes: list[np.ndarray] = []
-    level = 0
-    for k, start in enumerate(starts):
-        chunk = codes[start : start + CHUNK]
-        at, step = _steps(text, codes, start)
-        kept = np.unpackbits(paired[k], count=step.size).view(np.bool_)
-        at, step = at[kept], step[kept]
-        levels = np.cumsum(step, dtype=np.int64) + level
-        first = at[(step == 1) & (levels == 1)]
-        last = at[(step == -1) & (levels == 0)]
-        if level > 0 or first.size:
-            # Inside a group from its "[" to its "]"; one may end where the next begins, so
-            # the edges are added, not set.
-            edges = np.zeros(chunk.size + 1, np.int8)
-            edges[0] = level > 0
-            edges[first] += 1
-            edges[last + 1] -= 1
-            inside = np.cumsum(edges[:-1], dtype=np.int8).view(np.bool_)
-            np.copyto(written[start : start + chunk.size], _BLOT, where=inside)
-        opens.append(_bitmap(first, chunk.size))
-        closes.append(_bitmap(last, chunk.size))
-        if levels.size:
-            level = int(levels[-1])
-    none = [np.empty(0, np.uint8)]  # an empty text has no chunk
-    return Groups(np.concatenate(opens or none), np.concatenate(closes or none), blotted)
-
-
-def _bitmap(at: np.ndarray, size: int) -> np.ndarray:
-    bits = np.zeros(size, np.bool_)
-    bits[at] = True
-    return np.packbits(bits)
+def _chunk_groups(
+    steps: np.ndarray, running: _Running, lowest_after: int, buffers: _Buffers
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per offset of a chunk: a ``[`` that opens an outermost group, a ``]`` that closes one,
+    and a character in one."""
+    size = steps.size
+    depth = np.cumsum(steps, dtype=np.int64, out=buffers.depth[:size])
+    depth += running.total
+    floor = np.minimum.accumulate(depth, out=buffers.lowest[:size])
+    np.minimum(floor, running.lowest, out=floor)
+    depth -= floor  # reflected at zero: the depth after each offset
+    falls = buffers.falls[:size]
+    np.less(depth[1:], depth[:-1], out=falls[1:])
+    falls[0] = depth[0] < running.depth
+    lowest_on = np.minimum.accumulate(depth[::-1], out=buffers.lowest[:size][::-1])[::-1]
+    np.minimum(lowest_on, lowest_after, out=lowest_on)
+    g = np.subtract(depth, lowest_on, out=depth)
+    first = (g == 1) & (steps == 1)
+    falls &= g == 0  # the last of a group: the depth falls to the lowest from there on
+    inside = np.greater(g, 0, out=buffers.mask[:size])
+    inside |= falls
+    return first, falls, inside
 
 
 def _set_bits(bitmap: np.ndarray, low: int, high: int) -> np.ndarray:
     """The offsets in ``low..high`` (``low`` a multiple of 8) whose bit is set."""
-    bits = np.unpackbits(bitmap[low // 8 : (high + 7) // 8])
-    at = np.flatnonzero(bits[: high - low]) + low
+    bits = np.unpackbits(bitmap[low // 8 : (high + 7) // 8], count=high - low)
+    at = np.flatnonzero(bits.view(np.bool_))  # on bools: four times as fast as on bytes
+    at += low
     return at
 
 

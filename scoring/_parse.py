@@ -16,25 +16,27 @@ they make a list non-finite instead of splitting it), standing apart from letter
 ``2.5.``).
 
 Every step is a regular expression run in C or a numpy pass; the only Python loops are over
-chunks, windows and the few candidates met from the end, and memory is a few copies of the
+chunks and windows, never over groups, runs or numbers, and memory is about one copy of the
 answer:
 
-- the text is read one byte a character, each byte in the same classes as its character, so
+- the text is copied one byte a character, each byte in the same classes as its character, so
   that offsets stay offsets and numpy can read what the patterns read;
 - brackets are paired with numpy in chunks (``scoring._brackets``), and every outermost group
-  is blotted out of a copy of the text;
-- the last explicit run is looked for in that copy, only up to the last pair of number-like
-  tokens (a cheap pattern, searched backwards), in a window at the end widened only while the
-  run found could reach further left; it is matched in pieces of at most ``count + 1``
-  numbers, so a run of millions of numbers is known to be too long without being matched
-  whole;
-- the groups after it are taken from the end in widening windows, sifted with numpy (nothing
-  outside the list alphabet, something a number starts with), and checked by deleting their
-  numbers (one ``subn``) and looking at what is left.
+  is blotted out of that copy;
+- the last explicit run is looked for in that copy, in windows ending at a pair of number-like
+  tokens apart (found from the end with numpy, ``scoring._pairs``), widened only while the run
+  found could reach further left; it is matched in pieces of at most ``count + 1`` numbers, of
+  which the regex engine keeps the last two, so a run of millions of numbers is known to be
+  too long without being matched whole;
+- the groups after it are taken from the end in widening windows, those whose first and last
+  characters could not begin and end a list are passed over, and the tokens of the rest are
+  read all at once through an automaton of the number syntax (``scoring._numbers``), from
+  the text again, a window or a piece at a time.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
 import re
@@ -42,22 +44,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scoring._brackets import CHUNK, groups_from_end, outermost_groups
+from scoring._brackets import groups_from_end, outermost_groups
+from scoring._numbers import BARE_NUMBER, last_list, list_numbers
+from scoring._pairs import last_pair
 
-_NUMBER_PATTERN = (
-    r"(?<![\w.])[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-    r"|(?:[nN][aA][nN]|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?))(?!\w|\.[0-9])"
-)
+# A number standing apart from letters and points (a full stop may follow it).
+_NUMBER_PATTERN = rf"(?<![\w.]){BARE_NUMBER}(?!\w|\.[0-9])"
 _SEPARATOR = r"[\s,;()]"
 _SEPARATOR_OR_BRACKET = r"[\s,;()\[\]]"
 _SPLIT = re.compile(rf"{_SEPARATOR_OR_BRACKET}+")
 _NOT_INTEGER = re.compile(r"[.eE]")
-# A number standing between separators or brackets, for a bracketed list's content: there its
-# look-arounds hold by construction.
-_BARE_NUMBER = (
-    r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-    r"|(?:[nN][aA][nN]|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?))"
-)
 
 
 def _on_bytes(pattern: str) -> re.Pattern[bytes]:
@@ -65,31 +61,18 @@ def _on_bytes(pattern: str) -> re.Pattern[bytes]:
     return re.compile(pattern.encode("ascii"))
 
 
-_DELIMITED_NUMBER = _on_bytes(rf"(?<![^\s,;()\[\]]){_BARE_NUMBER}(?![^\s,;()\[\]])")
-_SEPARATORS_OR_BRACKETS = _on_bytes(rf"{_SEPARATOR_OR_BRACKET}*")
 _SEPARATORS = _on_bytes(rf"{_SEPARATOR}+")
 _SPLIT_BYTES = _on_bytes(rf"{_SEPARATOR_OR_BRACKET}+")
-# A character no explicit run can hold (runs are digits, signs, points, exponents, nan / inf /
-# infinity and separators): a run found after one is whole.
-_LIST_ALPHABET = r"\s,;()0-9+\-.eEnNaAiIfFtTyY"
-_STOPPER = _on_bytes(rf"[^{_LIST_ALPHABET}]")
+# The characters of numbers: digits, signs, points, exponents, nan / inf / infinity.
 _NUMBER_CHARACTERS = _on_bytes(r"[0-9+\-.eEnNaAiIfFtTyY]*")
-# Two number-like tokens apart, read backwards: the first character of the later one
-# (a sign, digit, point, n or i), separators, the last character of the earlier one (a digit,
-# point, or the n, f or y of nan, inf, infinity). Every run holds one; a cheap pattern finds it.
-_PAIR_BACKWARDS = _on_bytes(rf"[+\-0-9.nNiI]{_SEPARATOR}+[0-9.nNfFyY]")
+# What lies between a window's left edge and the run found in it when the run reaches past the
+# edge: the end of a number the edge cut, and separators. Anything else, and the run is whole.
+_MAY_BE_CUT = _on_bytes(rf"[0-9+\-.eEnNaAiIfFtTyY]*{_SEPARATOR}*")
+# Every number holds one of these; the rest of the bytes, deleted, leave nothing in a text of
+# no number.
+_NO_NUMBER_IN = bytes(sorted(set(range(256)) - set(b"0123456789nNiI")))
 _TAIL = 4096  # characters of the first window a run is looked for in
 _ONE_MORE = _on_bytes(rf"{_SEPARATOR}+{_NUMBER_PATTERN}")
-
-
-def _byte_table(pattern: str) -> np.ndarray:
-    """1 for each byte the character class ``pattern`` matches, as a numpy lookup table."""
-    matches = re.compile(pattern.encode("ascii"))
-    return np.array([matches.fullmatch(bytes([b])) is not None for b in range(256)], np.uint8)
-
-
-_FOREIGN = _byte_table(rf"[^{_LIST_ALPHABET}\[\]]")  # can be in no bracketed list
-_STARTS_NUMBER = _byte_table(r"[0-9nNiI]")  # every number holds one
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,38 +153,83 @@ def parse_box(text: str) -> tuple[float, float, float, float] | None:
 def _last_list(text: str, count: int) -> tuple[int, int, int] | None:
     """``(start, end, numbers)`` of the list that ends last in ``text``, if there is one (a
     count above ``count`` may be cut at ``count + 1``)."""
-    alike = _bytes_alike(text)
-    codes = np.frombuffer(alike, np.uint8)
-    groups = outermost_groups(alike)
+    blotted = _bytes_alike(text)
+    groups = outermost_groups(blotted)  # and every group written over
     # Explicit runs lie between groups: one search over the text with every group blotted out
     # finds the last, and only the groups that end after it can still be the last list.
-    run = _last_run(groups.blotted, count)
+    run = _last_run(blotted, count)
+    del blotted  # the groups are read from the text again, a window at a time
     after = -1 if run is None else run[1]
-    for starts, ends in groups_from_end(groups, codes.size):
+    for starts, ends in groups_from_end(groups, len(text)):
         late = ends > after
-        opens, closes = starts[late], ends[late]
-        for k in _maybe_lists(codes, opens, closes):
-            start, end = int(opens[k]) + 1, int(closes[k]) - 1
-            numbers = _list_numbers(alike[start:end])
-            # A group with no number (a Markdown "[ ]", a "[sic]") is no list (decided).
-            if numbers:
-                return start, end, numbers
-        if opens.size < starts.size:  # the rest end before the run
+        found = _last_list_group(text, starts[late], ends[late], count)
+        if found is not None:
+            return found
+        if not late.all():  # the rest end before the run
             break
     return run
 
 
-def _bytes_alike(text: str) -> bytes:
+def _last_list_group(
+    text: str, starts: np.ndarray, ends: np.ndarray, count: int
+) -> tuple[int, int, int] | None:
+    """``(start, end, numbers)`` of the content of the last of these outermost groups (in
+    order) that is a bracketed list, its numbers counted up to ``count + 1``. One group is
+    read a piece at a time; of several, those whose first and last characters could not begin
+    and end a list's content are passed over, and the rest read at once (``last_list``)."""
+    if starts.size == 0:
+        return None
+    if starts.size == 1:  # perhaps of millions of characters
+        start, end = int(starts[0]) + 1, int(ends[0]) - 1
+        numbers = list_numbers(functools.partial(_alike_between, text), start, end)
+        return (start, end, min(numbers, count + 1)) if numbers else None
+    low = int(starts[0])
+    stretch = bytes(_bytes_alike(text[low : int(ends[-1])]))
+    codes = np.frombuffer(stretch, np.uint8)
+    starts, ends = starts - low, ends - low
+    plausible = _MAY_BEGIN_CONTENT[codes[starts + 1]] & _MAY_END_CONTENT[codes[ends - 2]]
+    starts, ends = starts[plausible], ends[plausible]
+    found = last_list(stretch, starts, ends) if starts.size else None
+    if found is None:
+        return None
+    k, numbers = found
+    return low + int(starts[k]) + 1, low + int(ends[k]) - 1, min(numbers, count + 1)
+
+
+def _alike_between(text: str, low: int, high: int) -> bytes:
+    return bytes(_bytes_alike(text[low:high]))
+
+
+def _byte_table(pattern: str) -> np.ndarray:
+    """For each byte, whether the character class ``pattern`` matches it."""
+    matches = _on_bytes(pattern)
+    return np.array([matches.fullmatch(bytes([b])) is not None for b in range(256)], np.bool_)
+
+
+# A list's content begins with a separator, a bracket or a number's first character, and ends
+# with one or a number's last (a digit, a point, or the n, f or y of nan, inf, infinity).
+_MAY_BEGIN_CONTENT = _byte_table(r"[\s,;()\[\]+\-0-9.nNiI]")
+_MAY_END_CONTENT = _byte_table(r"[\s,;()\[\]0-9.nNfFyY]")
+
+
+def _bytes_alike(text: str) -> bytearray:
     """``text`` one byte a character, each byte in the same classes as its character for every
     pattern here (space, word character, digit, the list alphabet): offsets stay offsets, and
-    the patterns run on bytes, where numpy can read them too."""
-    try:
-        narrow = text.encode("latin-1")
-    except UnicodeEncodeError:
-        text = _WIDE_SPACE.sub(" ", text)
-        text = _WIDE_WORD.sub("_", text)
-        narrow = text.encode("latin-1", "replace")  # what is left is neither: "?"
-    return narrow.translate(_LATIN_1_ALIKE)
+    the patterns run on bytes, where numpy can read them too. Made a chunk at a time, so that
+    it is the only copy."""
+    alike = bytearray(len(text))
+    for low in range(0, len(text), _ALIKE_CHUNK):
+        piece = text[low : low + _ALIKE_CHUNK]
+        try:
+            narrow = piece.encode("latin-1")
+        except UnicodeEncodeError:
+            piece = _WIDE_WORD.sub("_", _WIDE_SPACE.sub(" ", piece))
+            narrow = piece.encode("latin-1", "replace")  # what is left is neither: "?"
+        alike[low : low + len(narrow)] = narrow.translate(_LATIN_1_ALIKE)
+    return alike
+
+
+_ALIKE_CHUNK = 1 << 18
 
 
 def _latin_1_alike() -> bytes:
@@ -222,82 +250,79 @@ _WIDE_SPACE = re.compile(r"[^\S\x00-\xff]")
 _WIDE_WORD = re.compile(r"[^\W\x00-\xff]")
 
 
-def _list_numbers(content: bytes) -> int:
-    """How many numbers a bracketed list's content holds; 0 if it is no list (anything but
-    numbers, separators and brackets, or numbers not apart)."""
-    rest, numbers = _DELIMITED_NUMBER.subn(b" ", content)
-    return numbers if numbers and _SEPARATORS_OR_BRACKETS.fullmatch(rest) else 0
-
-
-def _maybe_lists(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[int]:
-    """Indices of the groups that may be lists, the last first: their content holds nothing
-    outside the list alphabet and a character a number can start with. The others need no
-    look; these are checked exactly."""
-    if starts.size == 0:
-        return []
-    if starts.size == 1:  # one group, perhaps of millions of characters: in chunks
-        pieces = range(int(starts[0]) + 1, int(ends[0]) - 1, CHUNK)
-        inner = [codes[p : min(p + CHUNK, int(ends[0]) - 1)] for p in pieces]
-        clean = not any(_FOREIGN[piece].any() for piece in inner)
-        return [0] if clean and any(_STARTS_NUMBER[piece].any() for piece in inner) else []
-    # Several groups within one window: counts up to each offset, read at each "[" and "]".
-    region = codes[starts[0] : ends[-1]]
-    if not _STARTS_NUMBER[region].any():  # the usual window of a text of no lists: no digit
-        return []
-    first, last = starts - starts[0], ends - 1 - starts[0]
-    foreign = np.cumsum(_FOREIGN[region], dtype=np.int32)
-    clean = foreign[last] == foreign[first]
-    del foreign
-    begins = np.cumsum(_STARTS_NUMBER[region], dtype=np.int32)
-    maybe: list[int] = np.flatnonzero(clean & (begins[last] > begins[first]))[::-1].tolist()
-    return maybe
-
-
 def _last_run(text: bytes | bytearray, count: int) -> tuple[int, int, int] | None:
     """``(start, end, numbers)`` of the last explicit run in ``text``, numbers cut at
-    ``count + 1``. Only what ends by the last pair of number-like tokens apart is searched
-    (found by a cheap pattern, backwards); within that, a window at the end, widened while the
-    run found could reach further left (no character before it in the window stops a run,
-    and it is not yet known to be too long)."""
-    pair = _PAIR_BACKWARDS.search(text[::-1])
-    if pair is None:
+    ``count + 1``.
+
+    Every run ends with a pair of number-like tokens apart, which a cheap search finds from
+    the end (``last_pair``); the run is looked for in a window ending at such a pair, four
+    times wider at each look. While the run found there could reach past the window's left
+    edge (and is not yet too long), the window widens; where it holds no run, the next look
+    ends at the last pair that could still belong to one (one that reaches back past the
+    edge, or one before it), so that a stretch of no pairs is crossed by the cheap search."""
+    if not _holds_a_number(text):
         return None
-    later = len(text) - pair.start() - 1  # where the later token starts
+    before, width = len(text), _TAIL
+    while (later := last_pair(text, before)) is not None:  # where the later token starts
+        end = _pair_end(text, later)
+        while True:
+            low = max(0, end - width)
+            found = _last_run_between(text, low, end, count)
+            width *= 4
+            if found is None:
+                break
+            if low == 0 or found[2] > count or not _may_be_cut(text, low, found[0]):
+                return found
+        if low == 0:
+            return None
+        # A run with a pair in the window would have been found: the last one left has its
+        # earlier token before the edge, and its later one no further than the end of a
+        # number the edge cut, and separators. This pair may be that one, with a wider look.
+        reach = _MAY_BE_CUT.match(text, low)
+        before = min(later + 1, low + len(reach[0]) + 1)  # type: ignore[index]  # matches empty
+    return None
+
+
+def _holds_a_number(text: bytes | bytearray) -> bool:
+    """Whether ``text`` holds a character every number holds: known at memchr speed, a chunk at
+    a time (all the others deleted)."""
+    pieces = range(0, len(text), _ALIKE_CHUNK)
+    return any(text[low : low + _ALIKE_CHUNK].translate(None, _NO_NUMBER_IN) for low in pieces)
+
+
+def _pair_end(text: bytes | bytearray, later: int) -> int:
+    """Where a run looked for up to the pair whose later token starts at ``later`` ends."""
     later += len(_NUMBER_CHARACTERS.match(text, later)[0])  # type: ignore[index]  # matches empty
     # Two characters more, so that the number's look-ahead (no word character, no point and
     # digit after it) sees what follows it; they cannot hold another pair.
-    end = min(len(text), later + 2)
-    width = _TAIL
-    while True:
-        low = max(0, end - width)
-        found = _last_run_between(text, low, end, count)
-        if low == 0:
-            return found
-        if found is not None and (found[2] > count or _STOPPER.search(text, low, found[0])):
-            return found
-        width *= 4
+    return min(len(text), later + 2)
+
+
+def _may_be_cut(text: bytes | bytearray, low: int, start: int) -> bool:
+    """Whether a run found at ``start`` in a window from ``low`` may reach past the window."""
+    return _MAY_BE_CUT.fullmatch(text, low, start) is not None
 
 
 def _last_run_between(
     text: bytes | bytearray, low: int, end: int, count: int
 ) -> tuple[int, int, int] | None:
-    """The last run of two or more numbers in ``text[low:end]``, matched piece by piece (a
-    lone number is skipped by the regex engine, not by a Python loop)."""
-    chain: tuple[int, int, int] | None = None  # the run being followed
-    for piece in _pieces(count).finditer(text, low, end):
-        numbers = _count_tokens(piece.group())
-        if chain is not None and _SEPARATORS.fullmatch(text, chain[1], piece.start()):
-            chain = (chain[0], piece.end(), min(chain[2] + numbers, count + 1))
-        else:
-            chain = (piece.start(), piece.end(), numbers)
-    if chain is None:
+    """The last run of two or more numbers in ``text[low:end]``, matched in pieces of up to
+    ``count + 1`` numbers by the regex engine, which keeps only the last two: a piece is
+    followed by more of its run only when it is full, so a run of two pieces is too long
+    already (and is then known by its end, its start being of no use)."""
+    last = collections.deque(_pieces(count).finditer(text, low, end), maxlen=2)
+    if not last:
         return None
+    piece = last[-1]
+    run = (piece.start(), piece.end(), _count_tokens(piece.group()))
+    if len(last) == 2 and _SEPARATORS.fullmatch(text, last[0].end(), piece.start()):
+        run = (last[0].start(), piece.end(), count + 1)
     # Pieces hold two numbers or more: a run's one number left over after its last full
     # piece is matched here.
-    leftover = _ONE_MORE.match(text, chain[1], end)
+    leftover = _ONE_MORE.match(text, run[1], end)
     if leftover is not None:
-        chain = (chain[0], leftover.end(), min(chain[2] + 1, count + 1))
-    return chain
+        run = (run[0], leftover.end(), min(run[2] + 1, count + 1))
+    return run
 
 
 @functools.lru_cache(maxsize=64)

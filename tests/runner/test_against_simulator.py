@@ -174,8 +174,11 @@ def test_under_a_429_storm_everything_completes_and_the_client_settles_within_th
     small_cohort: Cohort, small_root: DataRoot, cache: VariantCache, headers: bool
 ) -> None:
     limit = 1200.0  # 20 per second, a bucket of 4
+    # Answers take 0.2-0.3 s, so the client, configured far above the server, sends more than
+    # the bucket holds before the first answer can teach it the limit: a storm however busy
+    # the machine (with answers in 10-20 ms, a slow client could learn the limit first).
     faults = Faults(
-        requests_per_minute=limit, burst=4, retry_after="ms", latency_s=(0.01, 0.02),
+        requests_per_minute=limit, burst=4, retry_after="ms", latency_s=(0.2, 0.3),
         ratelimit_headers=headers,
     )  # fmt: skip
     sim = Simulator(small_cohort, small_root.images, cache, SimSpec(behaviour=CLEAN, faults=faults))

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring import _brackets, _parse, parse_answer, parse_box, parse_list
+from scoring import _brackets, _numbers, _pairs, parse_answer, parse_box, parse_list
+from scoring._parse import ParsedList
 from tests.scoring import reference_parse
 
 # --- the rule, case by case -----------------------------------------------------------------
@@ -121,6 +123,50 @@ def test_a_megabyte_of_numbers_is_refused_without_matching_it_whole() -> None:
     finally:
         tracemalloc.stop()
     assert peak < 8 * len(text), f"{peak / 1e6:.1f} MB for {len(text) / 1e6:.1f} MB"
+
+
+def _python_calls(parse: Callable[[], object]) -> int:
+    """How many Python functions and builtins ``parse`` calls: a step per group, per number or
+    per run of a long answer would show as tens of thousands."""
+    calls = 0
+
+    def count(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        calls += event in ("call", "c_call")
+
+    sys.setprofile(count)
+    try:
+        parse()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Ranges leave runs of two ("20, 30") with only characters of numbers between them.
+        ("10-20, 30-40, " * 50_000, (20, 30)),
+        # Groups of nothing but what lists are made of, none a list, after the list.
+        ("[1, 2] " + "[n] [1-2] [1.2.3] [e 1] " * 20_000, (1, 2)),
+        # Runs, half a megabyte of no pair, then a pair of tokens that are no numbers.
+        ("1 2 x " * 50_000 + "z" * 500_000 + " a1 2b", (1, 2)),
+        ("1 2 a " + "1 a " * 100_000, (1, 2)),
+        ("[1, 2] " + "[x] " * 100_000, (1, 2)),
+        ("[" + "1, " * 200_000 + "2]", None),
+        ("1 2 " + "[" * 200_000 + "]" * 200_000, (1, 2)),
+    ],
+    ids=["ranges", "groups-like-lists", "false-pair", "lone", "groups", "long-list", "nested"],
+)
+def test_a_long_answer_is_read_in_few_python_steps(
+    text: str, expected: tuple[float, ...] | None
+) -> None:
+    # Counted, not timed: each of these once took a Python step per group or per run.
+    parse_list("1 2", 2)  # its patterns compiled, which takes Python steps of its own
+    parsed: list[ParsedList | None] = []
+    calls = _python_calls(lambda: parsed.append(parse_list(text, 2)))
+    assert (parsed[0] and parsed[0].values) == expected
+    assert calls < 5_000, f"{calls:,} Python calls for {len(text):,} characters"
 
 
 def test_a_megabyte_of_prose_with_a_list_at_the_end() -> None:
@@ -320,12 +366,15 @@ def test_the_bounded_parser_agrees_with_the_reference_on_groups_side_by_side(
 
 @contextlib.contextmanager
 def _small_chunks() -> Iterator[None]:
-    """Brackets paired 8 offsets at a time, groups looked for from 8 offsets at the end: every
-    carry from one chunk or window to the next is exercised by texts of a few dozen characters."""
+    """Brackets paired and pairs looked for 8 offsets at a time, groups from 8 offsets at the
+    end, and a long list read 8 characters at a time: every carry from one chunk or window to
+    the next is exercised by texts of a few dozen characters."""
     with (
         mock.patch.object(_brackets, "CHUNK", 8),
-        mock.patch.object(_parse, "CHUNK", 8),
         mock.patch.object(_brackets, "_FIRST_WINDOW", 8),
+        mock.patch.object(_brackets, "_LAST_WINDOW", 32),
+        mock.patch.object(_pairs, "CHUNK", 8),
+        mock.patch.object(_numbers, "CHUNK", 8),
     ):
         yield
 
@@ -355,6 +404,9 @@ def test_the_bounded_parser_agrees_with_the_reference_in_chunks_of_eight(
         "1 2 3 4 " + "1 a " * 3000 + "[5 6]",  # lone numbers, then a list
         "5 6 [7 8] 9 0x",  # the last pair's number is no number: the run before it counts
         "[1][2] 3 4",  # one group ends where the next begins, then a run
+        "10-20, 30-40, " * 1000,  # runs of two, nothing but characters of numbers between
+        "[1 2 3 4] " + "[n] [1-2] [1.2.3] [e 1] " * 500,  # groups of the alphabet, no lists
+        "[1 2] " + "{3 4} " * 2000,  # braces, which lists are found by, in the text itself
     ],
     ids=[
         "run-far-before",
@@ -369,6 +421,9 @@ def test_the_bounded_parser_agrees_with_the_reference_in_chunks_of_eight(
         "lone-numbers",
         "pair-touching",
         "groups-touching",
+        "ranges",
+        "groups-like-lists",
+        "braces",
     ],
 )
 def test_the_bounded_parser_agrees_with_the_reference_at_the_window_edges(text: str) -> None:
@@ -385,9 +440,12 @@ def test_the_bounded_parser_agrees_with_the_reference_at_the_window_edges(text: 
         "word 12, " * (1 << 19) + "[1, 2, 3, 4]",
         "[x] " * (1 << 20),  # a million groups, none a list
         "1 a " * (1 << 20),  # a million lone numbers
+        "[" + "[123, 456], " * 350_000 + "[1, 2]]",  # one list of 700,000 numbers
+        "[n] [1-2] [1.2.3] [e 1] " * 175_000,  # 700,000 groups of the list alphabet, no list
     ],
-    ids=["one-long-run", "nested", "never-closed", "prose-then-list", "no-lists", "lone"],
-)
+    ids=["one-long-run", "nested", "never-closed", "prose-then-list", "no-lists", "lone",
+         "runaway-list", "groups-like-lists"],
+)  # fmt: skip
 def test_a_4_mb_answer_parses_in_little_memory(text: str) -> None:
     # Counted, not timed: the reference parser's regex engine took 1.3 GB for the first one.
     tracemalloc.start()
@@ -396,4 +454,4 @@ def test_a_4_mb_answer_parses_in_little_memory(text: str) -> None:
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak < 4 * len(text) + (16 << 20), f"{peak / 1e6:.0f} MB for {len(text) / 1e6:.0f} MB"
+    assert peak < 2 * len(text) + (4 << 20), f"{peak / 1e6:.0f} MB for {len(text) / 1e6:.0f} MB"

@@ -1,0 +1,94 @@
+"""Where the last two number-like tokens stand apart in an answer, found from the end a chunk
+at a time.
+
+Every explicit run of numbers holds such a pair: one token's last character (a digit, a point,
+or the n, f or y of nan, inf, infinity), separators only, and the next token's first (a sign,
+digit, point, n or i). The parser searches for runs only up to the last pair, so finding it
+must cost little however long the answer: one translation of each chunk to character kinds
+(in C), and a few numpy operations on the chunks that hold a candidate, from the last chunk
+back to the first that holds a pair.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+CHUNK = 1 << 16  # offsets looked at at once
+
+_SEPARATES, _ENDS, _STARTS = 1, 2, 4  # bits of a byte's kind
+
+
+def _kinds_table() -> bytes:
+    classes = (
+        (_SEPARATES, rb"[\s,;()]"),  # the parser's separators
+        (_ENDS, rb"[0-9.nNfFyY]"),
+        (_STARTS, rb"[+\-0-9.nNiI]"),
+    )
+    kinds = bytearray(256)
+    for code in range(256):
+        for bit, pattern in classes:
+            if re.fullmatch(pattern, bytes([code])):
+                kinds[code] |= bit
+    return bytes(kinds)
+
+
+_KINDS = _kinds_table()
+
+
+def last_pair(text: bytes | bytearray, before: int | None = None) -> int | None:
+    """The offset where the later token of the last pair starts, if there is a pair; only
+    pairs whose later token starts before ``before`` (if given) are looked at.
+
+    >>> last_pair(b"x 1, 2 a 3")
+    5
+    >>> last_pair(b"x 1, 2 a 3", 5) is None
+    True
+    >>> last_pair(b"1 a 2") is None
+    True
+    """
+    end = len(text) if before is None else min(before, len(text))
+    while end > 1:
+        low = max(0, end - CHUNK)
+        kinds = np.frombuffer(text[low:end].translate(_KINDS), np.uint8)
+        found = _last_in_piece(text, low, kinds)
+        if found is not None:
+            return found
+        end = low + 1  # the next piece ends with this one's first offset, which it can start
+    return None
+
+
+def _last_in_piece(text: bytes | bytearray, low: int, kinds: np.ndarray) -> int | None:
+    """The last pair whose later token starts in ``kinds[1:]`` (the piece at ``low``)."""
+    separates = (kinds & _SEPARATES).view(np.bool_)
+    # A later token starts right after a separator: one candidate per stretch of separators.
+    later = np.flatnonzero(((kinds[1:] & _STARTS) != 0) & separates[:-1]) + 1
+    if later.size == 0:
+        return None
+    # The stretch before each candidate begins after the last character that separates
+    # nothing: the earlier token's last character, if it may end a number.
+    stretches = np.flatnonzero(separates[1:] & ~separates[:-1]) + 1
+    which = np.searchsorted(stretches, later - 1, side="right") - 1
+    inside = which >= 0
+    ends = np.zeros(later.size, np.bool_)
+    ends[inside] = (kinds[stretches[which[inside]] - 1] & _ENDS) != 0
+    if ends.any():
+        return low + int(later[np.flatnonzero(ends)[-1]])
+    if inside.all():
+        return None
+    # The first candidate's stretch reaches back to the piece's start and perhaps beyond.
+    before = _last_non_separator(text, low + int(later[0]) - 1)
+    return low + int(later[0]) if before is not None and _KINDS[text[before]] & _ENDS else None
+
+
+def _last_non_separator(text: bytes | bytearray, end: int) -> int | None:
+    """The last offset before ``end`` of a character that is no separator."""
+    while end > 0:
+        low = max(0, end - CHUNK)
+        kinds = np.frombuffer(text[low:end].translate(_KINDS), np.uint8)
+        others = np.flatnonzero((kinds & _SEPARATES) == 0)
+        if others.size:
+            return low + int(others[-1])
+        end = low
+    return None
