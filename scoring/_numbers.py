@@ -166,9 +166,9 @@ def _tokens(text: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     firsts = np.flatnonzero(token & ~before)
     lengths = np.flatnonzero(token & ~after) - firsts + 1
     del token, before, after
-    state = np.full(firsts.size, _START, np.uint8)
-    going = np.arange(firsts.size)
-    for step in range(_LOCKSTEP):
+    state = _MOVE[_START][kinds[firsts]]  # every token's first character at once
+    going = np.flatnonzero(lengths > 1)
+    for step in range(1, _LOCKSTEP):
         if going.size == 0:
             break
         state[going] = _MOVE[state[going], kinds[firsts[going] + step]]

@@ -293,9 +293,10 @@ def _holds_a_number(text: bytes | bytearray) -> bool:
 def _pair_end(text: bytes | bytearray, later: int) -> int:
     """Where a run looked for up to the pair whose later token starts at ``later`` ends."""
     later += len(_NUMBER_CHARACTERS.match(text, later)[0])  # type: ignore[index]  # matches empty
-    # Two characters more, so that the number's look-ahead (no word character, no point and
-    # digit after it) sees what follows it; they cannot hold another pair.
-    return min(len(text), later + 2)
+    # One character more, so that the look-ahead of a number ending there (no word character,
+    # no point and digit after it) sees it. It is no character of a number, so no number is
+    # cut: a wider end could cut one, which the look-ahead would then take for whole.
+    return min(len(text), later + 1)
 
 
 def _may_be_cut(text: bytes | bytearray, low: int, start: int) -> bool:

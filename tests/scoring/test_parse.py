@@ -406,7 +406,8 @@ def test_the_bounded_parser_agrees_with_the_reference_in_chunks_of_eight(
         "[1][2] 3 4",  # one group ends where the next begins, then a run
         "10-20, 30-40, " * 1000,  # runs of two, nothing but characters of numbers between
         "[1 2 3 4] " + "[n] [1-2] [1.2.3] [e 1] " * 500,  # groups of the alphabet, no lists
-        "[1 2] " + "{3 4} " * 2000,  # braces, which lists are found by, in the text itself
+        "[1 2] " + "{3 4} " * 2000,  # braces, once how lists were found, in the text itself
+        "-10 0nan" * 600,  # a window ending two past a pair cut the next "0nan" to "0"
     ],
     ids=[
         "run-far-before",
@@ -424,6 +425,7 @@ def test_the_bounded_parser_agrees_with_the_reference_in_chunks_of_eight(
         "ranges",
         "groups-like-lists",
         "braces",
+        "cut-number",
     ],
 )
 def test_the_bounded_parser_agrees_with_the_reference_at_the_window_edges(text: str) -> None:
