@@ -25,11 +25,14 @@ BARE_NUMBER = (
     r"|(?:[nN][aA][nN]|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?))"
 )
 _NUMBER = re.compile(BARE_NUMBER.encode("ascii"))
-_APART = re.compile(rb"[\s,;()\[\]]")  # what separates tokens
+# What stands between numbers: in an explicit run, separators; in a bracketed list, brackets too.
+SEPARATOR = r"[\s,;()]"
+SEPARATOR_OR_BRACKET = r"[\s,;()\[\]]"
+_APART = re.compile(SEPARATOR_OR_BRACKET.encode("ascii"))  # what separates tokens
 
 # Character classes, the automaton's alphabet.
 _CLASSES = (
-    rb"[\s,;()\[\]]", rb"[+-]", rb"[0-9]", rb"[.]", rb"[eE]", rb"[nN]",
+    SEPARATOR_OR_BRACKET.encode("ascii"), rb"[+-]", rb"[0-9]", rb"[.]", rb"[eE]", rb"[nN]",
     rb"[aA]", rb"[iI]", rb"[fF]", rb"[tT]", rb"[yY]",
 )  # fmt: skip
 _APART_CLASS, _SIGN, _DIGIT, _POINT, _E, _N, _A, _I, _F, _T, _Y = range(len(_CLASSES))
@@ -105,6 +108,7 @@ def last_list(text: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[int, i
     group, numbers = group[inside], numbers[inside]
     tokens = np.bincount(group, minlength=starts.size)
     others = np.bincount(group[~numbers], minlength=starts.size)  # tokens that are no number
+    # A group with no number (a Markdown "[ ]", a "[sic]") is no list (decided).
     lists = np.flatnonzero((tokens > 0) & (others == 0))
     return (int(lists[-1]), int(tokens[lists[-1]])) if lists.size else None
 

@@ -15,6 +15,8 @@ import re
 
 import numpy as np
 
+from scoring._numbers import SEPARATOR
+
 CHUNK = 1 << 16  # offsets looked at at once
 
 _SEPARATES, _ENDS, _STARTS = 1, 2, 4  # bits of a byte's kind
@@ -22,7 +24,7 @@ _SEPARATES, _ENDS, _STARTS = 1, 2, 4  # bits of a byte's kind
 
 def _kinds_table() -> bytes:
     classes = (
-        (_SEPARATES, rb"[\s,;()]"),  # the parser's separators
+        (_SEPARATES, SEPARATOR.encode("ascii")),
         (_ENDS, rb"[0-9.nNfFyY]"),
         (_STARTS, rb"[+\-0-9.nNiI]"),
     )

@@ -45,14 +45,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from scoring._brackets import groups_from_end, outermost_groups
-from scoring._numbers import BARE_NUMBER, last_list, list_numbers
+from scoring._numbers import (
+    BARE_NUMBER,
+    SEPARATOR,
+    SEPARATOR_OR_BRACKET,
+    last_list,
+    list_numbers,
+)
 from scoring._pairs import last_pair
 
 # A number standing apart from letters and points (a full stop may follow it).
 _NUMBER_PATTERN = rf"(?<![\w.]){BARE_NUMBER}(?!\w|\.[0-9])"
-_SEPARATOR = r"[\s,;()]"
-_SEPARATOR_OR_BRACKET = r"[\s,;()\[\]]"
-_SPLIT = re.compile(rf"{_SEPARATOR_OR_BRACKET}+")
+_SPLIT = re.compile(rf"{SEPARATOR_OR_BRACKET}+")
 _NOT_INTEGER = re.compile(r"[.eE]")
 
 
@@ -61,18 +65,19 @@ def _on_bytes(pattern: str) -> re.Pattern[bytes]:
     return re.compile(pattern.encode("ascii"))
 
 
-_SEPARATORS = _on_bytes(rf"{_SEPARATOR}+")
-_SPLIT_BYTES = _on_bytes(rf"{_SEPARATOR_OR_BRACKET}+")
+_SEPARATORS = _on_bytes(rf"{SEPARATOR}+")
+_SPLIT_BYTES = _on_bytes(rf"{SEPARATOR_OR_BRACKET}+")
 # The characters of numbers: digits, signs, points, exponents, nan / inf / infinity.
-_NUMBER_CHARACTERS = _on_bytes(r"[0-9+\-.eEnNaAiIfFtTyY]*")
+_NUMBER_CHARACTER = r"[0-9+\-.eEnNaAiIfFtTyY]"
+_NUMBER_CHARACTERS = _on_bytes(rf"{_NUMBER_CHARACTER}*")
 # What lies between a window's left edge and the run found in it when the run reaches past the
 # edge: the end of a number the edge cut, and separators. Anything else, and the run is whole.
-_MAY_BE_CUT = _on_bytes(rf"[0-9+\-.eEnNaAiIfFtTyY]*{_SEPARATOR}*")
+_MAY_BE_CUT = _on_bytes(rf"{_NUMBER_CHARACTER}*{SEPARATOR}*")
 # Every number holds one of these; the rest of the bytes, deleted, leave nothing in a text of
 # no number.
 _NO_NUMBER_IN = bytes(sorted(set(range(256)) - set(b"0123456789nNiI")))
 _TAIL = 4096  # characters of the first window a run is looked for in
-_ONE_MORE = _on_bytes(rf"{_SEPARATOR}+{_NUMBER_PATTERN}")
+_ONE_MORE = _on_bytes(rf"{SEPARATOR}+{_NUMBER_PATTERN}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,7 +335,7 @@ def _last_run_between(
 def _pieces(count: int) -> re.Pattern[bytes]:
     """Two to ``count + 1`` numbers apart: a longer run is several pieces with only separators
     between them, so no match (and no memory of the regex engine) grows with the run."""
-    return _on_bytes(rf"{_NUMBER_PATTERN}(?:{_SEPARATOR}+{_NUMBER_PATTERN}){{1,{count}}}")
+    return _on_bytes(rf"{_NUMBER_PATTERN}(?:{SEPARATOR}+{_NUMBER_PATTERN}){{1,{count}}}")
 
 
 def _tokens(span: str) -> list[str]:
