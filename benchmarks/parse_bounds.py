@@ -33,6 +33,7 @@ def _texts(size: int) -> dict[str, str]:
         "prose, then a list": "word 12, " * (size // 9) + "[1, 2, 3, 4]",
         "lists, the last at the end": "[1, 2] " * (size // 7),
         "one list, runaway": "[" + "[123, 456], " * (size // 12) + "[1, 2]]",
+        "a list of long numbers": "[" + ("0." + "3" * 70 + ", ") * (size // 74) + "2]",
         "groups that are no lists": "[x] " * (size // 4),
         "groups of numbers and words": "[1 x] " * (size // 6),
         "groups like lists, no lists": "[n] [1-2] [1.2.3] [e 1] " * (size // 24),

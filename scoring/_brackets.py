@@ -10,22 +10,25 @@ formula). Then:
 - of the groups open at a point, those never closed are the bottom ones, and there are as many
   as the lowest depth from that point to the end;
 
-so, with *g* the depth after a bracket less the lowest depth from it on, a ``[`` opens an
-outermost group where g is 1, a falling ``]`` closes one where g is 0, and a character lies
-in a group where the depth at it is above the lowest depth from it on.
+so a group that is closed later is open after a character exactly where the depth there is
+above the lowest depth from there on. That difference moves by at most one at a bracket (a
+``[`` never closed leaves it at 0), so an outermost group opens where it leaves 0 and closes
+where it returns, and the group's characters are those where it is above 0 after them or
+before them (its ``]``).
 
 That takes two passes over the text, a chunk of ``CHUNK`` offsets at a time:
 
 1. the running figures (the total and its lowest value) before each chunk, and the lowest depth
-   in each: counts at memchr speed, and one cumulative sum where a chunk holds both brackets;
+   in each: a search at memchr speed, and one cumulative sum where a chunk holds both
+   brackets (a count where it holds one kind);
 2. with the lowest depth of the chunks after each known, the depths again, the lowest from each
    bracket on, the groups' brackets as two bitmaps, and every group written over in the text
    itself (the parser's own copy, one byte a character).
 
 What is kept between the passes is a few figures per chunk, and the sums a pass fills are
 buffers of one chunk, reused (a fresh array of a chunk is fresh pages, which cost more to fault
-in than the sums): memory is the bitmaps and about a megabyte, however many brackets the
-answer holds.
+in than the sums): memory is the bitmaps and about a megabyte and a half, however many
+brackets the answer holds.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import numpy as np
 
 CHUNK = 1 << 16  # offsets a pass holds at once; a multiple of 8, as bitmaps are packed
 _FIRST_WINDOW = 4096  # offsets of the first window groups are looked for in, from the end
-_LAST_WINDOW = 1 << 15  # and of the widest, so that a window's arrays stay small
+_LAST_WINDOW = 1 << 17  # and of the widest, so that a window's arrays stay small
 _BLOT = ord("?")  # no number or separator, and no number may touch it: as a bracket
 _NEVER = np.iinfo(np.int64).max  # the lowest depth of a chunk with no bracket
 
@@ -75,10 +78,14 @@ class _Buffers:
     def __init__(self) -> None:
         self.depth = np.empty(CHUNK, np.int64)
         self.lowest = np.empty(CHUNK, np.int64)
-        self.falls = np.empty(CHUNK, np.bool_)
         self.mask = np.empty(CHUNK, np.bool_)
         self.other = np.empty(CHUNK, np.bool_)
         self.steps = np.empty(CHUNK, np.int8)
+        self.open = np.empty(CHUNK + 1, np.bool_)  # before each offset, and after the last
+        self.opens = np.empty(CHUNK, np.bool_)
+        self.closes = np.empty(CHUNK, np.bool_)
+        self.blot = np.empty(CHUNK, np.uint8)
+        self.flip = np.empty(CHUNK, np.uint8)
 
 
 def outermost_groups(text: bytearray) -> Groups:
@@ -105,9 +112,12 @@ def groups_from_end(groups: Groups, size: int) -> Iterator[tuple[np.ndarray, np.
         closes = _set_bits(groups.closes, low, high)
         if closes.size and (opens.size == 0 or closes[0] < opens[0]):
             # The first group of the window began before it: its "[" is the last one before.
-            yield opens, closes[1:] + 1
             begun = _last_set_bit(groups.opens, low)
-            yield np.array([begun]), closes[:1] + 1
+            if low - begun <= width:  # read with the others, at most doubling the window
+                yield np.concatenate(([begun], opens)), closes + 1
+            else:  # perhaps of millions of characters: read on its own
+                yield opens, closes[1:] + 1
+                yield np.array([begun]), closes[:1] + 1
             high = begun
         else:
             yield opens, closes + 1
@@ -134,37 +144,40 @@ def _steps(codes: np.ndarray, start: int, end: int, buffers: _Buffers) -> np.nda
 def _first_pass(
     text: bytearray, codes: np.ndarray, buffers: _Buffers
 ) -> tuple[list[_Running], list[int]]:
-    """Pass 1: the running figures before each chunk, and the lowest depth after a bracket
-    of each chunk (``_NEVER`` where it has none)."""
+    """Pass 1: the running figures before each chunk and after the last, and the lowest depth
+    after a bracket of each chunk (``_NEVER`` where it has none)."""
     before: list[_Running] = []
     lowest_in: list[int] = []
     running = _Running(0, 0)
     for start, end in _chunks(text):
         before.append(running)
-        opens, closes = text.count(b"[", start, end), text.count(b"]", start, end)
-        if opens + closes == 0:
+        totals = _chunk_totals(text, codes, start, end, buffers)
+        if totals is None:
             lowest_in.append(_NEVER)
             continue
-        least = _least_total(codes, start, end, opens, closes, buffers)
-        lowest_in.append(max(0, least + running.total - running.lowest))
-        running = _Running(
-            running.total + opens - closes, min(running.lowest, running.total + least)
-        )
+        change, least = totals
+        lowest_in.append(max(0, least + running.depth))
+        running = _Running(running.total + change, min(running.lowest, running.total + least))
+    before.append(running)
     return before, lowest_in
 
 
-def _least_total(
-    codes: np.ndarray, start: int, end: int, opens: int, closes: int, buffers: _Buffers
-) -> int:
-    """The lowest total of the chunk, counted from its start: after a bracket, or 0 where it
-    is lower (the total before the chunk's first bracket, which some depth before it repeats,
-    so that it lowers no depth nor any lowest depth from a point on)."""
-    if closes == 0:
-        return 1
-    if opens == 0:
-        return -closes
+def _chunk_totals(
+    text: bytearray, codes: np.ndarray, start: int, end: int, buffers: _Buffers
+) -> tuple[int, int] | None:
+    """The chunk's total of ``[`` less ``]``, and its lowest total counted from its start:
+    after a bracket, or 0 where it is lower (the total before the chunk's first bracket, which
+    some depth before it repeats, so that it lowers no depth nor any lowest depth from a point
+    on); ``None`` where it holds no bracket."""
+    opens, closes = text.find(b"[", start, end) >= 0, text.find(b"]", start, end) >= 0
+    if not closes:
+        return (text.count(b"[", start, end), 1) if opens else None
+    if not opens:
+        change = -text.count(b"]", start, end)
+        return change, change
     steps = _steps(codes, start, end, buffers)
-    return int(np.cumsum(steps, dtype=np.int64, out=buffers.depth[: steps.size]).min())
+    totals = np.cumsum(steps, dtype=np.int64, out=buffers.depth[: steps.size])
+    return int(totals[-1]), int(totals.min())
 
 
 def _lowest_after(lowest_in: list[int]) -> list[int]:
@@ -194,37 +207,62 @@ def _second_pass(
             if lowest_after[k] < before[k].depth:  # the chunk lies in a group
                 codes[start:end] = _BLOT
             continue
-        first, last, inside = _chunk_groups(
-            _steps(codes, start, end, buffers), before[k], lowest_after[k], buffers
+        opened, closed, inside = _chunk_groups(
+            _steps(codes, start, end, buffers), before[k], before[k + 1], lowest_after[k], buffers
         )
         bits = slice(start // 8, (end + 7) // 8)
-        opens[bits], closes[bits] = np.packbits(first), np.packbits(last)
-        np.putmask(codes[start:end], inside, _BLOT)
+        opens[bits], closes[bits] = np.packbits(opened), np.packbits(closed)
+        _blot(codes[start:end], inside, buffers)
     return Groups(opens, closes)
 
 
 def _chunk_groups(
-    steps: np.ndarray, running: _Running, lowest_after: int, buffers: _Buffers
+    steps: np.ndarray, running: _Running, then: _Running, lowest_after: int, buffers: _Buffers
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per offset of a chunk: a ``[`` that opens an outermost group, a ``]`` that closes one,
-    and a character in one."""
+    and a character in one (``running`` and ``then`` the figures before and after the
+    chunk)."""
     size = steps.size
-    depth = np.cumsum(steps, dtype=np.int64, out=buffers.depth[:size])
-    depth += running.total
-    floor = np.minimum.accumulate(depth, out=buffers.lowest[:size])
-    np.minimum(floor, running.lowest, out=floor)
-    depth -= floor  # reflected at zero: the depth after each offset
-    falls = buffers.falls[:size]
-    np.less(depth[1:], depth[:-1], out=falls[1:])
-    falls[0] = depth[0] < running.depth
+    depth = np.cumsum(steps, dtype=np.int64, out=buffers.depth[:size])  # the total, from 0
+    if then.lowest == running.lowest:  # the total never falls below its lowest before
+        depth += running.depth  # reflected at zero: the depth after each offset
+    else:
+        floor = np.minimum.accumulate(depth, out=buffers.lowest[:size])  # the lowest, from 0
+        _cap_falling(floor, running.lowest - running.total)  # or the lowest before
+        depth -= floor  # reflected at zero
     lowest_on = np.minimum.accumulate(depth[::-1], out=buffers.lowest[:size][::-1])[::-1]
-    np.minimum(lowest_on, lowest_after, out=lowest_on)
-    g = np.subtract(depth, lowest_on, out=depth)
-    first = (g == 1) & (steps == 1)
-    falls &= g == 0  # the last of a group: the depth falls to the lowest from there on
-    inside = np.greater(g, 0, out=buffers.mask[:size])
-    inside |= falls
-    return first, falls, inside
+    _cap_rising(lowest_on, lowest_after)
+    is_open = buffers.open[: size + 1]  # a group open before each offset, and after the last
+    np.greater(depth, lowest_on, out=is_open[1:])
+    is_open[0] = running.depth > lowest_on[0]
+    was, now = is_open[:-1], is_open[1:]
+    opened = np.greater(now, was, out=buffers.opens[:size])
+    closed = np.less(now, was, out=buffers.closes[:size])
+    inside = np.logical_or(now, was, out=buffers.mask[:size])
+    return opened, closed, inside
+
+
+def _cap_falling(values: np.ndarray, cap: int) -> None:
+    """``values`` (never rising) capped at ``cap`` in place: those above it are a prefix (a
+    pass of comparisons and a fill, where ``np.minimum`` on int64 is several times slower)."""
+    above = int(np.argmin(values > cap)) if values[-1] <= cap else values.size
+    values[:above] = cap
+
+
+def _cap_rising(values: np.ndarray, cap: int) -> None:
+    """``values`` (never falling) capped at ``cap`` in place: those above it are a suffix."""
+    if values[-1] > cap:
+        values[int(np.argmax(values > cap)) :] = cap
+
+
+def _blot(piece: np.ndarray, inside: np.ndarray, buffers: _Buffers) -> None:
+    """Write ``_BLOT`` over ``piece`` where ``inside``, without a branch per character (a mask
+    of scattered groups defeats the branch predictor that ``putmask`` relies on)."""
+    size = piece.size
+    mask = np.negative(inside.view(np.uint8), out=buffers.blot[:size])  # 0xFF inside, else 0
+    flip = np.bitwise_xor(piece, _BLOT, out=buffers.flip[:size])
+    flip &= mask
+    piece ^= flip  # inside: the byte, then the byte and _BLOT, cancelled to _BLOT
 
 
 def _set_bits(bitmap: np.ndarray, low: int, high: int) -> np.ndarray:

@@ -64,24 +64,28 @@ def last_pair(text: bytes | bytearray, before: int | None = None) -> int | None:
 def _last_in_piece(text: bytes | bytearray, low: int, kinds: np.ndarray) -> int | None:
     """The last pair whose later token starts in ``kinds[1:]`` (the piece at ``low``)."""
     separates = (kinds & _SEPARATES).view(np.bool_)
-    # A later token starts right after a separator: one candidate per stretch of separators.
-    later = np.flatnonzero(((kinds[1:] & _STARTS) != 0) & separates[:-1]) + 1
-    if later.size == 0:
+    if not (((kinds[1:] & _STARTS) != 0) & separates[:-1]).any():
+        return None  # no token that could be a later one starts after a separator
+    # The stretches of separators, the k-th start with the k-th end; a later token starts
+    # right after the end of one, and the earlier token ends right before its start.
+    ends = np.flatnonzero(separates[:-1] > separates[1:])  # of those the piece does not end in
+    later = (np.take(kinds, ends + 1) & _STARTS) != 0
+    starts = np.flatnonzero(separates[1:] > separates[:-1]) + 1
+    reaching = bool(separates[0])  # the first stretch reaches back to the piece's start
+    if reaching:
+        first_end, first_later = int(ends[0]), bool(later[0])
+        ends, later = ends[1:], later[1:]
+    starts = starts[: ends.size]
+    pairs = later & ((np.take(kinds, starts - 1) & _ENDS) != 0)
+    if pairs.any():
+        return low + int(ends[np.flatnonzero(pairs)[-1]]) + 1
+    if not (reaching and first_later):
         return None
-    # The stretch before each candidate begins after the last character that separates
-    # nothing: the earlier token's last character, if it may end a number.
-    stretches = np.flatnonzero(separates[1:] & ~separates[:-1]) + 1
-    which = np.searchsorted(stretches, later - 1, side="right") - 1
-    inside = which >= 0
-    ends = np.zeros(later.size, np.bool_)
-    ends[inside] = (kinds[stretches[which[inside]] - 1] & _ENDS) != 0
-    if ends.any():
-        return low + int(later[np.flatnonzero(ends)[-1]])
-    if inside.all():
+    # The first stretch may reach back past the piece's start: its earlier token is before.
+    before = _last_non_separator(text, low)
+    if before is None or not _KINDS[text[before]] & _ENDS:
         return None
-    # The first candidate's stretch reaches back to the piece's start and perhaps beyond.
-    before = _last_non_separator(text, low + int(later[0]) - 1)
-    return low + int(later[0]) if before is not None and _KINDS[text[before]] & _ENDS else None
+    return low + first_end + 1
 
 
 def _last_non_separator(text: bytes | bytearray, end: int) -> int | None:

@@ -47,6 +47,7 @@ import numpy as np
 from scoring._brackets import groups_from_end, outermost_groups
 from scoring._numbers import (
     BARE_NUMBER,
+    CLASS_OF,
     SEPARATOR,
     SEPARATOR_OR_BRACKET,
     last_list,
@@ -186,35 +187,46 @@ def _last_list_group(
         return None
     if starts.size == 1:  # perhaps of millions of characters
         start, end = int(starts[0]) + 1, int(ends[0]) - 1
-        numbers = list_numbers(functools.partial(_alike_between, text), start, end)
+        numbers = list_numbers(functools.partial(_classes_between, text), start, end)
         return (start, end, min(numbers, count + 1)) if numbers else None
     low = int(starts[0])
-    stretch = bytes(_bytes_alike(text[low : int(ends[-1])]))
-    codes = np.frombuffer(stretch, np.uint8)
+    classes = _classes_between(text, low, int(ends[-1]))
+    kinds = np.frombuffer(classes, np.uint8)
     starts, ends = starts - low, ends - low
-    plausible = _MAY_BEGIN_CONTENT[codes[starts + 1]] & _MAY_END_CONTENT[codes[ends - 2]]
+    plausible = np.take(_MAY_BEGIN_CONTENT, np.take(kinds, starts + 1))
+    plausible &= np.take(_MAY_END_CONTENT, np.take(kinds, ends - 2))
     starts, ends = starts[plausible], ends[plausible]
-    found = last_list(stretch, starts, ends) if starts.size else None
+    found = last_list(classes, starts, ends) if starts.size else None
     if found is None:
         return None
     k, numbers = found
     return low + int(starts[k]) + 1, low + int(ends[k]) - 1, min(numbers, count + 1)
 
 
-def _alike_between(text: str, low: int, high: int) -> bytes:
-    return bytes(_bytes_alike(text[low:high]))
+def _classes_between(text: str, low: int, high: int) -> bytes:
+    """The classes of ``text[low:high]`` for the number syntax (``scoring._numbers``), one
+    byte a character."""
+    piece = text[low:high]
+    try:
+        return piece.encode("latin-1").translate(_LATIN_1_CLASS)
+    except UnicodeEncodeError:  # a space stays a space, any other wide character is no class
+        return bytes(_bytes_alike(piece)).translate(CLASS_OF)
 
 
-def _byte_table(pattern: str) -> np.ndarray:
-    """For each byte, whether the character class ``pattern`` matches it."""
+def _class_set(pattern: str) -> np.ndarray:
+    """For each class, whether the character class ``pattern`` matches its characters."""
     matches = _on_bytes(pattern)
-    return np.array([matches.fullmatch(bytes([b])) is not None for b in range(256)], np.bool_)
+    table = np.zeros(256, np.bool_)
+    for code in range(256):
+        if matches.fullmatch(bytes([code])):
+            table[CLASS_OF[code]] = True
+    return table
 
 
 # A list's content begins with a separator, a bracket or a number's first character, and ends
 # with one or a number's last (a digit, a point, or the n, f or y of nan, inf, infinity).
-_MAY_BEGIN_CONTENT = _byte_table(r"[\s,;()\[\]+\-0-9.nNiI]")
-_MAY_END_CONTENT = _byte_table(r"[\s,;()\[\]0-9.nNfFyY]")
+_MAY_BEGIN_CONTENT = _class_set(r"[\s,;()\[\]+\-0-9.nNiI]")
+_MAY_END_CONTENT = _class_set(r"[\s,;()\[\]0-9.nNfFyY]")
 
 
 def _bytes_alike(text: str) -> bytearray:
@@ -251,6 +263,7 @@ def _latin_1_alike() -> bytes:
 
 
 _LATIN_1_ALIKE = _latin_1_alike()
+_LATIN_1_CLASS = _LATIN_1_ALIKE.translate(CLASS_OF)
 _WIDE_SPACE = re.compile(r"[^\S\x00-\xff]")
 _WIDE_WORD = re.compile(r"[^\W\x00-\xff]")
 

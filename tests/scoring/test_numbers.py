@@ -19,7 +19,8 @@ _APART = re.compile(rb"[\s,;()\[\]]+")
 
 
 def _reader(text: bytes) -> _numbers.Reader:
-    return lambda low, high: text[low:high]
+    classes = text.translate(_numbers.CLASS_OF)
+    return lambda low, high: classes[low:high]
 
 
 def _by_pattern(content: bytes) -> int:
@@ -48,11 +49,31 @@ def test_the_numbers_read_in_numpy_are_those_the_pattern_finds(content: bytes) -
 @given(_CONTENTS, st.integers(0, 3))
 def test_pieces_and_long_tokens_change_nothing(content: bytes, margin: int) -> None:
     # Read four characters at a time (a token longer than that read on to its end), a token of
-    # more than two matched on its own, and from an offset in a longer text.
+    # more than one step's four characters followed run by run, and from an offset in a longer
+    # text.
     text = b"x" * margin + content + b"y" * margin
-    with mock.patch.object(_numbers, "CHUNK", 4), mock.patch.object(_numbers, "_LOCKSTEP", 2):
+    with mock.patch.object(_numbers, "CHUNK", 4), mock.patch.object(_numbers, "_STEPS", 1):
         found = _numbers.list_numbers(_reader(text), margin, margin + len(content))
     assert found == _by_pattern(content)
+
+
+# Long tokens: runs of digits of any length with the other characters of the syntax between
+# them, in any order, so that most are nearly numbers.
+_RUNS = st.lists(
+    st.one_of(
+        st.integers(1, 300).map(lambda n: b"7" * n),
+        st.sampled_from([b"+", b"-", b".", b"e", b"E", b"x", b"n", b"", b"1.5e+3"]),
+    ),
+    min_size=1,
+    max_size=8,
+).map(b"".join)
+
+
+@settings(max_examples=1_000)
+@given(st.lists(_RUNS, min_size=1, max_size=5))
+def test_long_tokens_are_followed_to_the_numbers_the_pattern_finds(tokens: list[bytes]) -> None:
+    content = b", ".join(tokens)
+    assert _numbers.list_numbers(_reader(content), 0, len(content)) == _by_pattern(content)
 
 
 def test_a_token_longer_than_a_piece_is_read_whole() -> None:

@@ -155,9 +155,12 @@ def _python_calls(parse: Callable[[], object]) -> int:
         ("[1, 2] " + "[x] " * 100_000, (1, 2)),
         ("[" + "1, " * 200_000 + "2]", None),
         ("1 2 " + "[" * 200_000 + "]" * 200_000, (1, 2)),
+        # A list of long decimals, each once matched by a pattern of its own.
+        ("[" + ("0." + "3" * 70 + ", ") * 10_000 + "2]", None),
     ],
-    ids=["ranges", "groups-like-lists", "false-pair", "lone", "groups", "long-list", "nested"],
-)
+    ids=["ranges", "groups-like-lists", "false-pair", "lone", "groups", "long-list", "nested",
+         "long-numbers"],
+)  # fmt: skip
 def test_a_long_answer_is_read_in_few_python_steps(
     text: str, expected: tuple[float, ...] | None
 ) -> None:
