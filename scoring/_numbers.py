@@ -30,6 +30,10 @@ BARE_NUMBER = (
 # What stands between numbers: in an explicit run, separators; in a bracketed list, brackets too.
 SEPARATOR = r"[\s,;()]"
 SEPARATOR_OR_BRACKET = r"[\s,;()\[\]]"
+# The characters a number may begin with (a sign, digit, point, or the n or i of nan, inf,
+# infinity) and end with (a digit, point, or the n, f or y).
+NUMBER_FIRST = r"[+\-0-9.nNiI]"
+NUMBER_LAST = r"[0-9.nNfFyY]"
 
 # Character classes, the automaton's alphabet.
 _CLASSES = (
@@ -122,16 +126,13 @@ _STEP_ACCEPTS = np.concatenate((_ACCEPTS, _ACCEPTS))  # a state after a step: a 
 
 def last_list(classes: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[int, int] | None:
     """Of the outermost groups whose brackets are at ``starts`` and ``ends - 1`` (in order),
-    the index of the last that is a bracketed list, and how many numbers it holds.
+    the index of the last that is a bracketed list, and how many numbers it holds. The groups
+    are a window's, read at once; one group of any length is read by ``list_numbers``.
 
     >>> classes = b"[1, 2] [3 x] [4]".translate(CLASS_OF)
     >>> last_list(classes, np.array([0, 7, 13]), np.array([6, 12, 16]))
     (2, 1)
     """
-    if starts.size == 1:  # perhaps of millions of characters: read in pieces
-        start, end = int(starts[0]) + 1, int(ends[0]) - 1
-        count = list_numbers(lambda low, high: classes[low:high], start, end)
-        return (0, count) if count else None
     low = int(starts[0])
     begins, numbers = _tokens(classes[low : int(ends[-1])])
     # How many tokens begin before each offset, and how many of the first k are no number:

@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 
-from scoring._numbers import SEPARATOR
+from scoring._numbers import NUMBER_FIRST, NUMBER_LAST, SEPARATOR
 
 CHUNK = 1 << 16  # offsets looked at at once
 
@@ -25,8 +25,8 @@ _SEPARATES, _ENDS, _STARTS = 1, 2, 4  # bits of a byte's kind
 def _kinds_table() -> bytes:
     classes = (
         (_SEPARATES, SEPARATOR.encode("ascii")),
-        (_ENDS, rb"[0-9.nNfFyY]"),
-        (_STARTS, rb"[+\-0-9.nNiI]"),
+        (_ENDS, NUMBER_LAST.encode("ascii")),
+        (_STARTS, NUMBER_FIRST.encode("ascii")),
     )
     kinds = bytearray(256)
     for code in range(256):

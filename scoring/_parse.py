@@ -48,6 +48,8 @@ from scoring._brackets import groups_from_end, outermost_groups
 from scoring._numbers import (
     BARE_NUMBER,
     CLASS_OF,
+    NUMBER_FIRST,
+    NUMBER_LAST,
     SEPARATOR,
     SEPARATOR_OR_BRACKET,
     last_list,
@@ -213,20 +215,21 @@ def _classes_between(text: str, low: int, high: int) -> bytes:
         return bytes(_bytes_alike(piece)).translate(CLASS_OF)
 
 
-def _class_set(pattern: str) -> np.ndarray:
-    """For each class, whether the character class ``pattern`` matches its characters."""
-    matches = _on_bytes(pattern)
+def _class_set(*patterns: str) -> np.ndarray:
+    """For each class, whether one of the character classes ``patterns`` matches its
+    characters."""
+    matches = [_on_bytes(pattern) for pattern in patterns]
     table = np.zeros(256, np.bool_)
     for code in range(256):
-        if matches.fullmatch(bytes([code])):
+        if any(m.fullmatch(bytes([code])) for m in matches):
             table[CLASS_OF[code]] = True
     return table
 
 
 # A list's content begins with a separator, a bracket or a number's first character, and ends
-# with one or a number's last (a digit, a point, or the n, f or y of nan, inf, infinity).
-_MAY_BEGIN_CONTENT = _class_set(r"[\s,;()\[\]+\-0-9.nNiI]")
-_MAY_END_CONTENT = _class_set(r"[\s,;()\[\]0-9.nNfFyY]")
+# with one or a number's last.
+_MAY_BEGIN_CONTENT = _class_set(SEPARATOR_OR_BRACKET, NUMBER_FIRST)
+_MAY_END_CONTENT = _class_set(SEPARATOR_OR_BRACKET, NUMBER_LAST)
 
 
 def _bytes_alike(text: str) -> bytearray:
