@@ -18,12 +18,14 @@ before them (its ``]``).
 
 That takes two passes over the text, a chunk of ``CHUNK`` offsets at a time:
 
-1. the running figures (the total and its lowest value) before each chunk, and the lowest depth
-   in each: a search at memchr speed, and one cumulative sum where a chunk holds both
-   brackets (a count where it holds one kind);
+1. the lowest depth in each chunk: a search at memchr speed, and one cumulative sum where a
+   chunk holds both brackets (a count where it holds one kind);
 2. with the lowest depth of the chunks after each known, the depths again, the lowest from each
    bracket on, the groups' brackets as two bitmaps, and every group written over in the text
    itself (the parser's own copy, one byte a character).
+
+Where every ``[`` is closed, as in most answers, the lowest depth after each chunk is 0 and
+pass 2 alone does (``closed_groups``); the depth at its end tells whether it held.
 
 What is kept between the passes is a few figures per chunk, and the sums a pass fills are
 buffers of one chunk, reused (a fresh array of a chunk is fresh pages, which cost more to fault
@@ -71,6 +73,11 @@ class _Running:
     def depth(self) -> int:
         return self.total - self.lowest
 
+    def then(self, change: int, least: int) -> _Running:
+        """The figures after a stretch whose total is ``change`` and lowest total ``least``
+        (both counted from its start)."""
+        return _Running(self.total + change, min(self.lowest, self.total + least))
+
 
 class _Buffers:
     """One chunk's worth of the arrays a pass fills, allocated once a text."""
@@ -91,14 +98,39 @@ class _Buffers:
 def outermost_groups(text: bytearray) -> Groups:
     """The outermost matched groups of ``text`` (one byte a character), each written over in
     ``text`` with ``?``, its brackets included."""
-    first = text.find(b"[")
-    if first < 0 or text.find(b"]", first) < 0:  # no "]" after a "[", no group (memchr speed)
-        none = np.zeros((len(text) + 7) // 8, np.uint8)
-        return Groups(none, none)
+    if not _may_hold_a_group(text):
+        return _no_groups(text)
     codes = np.frombuffer(text, np.uint8)
     buffers = _Buffers()
-    before, lowest_in = _first_pass(text, codes, buffers)
-    return _second_pass(text, codes, buffers, before, _lowest_after(lowest_in))
+    lowest_after = _lowest_after(_first_pass(text, codes, buffers))
+    groups, _ = _groups_pass(text, codes, buffers, lowest_after)
+    return groups
+
+
+def closed_groups(text: bytearray) -> Groups | None:
+    """``outermost_groups`` in one pass, which holds where every ``[`` of ``text`` is closed;
+    ``None`` where one is not, ``text`` then written over in part (read it again).
+
+    Where every ``[`` is closed the depth ends at 0, so the lowest depth after any chunk is 0
+    (or no bracket follows it, where a cap of 0 changes nothing): the figures pass 1 finds are
+    known, and the depth at the end says whether they were."""
+    if not _may_hold_a_group(text):
+        return _no_groups(text)
+    codes = np.frombuffer(text, np.uint8)
+    lowest_after = [0] * len(range(0, len(text), CHUNK))
+    groups, depth = _groups_pass(text, codes, _Buffers(), lowest_after)
+    return groups if depth == 0 else None
+
+
+def _may_hold_a_group(text: bytearray) -> bool:
+    """Whether a ``]`` follows a ``[`` (memchr speed)."""
+    first = text.find(b"[")
+    return first >= 0 and text.find(b"]", first) >= 0
+
+
+def _no_groups(text: bytearray) -> Groups:
+    none = np.zeros((len(text) + 7) // 8, np.uint8)
+    return Groups(none, none)
 
 
 def groups_from_end(groups: Groups, size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -108,10 +140,13 @@ def groups_from_end(groups: Groups, size: int) -> Iterator[tuple[np.ndarray, np.
     high, width = size, _FIRST_WINDOW
     while high > 0:
         low = max(0, high - width) // 8 * 8
-        opens = _set_bits(groups.opens, low, high)
-        closes = _set_bits(groups.closes, low, high)
-        if closes.size and (opens.size == 0 or closes[0] < opens[0]):
-            # The first group of the window began before it: its "[" is the last one before.
+        # A window's groups' brackets alternate, "[" first, unless its first group began
+        # before it: one set of bits read for both.
+        span = slice(low // 8, (high + 7) // 8)
+        brackets = _offsets(groups.opens[span] | groups.closes[span], low, high)
+        first_closes = brackets.size > 0 and _is_set(groups.closes, int(brackets[0]))
+        opens, closes = brackets[first_closes::2], brackets[1 - first_closes :: 2]
+        if first_closes:  # its "[" is the last one before the window
             begun = _last_set_bit(groups.opens, low)
             if low - begun <= width:  # read with the others, at most doubling the window
                 yield np.concatenate(([begun], opens)), closes + 1
@@ -130,36 +165,31 @@ def _chunks(text: bytearray) -> Iterator[tuple[int, int]]:
         yield start, min(start + CHUNK, len(text))
 
 
-def _steps(codes: np.ndarray, start: int, end: int, buffers: _Buffers) -> np.ndarray:
-    """+1 for each ``[`` of ``start..end``, -1 for each ``]``, 0 for every other character."""
+def _totals(codes: np.ndarray, start: int, end: int, buffers: _Buffers) -> np.ndarray:
+    """The total of ``[`` less ``]`` after each offset of ``start..end``, counted from 0."""
     piece = codes[start:end]
     size = piece.size
     opens = np.equal(piece, 0x5B, out=buffers.mask[:size])
     closes = np.equal(piece, 0x5D, out=buffers.other[:size])
     steps = buffers.steps[:size]
     np.subtract(opens.view(np.int8), closes.view(np.int8), out=steps)
-    return steps
+    return np.cumsum(steps, dtype=np.int64, out=buffers.depth[:size])
 
 
-def _first_pass(
-    text: bytearray, codes: np.ndarray, buffers: _Buffers
-) -> tuple[list[_Running], list[int]]:
-    """Pass 1: the running figures before each chunk and after the last, and the lowest depth
-    after a bracket of each chunk (``_NEVER`` where it has none)."""
-    before: list[_Running] = []
+def _first_pass(text: bytearray, codes: np.ndarray, buffers: _Buffers) -> list[int]:
+    """Pass 1: the lowest depth after a bracket of each chunk (``_NEVER`` where it has
+    none)."""
     lowest_in: list[int] = []
     running = _Running(0, 0)
     for start, end in _chunks(text):
-        before.append(running)
         totals = _chunk_totals(text, codes, start, end, buffers)
         if totals is None:
             lowest_in.append(_NEVER)
             continue
         change, least = totals
         lowest_in.append(max(0, least + running.depth))
-        running = _Running(running.total + change, min(running.lowest, running.total + least))
-    before.append(running)
-    return before, lowest_in
+        running = running.then(change, least)
+    return lowest_in
 
 
 def _chunk_totals(
@@ -175,8 +205,7 @@ def _chunk_totals(
     if not opens:
         change = -text.count(b"]", start, end)
         return change, change
-    steps = _steps(codes, start, end, buffers)
-    totals = np.cumsum(steps, dtype=np.int64, out=buffers.depth[: steps.size])
+    totals = _totals(codes, start, end, buffers)
     return int(totals[-1]), int(totals.min())
 
 
@@ -188,42 +217,41 @@ def _lowest_after(lowest_in: list[int]) -> list[int]:
     return after
 
 
-def _second_pass(
-    text: bytearray,
-    codes: np.ndarray,
-    buffers: _Buffers,
-    before: list[_Running],
-    lowest_after: list[int],
-) -> Groups:
+def _groups_pass(
+    text: bytearray, codes: np.ndarray, buffers: _Buffers, lowest_after: list[int]
+) -> tuple[Groups, int]:
     """Pass 2: the groups' brackets as bitmaps, and every group written over (a chunk once it
-    is read)."""
+    is read); and the depth at the end."""
     opens = np.zeros((len(text) + 7) // 8, np.uint8)
     closes = np.zeros_like(opens)
+    running = _Running(0, 0)
     for k, (start, end) in enumerate(_chunks(text)):
         if text.find(b"[", start, end) < 0 and (
-            before[k].depth == 0 or text.find(b"]", start, end) < 0
+            running.depth == 0 or text.find(b"]", start, end) < 0
         ):
             # No bracket, or only "]" with nothing open: no group begins or ends here.
-            if lowest_after[k] < before[k].depth:  # the chunk lies in a group
+            if lowest_after[k] < running.depth:  # the chunk lies in a group
                 codes[start:end] = _BLOT
+            unopened = text.count(b"]", start, end) if running.depth == 0 else 0
+            running = running.then(-unopened, -unopened)
             continue
-        opened, closed, inside = _chunk_groups(
-            _steps(codes, start, end, buffers), before[k], before[k + 1], lowest_after[k], buffers
-        )
+        totals = _totals(codes, start, end, buffers)
+        then = running.then(int(totals[-1]), int(totals.min()))
+        opened, closed, inside = _chunk_groups(totals, running, then, lowest_after[k], buffers)
         bits = slice(start // 8, (end + 7) // 8)
         opens[bits], closes[bits] = np.packbits(opened), np.packbits(closed)
         _blot(codes[start:end], inside, buffers)
-    return Groups(opens, closes)
+        running = then
+    return Groups(opens, closes), running.depth
 
 
 def _chunk_groups(
-    steps: np.ndarray, running: _Running, then: _Running, lowest_after: int, buffers: _Buffers
+    depth: np.ndarray, running: _Running, then: _Running, lowest_after: int, buffers: _Buffers
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per offset of a chunk: a ``[`` that opens an outermost group, a ``]`` that closes one,
-    and a character in one (``running`` and ``then`` the figures before and after the
-    chunk)."""
-    size = steps.size
-    depth = np.cumsum(steps, dtype=np.int64, out=buffers.depth[:size])  # the total, from 0
+    and a character in one (``depth`` its totals from 0, made depths here; ``running`` and
+    ``then`` the figures before and after the chunk)."""
+    size = depth.size
     if then.lowest == running.lowest:  # the total never falls below its lowest before
         depth += running.depth  # reflected at zero: the depth after each offset
     else:
@@ -265,21 +293,29 @@ def _blot(piece: np.ndarray, inside: np.ndarray, buffers: _Buffers) -> None:
     piece ^= flip  # inside: the byte, then the byte and _BLOT, cancelled to _BLOT
 
 
-def _set_bits(bitmap: np.ndarray, low: int, high: int) -> np.ndarray:
-    """The offsets in ``low..high`` (``low`` a multiple of 8) whose bit is set."""
-    bits = np.unpackbits(bitmap[low // 8 : (high + 7) // 8], count=high - low)
+def _offsets(packed: np.ndarray, low: int, high: int) -> np.ndarray:
+    """The offsets in ``low..high`` whose bit is set in ``packed``, the bits from ``low`` (a
+    multiple of 8) on."""
+    bits = np.unpackbits(packed, count=high - low)
     at = np.flatnonzero(bits.view(np.bool_))  # on bools: four times as fast as on bytes
     at += low
     return at
 
 
+def _is_set(bitmap: np.ndarray, offset: int) -> bool:
+    return bool(bitmap[offset // 8] & (0x80 >> offset % 8))  # packed first bit highest
+
+
 def _last_set_bit(bitmap: np.ndarray, before: int) -> int:
-    """The last offset before ``before`` (a multiple of 8) whose bit is set; there is one."""
-    high = before
+    """The last offset before ``before`` (a multiple of 8) whose bit is set; there is one.
+    Looked for a byte at a time, in spans widening from a few bytes (it is most often near)."""
+    high, width = before // 8, 64
     while high > 0:
-        low = max(0, high - CHUNK)
-        at = _set_bits(bitmap, low, high)
-        if at.size:
-            return int(at[-1])
-        high = low
+        low = max(0, high - width)
+        nonzero = np.flatnonzero(bitmap[low:high])
+        if nonzero.size:
+            byte = low + int(nonzero[-1])
+            lowest = int(bitmap[byte]) & -int(bitmap[byte])  # the last offset's bit
+            return 8 * byte + 8 - lowest.bit_length()
+        high, width = low, min(4 * width, CHUNK)
     raise AssertionError("a group's ']' without its '['")

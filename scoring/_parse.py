@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scoring._brackets import groups_from_end, outermost_groups
+from scoring._brackets import closed_groups, groups_from_end, outermost_groups
 from scoring._numbers import (
     BARE_NUMBER,
     CLASS_OF,
@@ -162,7 +162,10 @@ def _last_list(text: str, count: int) -> tuple[int, int, int] | None:
     """``(start, end, numbers)`` of the list that ends last in ``text``, if there is one (a
     count above ``count`` may be cut at ``count + 1``)."""
     blotted = _bytes_alike(text)
-    groups = outermost_groups(blotted)  # and every group written over
+    groups = closed_groups(blotted)  # and every group written over
+    if groups is None:  # a "[" is never closed: written over in part, read again
+        blotted = _bytes_alike(text)
+        groups = outermost_groups(blotted)
     # Explicit runs lie between groups: one search over the text with every group blotted out
     # finds the last, and only the groups that end after it can still be the last list.
     run = _last_run(blotted, count)
@@ -194,10 +197,11 @@ def _last_list_group(
     low = int(starts[0])
     classes = _classes_between(text, low, int(ends[-1]))
     kinds = np.frombuffer(classes, np.uint8)
-    starts, ends = starts - low, ends - low
-    plausible = np.take(_MAY_BEGIN_CONTENT, np.take(kinds, starts + 1))
-    plausible &= np.take(_MAY_END_CONTENT, np.take(kinds, ends - 2))
-    starts, ends = starts[plausible], ends[plausible]
+    # Each group's first and last characters' classes, as one index (a class is below 16).
+    bounds = np.take(kinds, starts + (1 - low)) << 4
+    bounds |= np.take(kinds, ends - (2 + low))
+    plausible = np.take(_MAY_BOUND_CONTENT, bounds)
+    starts, ends = starts[plausible] - low, ends[plausible] - low
     found = last_list(classes, starts, ends) if starts.size else None
     if found is None:
         return None
@@ -219,7 +223,7 @@ def _class_set(*patterns: str) -> np.ndarray:
     """For each class, whether one of the character classes ``patterns`` matches its
     characters."""
     matches = [_on_bytes(pattern) for pattern in patterns]
-    table = np.zeros(256, np.bool_)
+    table = np.zeros(16, np.bool_)  # classes are below 16
     for code in range(256):
         if any(m.fullmatch(bytes([code])) for m in matches):
             table[CLASS_OF[code]] = True
@@ -228,8 +232,10 @@ def _class_set(*patterns: str) -> np.ndarray:
 
 # A list's content begins with a separator, a bracket or a number's first character, and ends
 # with one or a number's last.
-_MAY_BEGIN_CONTENT = _class_set(SEPARATOR_OR_BRACKET, NUMBER_FIRST)
-_MAY_END_CONTENT = _class_set(SEPARATOR_OR_BRACKET, NUMBER_LAST)
+_MAY_BOUND_CONTENT = np.logical_and.outer(
+    _class_set(SEPARATOR_OR_BRACKET, NUMBER_FIRST),  # first class << 4 | last class
+    _class_set(SEPARATOR_OR_BRACKET, NUMBER_LAST),
+).ravel()
 
 
 def _bytes_alike(text: str) -> bytearray:
@@ -245,11 +251,20 @@ def _bytes_alike(text: str) -> bytearray:
         except UnicodeEncodeError:
             piece = _WIDE_WORD.sub("_", _WIDE_SPACE.sub(" ", piece))
             narrow = piece.encode("latin-1", "replace")  # what is left is neither: "?"
-        alike[low : low + len(narrow)] = narrow.translate(_LATIN_1_ALIKE)
+        if not _is_own_alike(piece, narrow):
+            narrow = narrow.translate(_LATIN_1_ALIKE)
+        alike[low : low + len(narrow)] = narrow
     return alike
 
 
 _ALIKE_CHUNK = 1 << 18
+
+
+def _is_own_alike(piece: str, narrow: bytes) -> bool:
+    """Whether ``narrow`` (``piece`` one byte a character) is already its own alike: ASCII (a
+    flag CPython keeps) with none of the four separators only str patterns take for spaces
+    (each looked for at memchr speed, cheaper than translating)."""
+    return piece.isascii() and not any(space in narrow for space in _ASCII_STR_SPACES)
 
 
 def _latin_1_alike() -> bytes:
@@ -266,6 +281,7 @@ def _latin_1_alike() -> bytes:
 
 
 _LATIN_1_ALIKE = _latin_1_alike()
+_ASCII_STR_SPACES = [bytes([code]) for code in range(128) if _LATIN_1_ALIKE[code] != code]
 _LATIN_1_CLASS = _LATIN_1_ALIKE.translate(CLASS_OF)
 _WIDE_SPACE = re.compile(r"[^\S\x00-\xff]")
 _WIDE_WORD = re.compile(r"[^\W\x00-\xff]")
