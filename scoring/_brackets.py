@@ -258,11 +258,15 @@ def _chunk_groups(
         floor = np.minimum.accumulate(depth, out=buffers.lowest[:size])  # the lowest, from 0
         _cap_falling(floor, running.lowest - running.total)  # or the lowest before
         depth -= floor  # reflected at zero
-    lowest_on = np.minimum.accumulate(depth[::-1], out=buffers.lowest[:size][::-1])[::-1]
-    _cap_rising(lowest_on, lowest_after)
     is_open = buffers.open[: size + 1]  # a group open before each offset, and after the last
-    np.greater(depth, lowest_on, out=is_open[1:])
-    is_open[0] = running.depth > lowest_on[0]
+    if lowest_after == 0:  # depths are never below 0: so is the lowest from any offset on
+        np.greater(depth, 0, out=is_open[1:])
+        is_open[0] = running.depth > 0
+    else:
+        lowest_on = np.minimum.accumulate(depth[::-1], out=buffers.lowest[:size][::-1])[::-1]
+        _cap_rising(lowest_on, lowest_after)
+        np.greater(depth, lowest_on, out=is_open[1:])
+        is_open[0] = running.depth > lowest_on[0]
     was, now = is_open[:-1], is_open[1:]
     opened = np.greater(now, was, out=buffers.opens[:size])
     closed = np.less(now, was, out=buffers.closes[:size])

@@ -76,9 +76,8 @@ _NUMBER_CHARACTERS = _on_bytes(rf"{_NUMBER_CHARACTER}*")
 # What lies between a window's left edge and the run found in it when the run reaches past the
 # edge: the end of a number the edge cut, and separators. Anything else, and the run is whole.
 _MAY_BE_CUT = _on_bytes(rf"{_NUMBER_CHARACTER}*{SEPARATOR}*")
-# Every number holds one of these; the rest of the bytes, deleted, leave nothing in a text of
-# no number.
-_NO_NUMBER_IN = bytes(sorted(set(range(256)) - set(b"0123456789nNiI")))
+# Every number holds one of these.
+_IN_EVERY_NUMBER = [bytes([char]) for char in b"0123456789nNiI"]
 _TAIL = 4096  # characters of the first window a run is looked for in
 _ONE_MORE = _on_bytes(rf"{SEPARATOR}+{_NUMBER_PATTERN}")
 
@@ -172,11 +171,11 @@ def _last_list(text: str, count: int) -> tuple[int, int, int] | None:
     del blotted  # the groups are read from the text again, a window at a time
     after = -1 if run is None else run[1]
     for starts, ends in groups_from_end(groups, len(text)):
-        late = ends > after
-        found = _last_list_group(text, starts[late], ends[late], count)
+        early = int(np.searchsorted(ends, after, side="right"))  # groups ending by the run's end
+        found = _last_list_group(text, starts[early:], ends[early:], count)
         if found is not None:
             return found
-        if not late.all():  # the rest end before the run
+        if early:  # the rest end before the run
             break
     return run
 
@@ -322,9 +321,9 @@ def _last_run(text: bytes | bytearray, count: int) -> tuple[int, int, int] | Non
 
 def _holds_a_number(text: bytes | bytearray) -> bool:
     """Whether ``text`` holds a character every number holds: known at memchr speed, a chunk at
-    a time (all the others deleted)."""
-    pieces = range(0, len(text), _ALIKE_CHUNK)
-    return any(text[low : low + _ALIKE_CHUNK].translate(None, _NO_NUMBER_IN) for low in pieces)
+    a time, so that one found early ends the search."""
+    pieces = (text[low : low + _ALIKE_CHUNK] for low in range(0, len(text), _ALIKE_CHUNK))
+    return any(char in piece for piece in pieces for char in _IN_EVERY_NUMBER)
 
 
 def _pair_end(text: bytes | bytearray, later: int) -> int:
