@@ -163,6 +163,7 @@ def _last_list(text: str, count: int) -> tuple[int, int, int] | None:
     blotted = _bytes_alike(text)
     groups = closed_groups(blotted)  # and every group written over
     if groups is None:  # a "[" is never closed: written over in part, read again
+        del blotted  # first, so that there is one copy at a time
         blotted = _bytes_alike(text)
         groups = outermost_groups(blotted)
     # Explicit runs lie between groups: one search over the text with every group blotted out
