@@ -1,5 +1,5 @@
-"""The outermost groups found in one pass where every ``[`` is closed: the same groups, and the
-same text written over, as the two passes find; and a refusal wherever a ``[`` is not closed."""
+"""The outermost groups of a text: those a stack finds, each written over; and, found in one
+pass where every ``[`` is closed, the same, with a refusal wherever a ``[`` is not closed."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoring import _brackets
+from tests.scoring.reference_parse import _outermost_groups
 
 _TEXTS = st.text(alphabet="[[]]a ", max_size=60).map(str.encode)
 
@@ -23,6 +24,22 @@ def _every_open_closed(text: bytes) -> bool:
         elif char == ord("]"):
             open_ = max(0, open_ - 1)
     return open_ == 0
+
+
+@settings(max_examples=2_000)
+@given(_TEXTS, st.sampled_from([8, 16, 1 << 16]))
+def test_the_groups_are_those_a_stack_finds_each_written_over(text: bytes, chunk: int) -> None:
+    blotted = bytearray(text)
+    with mock.patch.object(_brackets, "CHUNK", chunk):
+        groups = _brackets.outermost_groups(blotted)
+    want = _outermost_groups(text.decode("ascii"))
+    opens = np.flatnonzero(np.unpackbits(groups.opens, count=len(text)))
+    closes = np.flatnonzero(np.unpackbits(groups.closes, count=len(text)))
+    assert [(int(a), int(b) + 1) for a, b in zip(opens, closes, strict=True)] == want
+    inside = bytearray(text)
+    for start, end in want:
+        inside[start:end] = b"?" * (end - start)
+    assert blotted == inside
 
 
 @settings(max_examples=2_000)
