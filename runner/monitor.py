@@ -46,6 +46,7 @@ class BackendView:
     quota: str | None
     spend: float  # from the configured prices
     reachable: bool = True
+    refused: str | None = None  # the refusal of its key or model that stopped it
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,7 @@ def _backend_view(
         transient=stats.errors.get("transient", 0),
         quota=stats.quota,
         spend=prices.cost(stats.input_tokens, stats.output_tokens),
+        refused=stats.refused,
     )
 
 
@@ -130,6 +132,8 @@ def render(view: Snapshot, max_cells: int = MAX_CELLS) -> RenderableType:
         backends.add_column(column, justify="left" if column in ("backend", "quota") else "right")
     for b in view.backends:
         quota = "—" if b.quota is None else Text("EXHAUSTED", style="bold red")
+        if b.refused is not None:  # the key or model: stopped as for quota
+            quota = Text("KEY/MODEL REFUSED", style="bold red")
         backends.add_row(
             b.name if b.reachable else f"{b.name} (restarting)",
             f"{b.requests_per_s:,.1f}",
@@ -187,6 +191,9 @@ def summary_line(view: Snapshot) -> str:
     spent = [b.name for b in view.backends if b.quota]
     if spent:
         parts.append(f"quota exhausted: {', '.join(spent)}")
+    refused = [b.name for b in view.backends if b.refused]
+    if refused:
+        parts.append(f"key or model refused: {', '.join(refused)}")
     return " · ".join(parts)
 
 
@@ -199,6 +206,7 @@ def plain_lines(view: Snapshot) -> list[str]:
             f"{b.in_flight}/{b.ceiling:g} in flight, {b.throttled:,} × 429, "
             f"{b.transient:,} transient, spend ${b.spend:,.2f}"
             + (f", QUOTA EXHAUSTED ({b.quota})" if b.quota else "")
+            + (f", STOPPED: {b.refused}" if b.refused else "")
         )
     return lines
 

@@ -8,7 +8,7 @@ actor, but nothing here knows about Ray.
 - :class:`OpenAIChat` and :class:`GeminiGenerate` are the two wire formats; ``PROVIDERS``
   says which provider speaks which, where, and with which key variable.
 - Failures are :class:`CallError` subclasses: :class:`RateLimited`, :class:`QuotaExhausted`
-  (terminal), :class:`Transient`, :class:`Fatal`.
+  (terminal), :class:`Transient`, :class:`Refused` (terminal), :class:`Fatal`.
 """
 
 from runner.backends._attempts import (
@@ -25,8 +25,10 @@ from runner.backends._errors import (
     Fatal,
     QuotaExhausted,
     RateLimited,
+    Refused,
     TooLarge,
     Transient,
+    what_to_do,
 )
 from runner.backends._gemini import GeminiGenerate, classify_gemini
 from runner.backends._limits import LimiterStats, RateLimiter, Slot, parse_reset
@@ -57,6 +59,7 @@ __all__ = [
     "QuotaExhausted",
     "RateLimited",
     "RateLimiter",
+    "Refused",
     "Reply",
     "Slot",
     "TooLarge",
@@ -76,5 +79,6 @@ __all__ = [
     "redact",
     "retry_after",
     "thinking_fields",
+    "what_to_do",
     "wire_format",
 ]

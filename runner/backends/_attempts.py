@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from conditions import Request
 from runner.backends._client import Backend, Exchange
-from runner.backends._errors import CallError, QuotaExhausted
+from runner.backends._errors import CallError
 from runner.backends._records import AttemptRecord
 from scoring import HEADLINE_VIEW, VIEW_ATTEMPTS, find_box, parse_answer, parse_box
 
@@ -64,9 +64,10 @@ async def ask(
 
     Raises
     ------
-    QuotaExhausted
-        The backend's quota is spent: the attempt that met it is recorded first (when it was
-        sent at all); no further call is made.
+    CallError
+        A terminal error (``stops``: spent quota, a refused key or model) stopped the
+        backend: the attempt that met it is recorded first (when it was sent at all); no
+        further call is made.
     """
     limit = attempts_of(request, backend.configuration.best_effort)
     records: list[AttemptRecord] = []
@@ -74,13 +75,12 @@ async def ask(
         started = datetime.now(UTC)
         try:
             exchange = await backend.send(request, attempt)
-        except QuotaExhausted as exc:
+        except CallError as exc:
             if exc.sent:
                 record = error_record(backend, request, attempt, exc, started)
                 records.append(await _keep(sink, record))
-            raise
-        except CallError as exc:
-            records.append(await _keep(sink, error_record(backend, request, attempt, exc, started)))
+            if exc.stops:
+                raise
             break
         ok = parses(request, exchange.reply.answer)
         record = answer_record(backend, request, attempt, exchange, ok)

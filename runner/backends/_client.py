@@ -3,8 +3,9 @@
 :meth:`Backend.send` makes one attempt: it posts the request and retries transport failures
 with tenacity (full-jitter exponential backoff; a throttle waits out the pause the limiter
 imposed, which honours the server's retry-after), bounded by a number of tries and by time.
-Fatal errors and spent quota are never retried. Once a quota error is seen the backend stops:
-every later call is refused before it is sent, so a run never pays for calls it knows fail.
+Fatal errors and spent quota are never retried. Once a terminal error is seen (spent quota; a
+refused key, permission or model) the backend stops: every later call is refused before it is
+sent, so a run never pays for calls it knows fail.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from runner._errors import ConfigError
 from runner.backends._errors import (
     CallError,
     Fatal,
-    QuotaExhausted,
     RateLimited,
     TooLarge,
     Transient,
@@ -139,7 +139,7 @@ class Backend:
         self._max_bytes = transport.max_response_bytes
         self._session: aiohttp.ClientSession | None = None
         self._owns_session = False
-        self._spent: QuotaExhausted | None = None
+        self._stopped: CallError | None = None  # the terminal error that stopped it
         self._output_tokens = _RunningMean(DEFAULT_OUTPUT_ESTIMATE)
 
     @classmethod
@@ -178,9 +178,10 @@ class Backend:
         self._session = None
 
     @property
-    def spent(self) -> QuotaExhausted | None:
-        """The quota error that stopped this backend, if one has."""
-        return self._spent
+    def stopped(self) -> CallError | None:
+        """The terminal error (spent quota, a refused key or model) that stopped this backend,
+        if one has."""
+        return self._stopped
 
     async def send(self, request: Request, attempt: int = 0) -> Exchange:
         """Attempt number ``attempt`` at ``request``: post it, retrying transport failures.
@@ -188,12 +189,12 @@ class Backend:
         Raises
         ------
         CallError
-            The attempt failed: a fatal error or spent quota at once; a throttle or transient
+            The attempt failed: a fatal or terminal error at once; a throttle or transient
             failure once the tries or the time allowed are used up. ``transport_retries``
             on the error says how many retries were made.
         """
-        if self._spent is not None:
-            raise self._refused()
+        if self._stopped is not None:
+            raise self._not_sent()
         body = self.wire.encode(request)
         headers = {**self.wire.headers(self._key), CALL_ID_HEADER: call_id(request, attempt)}
         estimate = self._estimate(request)
@@ -226,8 +227,8 @@ class Backend:
         retries: int,
         started: datetime,
     ) -> Exchange:
-        if self._spent is not None:  # spent while this request waited to retry
-            raise self._refused()
+        if self._stopped is not None:  # stopped while this request waited to retry
+            raise self._not_sent()
         session = self._session
         if session is None:
             raise RuntimeError("use the backend inside 'async with'")
@@ -270,9 +271,10 @@ class Backend:
         error.latency_s = latency
         if isinstance(error, RateLimited):
             error.retry_after = self.limiter.throttled(slot, error.retry_after)
-        elif isinstance(error, QuotaExhausted):
-            self._spent = error
-            log.error("%s: quota exhausted, no further calls: %s", self.configuration.name, error)
+        elif error.stops and self._stopped is None:
+            self._stopped = error
+            name = self.configuration.name
+            log.error("%s: %s, no further calls: %s", name, error.stopped_because, error)
         return error
 
     def _scrubbed(self, error: CallError) -> CallError:
@@ -291,12 +293,16 @@ class Backend:
             code="redirect",
         )
 
-    def _refused(self) -> QuotaExhausted:
-        assert self._spent is not None
-        return QuotaExhausted(
-            f"not sent: {self.configuration.name}'s quota ran out earlier ({self._spent.message})",
-            status=self._spent.status,
-            code=self._spent.code,
+    def _not_sent(self) -> CallError:
+        """The error of a call the stopped backend refuses to send: of the class that stopped
+        it, so that it stops whoever sends, as the first did."""
+        stop = self._stopped
+        assert stop is not None
+        return type(stop)(
+            f"not sent: {self.configuration.name} stopped earlier, as "
+            f"{stop.stopped_because} ({stop.message})",
+            status=stop.status,
+            code=stop.code,
             sent=False,
         )
 

@@ -6,8 +6,13 @@ class                     retried?             examples
 :class:`RateLimited`      yes, after a pause   429 throttles; the server's retry-after
 :class:`QuotaExhausted`   never: terminal      spend limit, arrears, free tier used up
 :class:`Transient`        yes, with backoff    5xx, overload, timeouts, resets, bad bodies
-:class:`Fatal`            never                401, 403, 404, other 400s
+:class:`Refused`          never: terminal      401, 403, 404: a wrong key, no permission,
+                                               an unknown model
+:class:`Fatal`            never                other 4xx: a request the server refuses
 ========================= ==================== ==========================================
+
+A terminal error (``stops``) stops its backend: no call of it can succeed, so every later
+call is refused before it is sent and stays pending for a later run.
 
 Several providers send 429 for throttles and for exhausted quota alike, so the wire formats
 classify by the body, not the status. Messages are redacted of the API key before an error is
@@ -28,6 +33,8 @@ class CallError(RunnerError):
 
     kind: ClassVar[ErrorKind]
     retryable: ClassVar[bool]
+    stops: ClassVar[bool] = False  # no later call of the backend can succeed
+    stopped_because: ClassVar[str] = ""  # why, when it stops its backend
 
     def __init__(
         self,
@@ -65,6 +72,8 @@ class QuotaExhausted(CallError):
 
     kind = "quota"
     retryable = False
+    stops = True
+    stopped_because = "its quota ran out"
 
 
 class Transient(CallError):
@@ -81,6 +90,15 @@ class Fatal(CallError):
     retryable = False
 
 
+class Refused(Fatal):
+    """The key, the account's permission or the model is refused (401, 403, 404, or a code
+    that says so): stored as a fatal error, and, as no call of the backend can succeed, it
+    stops the backend."""
+
+    stops = True
+    stopped_because = "its key, permission or model was refused"
+
+
 class TooLarge(Fatal):
     """The response body ran past the backend's ``max_response_bytes``: stored as a fatal error
     (code ``response-too-large``) and never parsed; read no further than the cap."""
@@ -92,3 +110,27 @@ class TooLarge(Fatal):
             status=status,
             code="response-too-large",
         )
+
+
+def what_to_do(kind: str, status: int | None, code: str | None) -> str:
+    """What a user can do about a stored error of class ``kind`` (a record's outcome), its
+    HTTP ``status`` (``None``: no response) and ``code``."""
+    if code == "response-too-large":
+        return "raise the backend's max_response_bytes if answers this long are expected"
+    if code == "redirect":
+        return "set base_url to the address the server redirects to, if it is right"
+    if kind == "quota":
+        return "the account's quota is spent: top it up or raise its limit, then run again"
+    if kind == "rate-limited":
+        return "throttled past every retry: lower requests_per_minute, then run again"
+    if kind == "transient" and status is None:
+        return "the server could not be reached: check base_url and the network, then run again"
+    if kind == "transient":
+        return "the server failed or timed out: run again later (raise timeout_s if it timed out)"
+    if status == 401 or (code or "").upper() in ("INVALID_API_KEY", "API_KEY_INVALID"):
+        return "the key was refused: check the backend's key variable (api_key_env)"
+    if status == 403:
+        return "the key may not use this model or region: check the account's access"
+    if status == 404:
+        return "the model or endpoint is unknown: check model and base_url"
+    return "the server refused the request: read the message; a setting may not suit the model"

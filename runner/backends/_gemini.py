@@ -18,7 +18,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from conditions import Request
-from runner.backends._errors import CallError, Fatal, QuotaExhausted, RateLimited, Transient
+from runner.backends._errors import (
+    CallError,
+    Fatal,
+    QuotaExhausted,
+    RateLimited,
+    Refused,
+    Transient,
+)
 from runner.backends._providers import thinking_fields
 from runner.backends._secrets import ApiKey, redact
 from runner.backends._wire import (
@@ -122,8 +129,8 @@ def classify_gemini(status: int, headers: Mapping[str, str], body: bytes) -> Cal
     if wait is None:
         wait = retry_after(headers)
 
-    def make(cls: type[CallError]) -> CallError:
-        return cls(message, status=status, code=rpc, retry_after=wait)
+    def make(cls: type[CallError], code: str | None = rpc) -> CallError:
+        return cls(message, status=status, code=code, retry_after=wait)
 
     if rpc == "RESOURCE_EXHAUSTED" or status == 429:
         return make(QuotaExhausted if _per_day(details) else RateLimited)
@@ -131,7 +138,27 @@ def classify_gemini(status: int, headers: Mapping[str, str], body: bytes) -> Cal
         return make(QuotaExhausted)
     if rpc in _TRANSIENT_STATUSES or status >= 500 or status == 408:
         return make(Transient)
+    refused = _refused_reason(details)  # a wrong key is a 400 INVALID_ARGUMENT
+    if refused is not None:
+        return make(Refused, refused)
+    if rpc in _REFUSED_STATUSES or status in (401, 403, 404):
+        return make(Refused)
     return make(Fatal)
+
+
+# A wrong key (401), no permission (403), an unknown model (404): no call can succeed.
+_REFUSED_STATUSES = frozenset({"UNAUTHENTICATED", "PERMISSION_DENIED", "NOT_FOUND"})
+# google.rpc.ErrorInfo reasons of a key no call can succeed with (sent as 400 INVALID_ARGUMENT).
+_REFUSED_REASONS = frozenset({"API_KEY_INVALID", "API_KEY_SERVICE_BLOCKED"})
+
+
+def _refused_reason(details: list[dict[str, Any]]) -> str | None:
+    for detail in details:
+        if detail.get("@type", "").endswith("google.rpc.ErrorInfo"):
+            reason = detail.get("reason")
+            if reason in _REFUSED_REASONS:
+                return str(reason)
+    return None
 
 
 def _per_day(details: list[dict[str, Any]]) -> bool:

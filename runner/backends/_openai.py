@@ -16,7 +16,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from conditions import Request
-from runner.backends._errors import CallError, Fatal, QuotaExhausted, RateLimited, Transient
+from runner.backends._errors import (
+    CallError,
+    Fatal,
+    QuotaExhausted,
+    RateLimited,
+    Refused,
+    Transient,
+)
 from runner.backends._providers import Provider, thinking_fields, wire_codes
 from runner.backends._secrets import ApiKey, redact
 from runner.backends._wire import (
@@ -37,6 +44,10 @@ _CODES = wire_codes("openai")
 QUOTA_CODES = _CODES.quota  # terminal: the account must be topped up or a limit raised
 RATE_CODES = _CODES.rate  # throttles: wait and try again
 TRANSIENT_CODES = _CODES.transient  # overload and server faults sent as a 4xx or 429
+# A wrong key (401), no permission or region (403), an unknown model (404): no call can
+# succeed. The codes say so where a server sends another status.
+REFUSED_STATUSES = frozenset({401, 403, 404})
+REFUSED_CODES = frozenset({"invalid_api_key", "model_not_found"})
 # DashScope's Throttling.AllocationQuota is a per-minute allocation unless its message says a
 # plan or free allocation is used up: then no wait will bring it back.
 _PLAN_SPENT = re.compile(
@@ -131,6 +142,8 @@ def classify_openai(status: int, headers: Mapping[str, str], body: bytes) -> Cal
         return make(RateLimited)
     if status >= 500 or status == 408:
         return make(Transient)
+    if status in REFUSED_STATUSES or names & REFUSED_CODES:
+        return make(Refused)
     return make(Fatal)
 
 

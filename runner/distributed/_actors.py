@@ -27,6 +27,7 @@ from runner.simulator import SimSpec, Simulator, serving
 from runner.store import (
     CellProgress,
     ControlRow,
+    ErrorCount,
     GridRow,
     Pending,
     Progress,
@@ -106,6 +107,9 @@ class StoreActor:
 
     def cells(self) -> list[CellProgress]:
         return self._store.cells()
+
+    def error_counts(self) -> list[ErrorCount]:
+        return self._store.error_counts()
 
     def query(
         self, sql: str, timeout_s: float, token: str

@@ -20,6 +20,7 @@ from typing import Any
 
 from conditions import Configuration, Questions
 from runner._names import NAMESPACE, actor_name, run_tag
+from runner.backends import what_to_do
 from runner.distributed import _ray
 from runner.distributed._actors import (
     RemoteBackend,
@@ -33,7 +34,7 @@ from runner.distributed._watch import read_run
 from runner.experiment import Experiment
 from runner.monitor import Reading, Snapshot, plain_lines, snapshot
 from runner.plan import grid_of, prepare
-from runner.store import Progress
+from runner.store import ErrorCount, Progress
 
 Echo = Callable[[str], None]
 Show = Callable[[Snapshot], None]
@@ -53,6 +54,7 @@ class BackendReport:
     configurations: tuple[str, ...]
     quota: str | None
     restarts: int
+    refused: str | None = None  # the refusal of its key or model that stopped it
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class RunReport:
     sent_requests: int
     unscored: int
     simulator_calls: int | None = None
+    errors: tuple[ErrorCount, ...] = ()  # what keeps the requests left from completing
 
     @property
     def complete(self) -> bool:
@@ -228,17 +231,20 @@ class _Run:
 
     async def _report(self, begun: float, unscored: int) -> RunReport:
         progress = tuple(await _ray.call(self.store.progress.remote()))
+        errors = tuple(await _ray.call(self.store.error_counts.remote()))
         simulator = self.simulator
         calls = await _ray.call(simulator.calls.remote()) if simulator is not None else None
         report = RunReport(
             progress=progress,
             backends=tuple(
-                BackendReport(f.name, f.configurations, f.quota, f.restarts) for f in self.feeds
+                BackendReport(f.name, f.configurations, f.quota, f.restarts, f.refused)
+                for f in self.feeds
             ),
             elapsed_s=time.monotonic() - begun,
             sent_requests=sum(f.sent for f in self.feeds),
             unscored=unscored,
             simulator_calls=calls,
+            errors=errors,
         )
         for line in summary_lines(report, self.experiment_file):
             self.echo(line)
@@ -371,12 +377,45 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
     for b in report.backends:
         if b.quota is not None:
             lines.append(f"  backend {b.name} stopped: quota exhausted ({b.quota})")
+        if b.refused is not None:
+            lines.append(f"  backend {b.name} stopped: no call of it can succeed ({b.refused})")
+    if report.errors:
+        lines.append("  errors that keep requests from completing, most frequent first:")
+        lines.extend(f"    {error_line(e)}" for e in report.errors)
     if report.unscored:
         lines.append(f"  {report.unscored:,} stored answers are not scored yet")
     if not report.complete:
         command = f"groundbench run {experiment_file}" if experiment_file else "the same command"
         lines.append(
             f"{report.pending:,} requests left: run {command} again to send exactly those"
-            + (" (after the quota resets)" if any(b.quota for b in report.backends) else "")
+            + _once(report)
         )
     return lines
+
+
+def _once(report: RunReport) -> str:
+    """What must happen before the requests left can succeed, where a backend was stopped."""
+    needs = []
+    if any(b.refused for b in report.backends):
+        needs.append("the key or model is put right")
+    if any(b.quota for b in report.backends):
+        needs.append("the quota resets")
+    return f" (once {' and '.join(needs)})" if needs else ""
+
+
+def error_line(error: ErrorCount) -> str:
+    """One kind of stored error: where, how often, the server's words (one line, at most
+    ``_MESSAGE_CHARACTERS``) and what to do."""
+    where = f"HTTP {error.status}" if error.status is not None else "no response"
+    code = f" {error.code}" if error.code else ""
+    message = " ".join((error.message or "").split())
+    if len(message) > _MESSAGE_CHARACTERS:
+        message = message[: _MESSAGE_CHARACTERS - 1] + "…"
+    said = f": {message}" if message else ""
+    return (
+        f"{error.configuration}: {error.count:,} × {error.kind} ({where}{code}){said} — "
+        f"{what_to_do(error.kind, error.status, error.code)}"
+    )
+
+
+_MESSAGE_CHARACTERS = 160

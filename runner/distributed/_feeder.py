@@ -12,6 +12,8 @@ live here:
   of the lost calls the store still has pending — a call whose record landed is never resent;
 - **quota**: a backend that reports a quota error gets no further chunk; after an optional wait
   it resumes with what the store then has pending, else it stops and the others go on;
+- **a refused key or model** (401, 403, 404): the backend gets no further chunk and stops at
+  once, with no wait (no wait mends a key); the others go on;
 - **scoring rounds**: when the scorers finish with answers still unscored (one died holding
   them), the answers are queued again and a fresh scorer replaces each dead one.
 """
@@ -86,6 +88,7 @@ class Feed:
     port: BackendPort
     restart: Callable[[], Awaitable[BackendPort]]  # a new worker for this backend
     quota: str | None = None  # the quota error that stopped it, if one did
+    refused: str | None = None  # the refusal of its key or model that stopped it, if one did
     restarts: int = 0
     sent: int = 0  # requests whose attempts finished
 
@@ -116,10 +119,14 @@ class Feeder:
         calls = await self._store.pending(feed.configurations)
         waits = 0
         while calls:
-            quota, lost = await self._feed(feed, calls)
+            quota, refused, lost = await self._feed(feed, calls)
             if lost:
                 calls = await self._after_death(feed, lost)
                 continue
+            if refused is not None:
+                feed.refused = refused
+                self._echo(f"backend {feed.name}: stopped, no call of it can succeed: {refused}")
+                return
             if quota is None:
                 return
             feed.quota = quota
@@ -148,18 +155,21 @@ class Feeder:
         self._echo(f"backend {feed.name}: actor restarted; {len(calls)} calls re-sent")
         return calls
 
-    async def _feed(self, feed: Feed, calls: Sequence[Pending]) -> tuple[str | None, list[Pending]]:
+    async def _feed(
+        self, feed: Feed, calls: Sequence[Pending]
+    ) -> tuple[str | None, str | None, list[Pending]]:
         """Hand ``calls`` to the worker a chunk at a time, at most ``chunks_in_flight`` at
-        once: the quota message if it stopped, and the calls lost if it died."""
+        once: the quota message or the refusal if it stopped, and the calls lost if it died."""
         size = self._policy.chunk
         chunks = [list(calls[i : i + size]) for i in range(0, len(calls), size)]
         running: dict[asyncio.Task[ChunkOutcome], list[Pending]] = {}
         quota: str | None = None
+        refused: str | None = None
         lost: list[Pending] = []
         try:
             while chunks or running:
                 while chunks and len(running) < self._policy.chunks_in_flight:
-                    if quota is not None or lost:
+                    if quota is not None or refused is not None or lost:
                         break
                     chunk = chunks.pop(0)
                     running[asyncio.ensure_future(feed.port.run(chunk))] = chunk
@@ -175,12 +185,13 @@ class Feeder:
                         continue
                     feed.sent += outcome.calls
                     quota = quota or outcome.quota
+                    refused = refused or outcome.refused
                 if lost:  # nothing more goes to a dead worker
                     lost.extend(p for c in chunks for p in c)
                     chunks = []
         finally:
             forget(running)  # interrupted: nobody will read these any more
-        return quota, lost
+        return quota, refused, lost
 
 
 async def score_to_the_end(

@@ -21,6 +21,7 @@ from runner.backends import (
     ApiKey,
     AttemptRecord,
     Backend,
+    CallError,
     LimiterStats,
     QuotaExhausted,
     RateLimiter,
@@ -47,18 +48,19 @@ Write = Callable[[list[ResponseRow]], Awaitable[object]]
 class ChunkOutcome:
     """What became of one chunk of calls."""
 
-    calls: int  # requests whose attempts finished (a call refused for quota is not one)
+    calls: int  # requests whose attempts finished (a call not sent once stopped is not one)
     attempts: int  # records stored (answers and errors)
     answered: int
     errored: int
     quota: str | None = None  # the quota error that stopped the backend, if one did
+    refused: str | None = None  # the refusal of its key or model that stopped it, if one did
 
 
 @dataclass
 class WorkerStats:
     """Counters since the worker started, for the progress view."""
 
-    requests: int = 0
+    requests: int = 0  # whose attempts ended (a call not sent once stopped is not one)
     attempts: int = 0
     answered: int = 0
     errored: int = 0
@@ -69,6 +71,7 @@ class WorkerStats:
     ceiling: float = 0.0  # the limiter's current ceiling on calls in flight (AIMD)
     limiter: LimiterStats = field(default_factory=LimiterStats)
     quota: str | None = None
+    refused: str | None = None
 
 
 class BackendWorker:
@@ -102,7 +105,7 @@ class BackendWorker:
         self._backends: dict[str, Backend] = {}
         self._session: aiohttp.ClientSession | None = None
         self._slots: asyncio.Semaphore | None = None
-        self._spent: str | None = None
+        self._stopped: CallError | None = None  # the terminal error that stopped the backend
         self._stats = WorkerStats()
         # The backends are made now (a missing key or an unmappable setting fails at once),
         # but their session only on the loop that sends.
@@ -134,8 +137,8 @@ class BackendWorker:
     async def run(self, calls: Sequence[Pending]) -> ChunkOutcome:
         """Make the attempts of ``calls``, ``concurrency`` at a time, storing every record.
 
-        Stops taking calls once the backend's quota is spent: the calls already sent finish
-        and are stored, the rest stay pending.
+        Stops taking calls once a terminal error stops the backend (spent quota, a refused key
+        or model): the calls already sent finish and are stored, the rest stay pending.
         """
         await self._ensure_open()
         slots = self._slots
@@ -143,22 +146,30 @@ class BackendWorker:
         queue = iter(calls)
         counts = {"calls": 0, "attempts": 0, "answered": 0, "errored": 0}
 
+        async def counted(record: AttemptRecord) -> None:
+            counts["attempts"] += 1
+            counts["answered" if record.outcome == "answer" else "errored"] += 1
+            await self._store(record)
+
+        def finished() -> None:
+            counts["calls"] += 1
+            self._stats.requests += 1
+
         async def take() -> None:
             for call in queue:
-                if self._spent is not None:
+                if self._stopped is not None:
                     return
                 try:
                     # One slot from taking a call to storing its last record, shared by every
                     # chunk the actor runs: at most `concurrency` paid calls are ever unstored.
                     async with slots:
-                        records = await self._ask(call)
-                except QuotaExhausted as exc:
+                        await self._ask(call, counted)
+                except CallError as exc:  # ask raises only what stops the backend
                     self._stop(exc)
+                    if exc.sent:  # its attempts ended with the error that stopped the backend
+                        finished()
                     return
-                counts["calls"] += 1
-                for r in records:
-                    counts["attempts"] += 1
-                    counts["answered" if r.outcome == "answer" else "errored"] += 1
+                finished()
 
         try:
             async with asyncio.TaskGroup() as group:
@@ -166,15 +177,15 @@ class BackendWorker:
                     group.create_task(take())
         except ExceptionGroup as failed:  # the first failure, as itself (a missing image, ...)
             raise failed.exceptions[0] from None
-        return ChunkOutcome(**counts, quota=self._spent)
+        return ChunkOutcome(**counts, quota=self._stats.quota, refused=self._stats.refused)
 
-    async def _ask(self, call: Pending) -> list[AttemptRecord]:
+    async def _ask(
+        self, call: Pending, sink: Callable[[AttemptRecord], Awaitable[None]]
+    ) -> list[AttemptRecord]:
         key = RequestKey(call.configuration, call.condition, call.qid, call.budget)
         request = self._builder.build(key, self.configurations[call.configuration])
-        self._stats.requests += 1
-        return await ask(
-            self._backends[call.configuration], request, self._store, first=call.next_attempt
-        )
+        backend = self._backends[call.configuration]
+        return await ask(backend, request, sink, first=call.next_attempt)
 
     async def _store(self, record: AttemptRecord) -> None:
         stats = self._stats
@@ -188,17 +199,24 @@ class BackendWorker:
             stats.errors[record.outcome] = stats.errors.get(record.outcome, 0) + 1
         await self._batcher.put(response_row(record))
 
-    def _stop(self, exc: QuotaExhausted) -> None:
-        if self._spent is None:
-            self._spent = exc.message
+    def _stop(self, exc: CallError) -> None:
+        if self._stopped is not None:
+            return
+        if not exc.sent:  # a call refused once stopped: the error that stopped it says why
+            stopped = (b.stopped for b in self._backends.values() if b.stopped is not None)
+            exc = next(stopped, exc)
+        self._stopped = exc
+        if isinstance(exc, QuotaExhausted):
             self._stats.quota = exc.message
+        else:  # with its status and code: what a user looks up
+            self._stats.refused = str(exc)
 
     async def resume_after_quota(self) -> None:
         """Forget a spent quota (after a wait): fresh backends, the same limits."""
         with contextlib.suppress(Exception):
             await self.close()
-        self._spent = None
-        self._stats.quota = None
+        self._stopped = None
+        self._stats.quota = self._stats.refused = None
         self._make_backends()
 
     def stats(self) -> WorkerStats:

@@ -118,7 +118,8 @@ class Simulator:
         if wire is None:
             return self._error(WIRES[0], 404, "not_found", "no such endpoint", {})
         if not self._authorised(request, wire):
-            return self._error(wire, 401, "invalid_api_key", self._bad_key_message(request), {})
+            status, doc = wire.bad_key(self._bad_key_message(request))
+            return self._send(status, json.dumps(doc).encode(), {})
         headers = self._admit()
         if headers is None:
             return self._throttle(wire)

@@ -67,6 +67,10 @@ class WireFormat(Protocol):
 
     def overloaded(self) -> tuple[int, Doc]: ...
 
+    def bad_key(self, message: str) -> tuple[int, Doc]:
+        """A key the server refuses; ``message`` is OpenAI's words, echoing the key masked."""
+        ...
+
 
 class OpenAIWire:
     """``POST …/chat/completions``, whatever the prefix: any OpenAI-compatible provider."""
@@ -126,6 +130,9 @@ class OpenAIWire:
     def overloaded(self) -> tuple[int, Doc]:
         message = "The engine is currently overloaded, please try again later"
         return 429, self.error(429, "engine_overloaded_error", message)
+
+    def bad_key(self, message: str) -> tuple[int, Doc]:
+        return 401, self.error(401, "invalid_api_key", message)
 
 
 class GeminiWire:
@@ -190,6 +197,17 @@ class GeminiWire:
 
     def overloaded(self) -> tuple[int, Doc]:
         return 503, self._status(503, "UNAVAILABLE", "The model is overloaded.", [])
+
+    def bad_key(self, message: str) -> tuple[int, Doc]:
+        # As the Gemini API does: a 400, the key's fault said by an ErrorInfo reason.
+        info = {
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": "API_KEY_INVALID",
+            "domain": "googleapis.com",
+            "metadata": {"service": "generativelanguage.googleapis.com"},
+        }
+        said = "API key not valid. Please pass a valid API key."  # it echoes no key
+        return 400, self._status(400, "INVALID_ARGUMENT", said, [info])
 
     @staticmethod
     def _status(status: int, rpc: str, message: str, details: list[Doc]) -> Doc:

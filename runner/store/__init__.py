@@ -35,6 +35,7 @@ from runner.store._sql import (
 )
 from runner.store._store import (
     CellProgress,
+    ErrorCount,
     GridRow,
     Pending,
     Progress,
@@ -58,6 +59,7 @@ __all__ = [
     "AttemptKey",
     "CellProgress",
     "ControlRow",
+    "ErrorCount",
     "GridRow",
     "Pending",
     "Progress",

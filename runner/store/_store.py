@@ -130,6 +130,19 @@ class CellProgress:
     fixed_iou: float | None
 
 
+@dataclass(frozen=True)
+class ErrorCount:
+    """One kind of error among the records of requests not yet complete: its class, status and
+    code, how many records, and the latest message (redacted when it was stored)."""
+
+    configuration: str
+    kind: str  # the record's outcome: fatal, quota, transient, rate-limited
+    status: int | None
+    code: str | None
+    count: int
+    message: str | None
+
+
 # The store checkpoints (writes its log into the file) this often during a run, and at its end.
 CHECKPOINT_ROWS = 5000
 CHECKPOINT_S = 120.0
@@ -469,6 +482,27 @@ class Store:
             """
         ).fetchall()
         return [CellProgress(*r) for r in rows]
+
+    def error_counts(self, per_configuration: int = 3) -> list[ErrorCount]:
+        """The most frequent errors of each configuration among the records of its requests
+        not yet complete (what keeps them from completing), most frequent first."""
+        rows = self._con.execute(
+            """
+            WITH open AS (
+                SELECT configuration, condition, budget, qid
+                FROM request_status WHERE status <> 'complete')
+            SELECT configuration, outcome, http_status, error_code, count(*) AS n,
+                   arg_max(error_message, started_at) AS message
+            FROM responses JOIN open USING (configuration, condition, budget, qid)
+            WHERE outcome <> 'answer'
+            GROUP BY configuration, outcome, http_status, error_code
+            QUALIFY row_number() OVER (
+                PARTITION BY configuration ORDER BY n DESC, outcome, error_code) <= ?
+            ORDER BY configuration, n DESC, outcome, error_code
+            """,
+            [per_configuration],
+        ).fetchall()
+        return [ErrorCount(*r) for r in rows]
 
     def query(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         """Column names and rows of ``sql`` (the caller decides what it may run)."""

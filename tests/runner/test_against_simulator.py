@@ -86,6 +86,18 @@ async def _ask_all(backend: Backend, requests: list[Request]) -> list[AttemptRec
     return records
 
 
+async def _ask_until_stopped(backend: Backend, requests: list[Request]) -> list[AttemptRecord]:
+    """As ``_ask_all``, where a terminal error (a refused key) may stop the backend."""
+    records: list[AttemptRecord] = []
+    ended = await asyncio.gather(
+        *(ask(backend, r, records.append) for r in requests), return_exceptions=True
+    )
+    for outcome in ended:
+        if isinstance(outcome, BaseException) and not getattr(outcome, "stops", False):
+            raise outcome
+    return records
+
+
 def _by_request(records: list[AttemptRecord]) -> dict[tuple[object, ...], list[AttemptRecord]]:
     out: dict[tuple[object, ...], list[AttemptRecord]] = defaultdict(list)
     for r in records:
@@ -295,8 +307,8 @@ def test_no_key_appears_in_records_logs_or_errors(
     seen: list[str] = []
     for key in (KEY, "sk-wrong-key-but-still-secret-42"):
         records = _run(
-            sim, QWEN, lambda c: _requests(small_cohort, small_root, cache, c, 10), _ask_all,
-            key=key,
+            sim, QWEN, lambda c: _requests(small_cohort, small_root, cache, c, 10),
+            _ask_until_stopped, key=key,
         )  # fmt: skip
         seen += [r.model_dump_json() for r in records]
         seen += [repr(r) for r in records]

@@ -64,3 +64,15 @@ def test_the_view_draws_backends_cells_and_the_totals() -> None:
     lines = plain_lines(view)
     assert lines[0].startswith("[   10.0 s] 300/1,000 requests complete (30.0%)")
     assert "QUOTA EXHAUSTED (spent)" in lines[1]
+
+
+def test_a_backend_stopped_by_a_refused_key_says_so() -> None:
+    refused = WorkerStats(requests=8, refused="fatal (HTTP 401 invalid_api_key): no")
+    now = Reading(10.0, _progress(0), _cells(0), {"qwen": refused})
+    view = snapshot(now, None, 0.0, {})
+    out = io.StringIO()
+    Console(file=out, width=160, color_system=None).print(render(view))
+    assert "KEY/MODEL REFUSED" in out.getvalue()
+    lines = plain_lines(view)
+    assert "key or model refused: qwen" in lines[0]
+    assert "STOPPED: fatal (HTTP 401 invalid_api_key): no" in lines[1]

@@ -165,8 +165,16 @@ RECORDED: tuple[Recorded, ...] = (
     Recorded("gemini FAILED_PRECONDITION", "gemini", 400, _g(
         400, "FAILED_PRECONDITION", "User location is not supported for the API use without "
         "a billing account linked."), "quota"),
+    Recorded("gemini API_KEY_INVALID", "gemini", 400, _g(
+        400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.",
+        {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID",
+         "domain": "googleapis.com",
+         "metadata": {"service": "generativelanguage.googleapis.com"}},
+        {"@type": "type.googleapis.com/google.rpc.LocalizedMessage", "locale": "en-US",
+         "message": "API key not valid. Please pass a valid API key."}), "fatal"),
     Recorded("gemini INVALID_ARGUMENT", "gemini", 400, _g(
-        400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."), "fatal"),
+        400, "INVALID_ARGUMENT", "Unable to process input image. Please retry or report in "
+        "https://developers.generativeai.google/guide/troubleshooting"), "fatal"),
     Recorded("gemini PERMISSION_DENIED", "gemini", 403, _g(
         403, "PERMISSION_DENIED", "Permission denied on resource project x."), "fatal"),
     Recorded("gemini NOT_FOUND", "gemini", 404, _g(

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from runner.backends import PROVIDERS, CallError, classify_gemini, classify_openai
+from runner.backends import PROVIDERS, CallError, Refused, classify_gemini, classify_openai
 
 from .recorded import RECORDED, Recorded
 
@@ -24,6 +24,26 @@ def test_each_recorded_error_maps_to_its_class(recorded: Recorded) -> None:
     assert error.retryable == (recorded.kind in ("rate-limited", "transient"))
     if recorded.retry_after is not None:
         assert error.retry_after == pytest.approx(recorded.retry_after)
+
+
+# A wrong key, no permission, an unknown model: no call of the backend can succeed.
+REFUSED = {
+    "openai 401", "openai 404 model", "dashscope invalid key", "ark AuthenticationError",
+    "ark InvalidEndpointOrModel.NotFound", "kimi invalid_authentication_error",
+    "gemini API_KEY_INVALID", "gemini PERMISSION_DENIED", "gemini NOT_FOUND",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("recorded", RECORDED, ids=[r.name for r in RECORDED])
+def test_a_refused_key_or_model_and_spent_quota_stop_the_backend(recorded: Recorded) -> None:
+    error = _classify(recorded)
+    assert isinstance(error, Refused) == (recorded.name in REFUSED)
+    assert error.stops == (recorded.name in REFUSED or recorded.kind == "quota")
+
+
+def test_a_gemini_key_refused_as_invalid_argument_says_so_in_its_code() -> None:
+    r = next(r for r in RECORDED if r.name == "gemini API_KEY_INVALID")
+    assert _classify(r).code == "API_KEY_INVALID"
 
 
 def test_every_class_is_covered_for_both_wire_formats() -> None:

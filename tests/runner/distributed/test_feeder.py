@@ -74,6 +74,7 @@ class FakeBackend:
     die_on: int | None = None
     before_death: int = 0
     quota_on: int | None = None
+    refused_on: int | None = None
     fail_on: int | None = None
     resumed: int = 0
 
@@ -92,6 +93,8 @@ class FakeBackend:
             if number == self.quota_on:
                 self._send(chunk[:1])
                 return ChunkOutcome(1, 1, 1, 0, quota="insufficient_quota")
+            if number == self.refused_on:
+                return ChunkOutcome(1, 1, 0, 1, refused="fatal (HTTP 401 invalid_api_key): no")
             self._send(chunk)
             return ChunkOutcome(len(chunk), len(chunk), len(chunk), 0)
         finally:
@@ -184,6 +187,20 @@ def test_after_the_quota_wait_the_backend_resumes_with_what_is_pending() -> None
     assert backend.resumed == 1 and feed.quota is None
     assert sorted(backend.sent) == [p.qid for p in store.calls]  # the rest, each once
     assert lines == ["backend b: quota exhausted; trying again in 30 s"]
+
+
+def test_a_refused_key_stops_the_backend_at_once_with_no_wait() -> None:
+    store = FakeStore(_calls(40))
+    backend = FakeBackend(store, refused_on=2)
+    feed = _feed(backend)
+    waited = FeedPolicy(chunk=4, wait_on_quota_s=30.0, max_quota_waits=3)  # not for a key
+    lines = _drive(store, feed, waited)
+    assert feed.refused == "fatal (HTTP 401 invalid_api_key): no" and feed.quota is None
+    # Chunks 1 and 2 ran together, 2 meeting the refusal: no chunk was fed after it.
+    assert backend.chunks == 2 and backend.resumed == 0 and len(store.done) == 4
+    assert lines == [
+        "backend b: stopped, no call of it can succeed: fatal (HTTP 401 invalid_api_key): no"
+    ]
 
 
 def test_an_error_of_the_worker_ends_the_drive_as_itself() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import signal
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -131,6 +132,59 @@ def test_waiting_on_quota_tries_again_and_stores_every_call(run: RunSetup) -> No
     # The quota errors of the second try replace those of the first for the same attempts: an
     # error holds its attempt only until something newer comes.
     assert 1 <= rows["quota"] <= sim.stats.faults["quota"]
+
+
+def test_a_wrong_key_stops_its_backend_and_the_run_says_why(run: RunSetup) -> None:
+    # The test's key (KEY_ENV) is not the one this server takes: every call is a 401.
+    refusing = SimSpec(behaviour=CLEAN, api_key="sk-another-key-0123456789")
+    with simulator_thread(run.cohort, run.root, run.tmp / "v", refusing) as (url, sim):
+        path = write_experiment(
+            run.tmp / "exp.toml", run.store, run.root, {"a": _at(url)},
+            [{"name": "qa", "backend": "a"}],
+        )  # fmt: skip
+        lines: list[str] = []
+        report = run_once(path, lines)
+    # Only the calls in flight when the first 401 came back were sent (the concurrency, 8).
+    sent = sim.stats.statuses[401]
+    assert 1 <= sent <= 8 and sum(sim.stats.statuses.values()) == sent == report.sent_requests
+    assert not report.complete and report.pending == report.progress[0].requests
+    assert report.backends[0].refused is not None and report.backends[0].quota is None
+    assert any("backend a: stopped, no call of it can succeed" in line for line in lines)
+    (error,) = report.errors
+    assert (error.kind, error.status, error.code, error.count) == (
+        "fatal",
+        401,
+        "invalid_api_key",
+        sent,
+    )
+    assert any(
+        f"qa: {sent} × fatal (HTTP 401 invalid_api_key): Incorrect API key provided" in line
+        and "check the backend's key variable" in line
+        for line in lines
+    )
+    assert lines[-1].endswith("(once the key or model is put right)")
+
+
+def test_an_offline_run_prints_the_connection_error(run: RunSetup) -> None:
+    with socket.socket() as closed:  # a port bound and never listened on: refused at once
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+        backend = {**_at(url), "max_transport_retries": 1}
+        path = write_experiment(
+            run.tmp / "exp.toml", run.store, run.root, {"a": backend},
+            [{"name": "qa", "backend": "a"}],
+        )  # fmt: skip
+        lines: list[str] = []
+        report = run_once(path, lines)
+    (error,) = report.errors
+    requests = report.progress[0].requests
+    assert (error.kind, error.status, error.count) == ("transient", None, requests)
+    assert error.message is not None and "ClientConnectorError" in error.message
+    assert any(
+        f"qa: {requests} × transient (no response): ClientConnectorError" in line
+        and "the server could not be reached: check base_url and the network" in line
+        for line in lines
+    )
 
 
 def test_quota_stops_one_backend_and_a_rerun_sends_exactly_the_missing_keys(run: RunSetup) -> None:

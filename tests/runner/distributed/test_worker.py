@@ -40,7 +40,7 @@ def _store(path: Path, cohort: Cohort) -> Store:
 
 
 def _run_worker(
-    store: Store, cohort: Cohort, root: DataRoot, tmp: Path, spec: SimSpec
+    store: Store, cohort: Cohort, root: DataRoot, tmp: Path, spec: SimSpec, key: str = "sk-test"
 ) -> tuple[ChunkOutcome, Simulator]:
     simulator = Simulator(cohort, root.images, VariantCache(tmp / "variants"), spec)
 
@@ -51,7 +51,7 @@ def _run_worker(
         async with serving(simulator) as url:
             worker = BackendWorker(
                 [_configuration(url)], cohort, root.images, tmp / "variants", write,
-                lambda _: ApiKey("sk-test"),
+                lambda _: ApiKey(key),
             )  # fmt: skip
             try:
                 return await worker.run(store.pending())
@@ -102,3 +102,26 @@ def test_quota_stops_the_worker_and_a_second_run_sends_exactly_the_rest(
         "WHERE outcome = 'answer'"
     )
     assert answers == keys == requests
+
+
+def test_a_wrong_key_stops_the_worker_after_the_calls_in_flight(
+    small_cohort: Cohort, small_root: DataRoot, tmp_path: Path
+) -> None:
+    store = _store(tmp_path / "exp.duckdb", small_cohort)
+    requests = len(store.pending())
+    spec = SimSpec(behaviour=CLEAN, api_key="sk-right")
+    outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, spec, key="sk-wrong")
+    assert outcome.refused is not None and "HTTP 401 invalid_api_key" in outcome.refused
+    assert outcome.quota is None and outcome.answered == 0
+    # Only the calls in flight when the first 401 came back were sent (at most the
+    # concurrency, 8); each is stored as the error it met, and is still to do.
+    sent = sim.stats.statuses[401]
+    assert 1 <= sent <= 8 < requests and sum(sim.stats.statuses.values()) == sent
+    assert outcome.calls == outcome.attempts == outcome.errored == sent  # each said as sent
+    _, ((fatal,),) = store.query("SELECT count(*) FROM responses WHERE http_status = 401")
+    assert fatal == sent
+    assert len(store.pending()) == requests
+
+    outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, spec, key="sk-right")
+    assert outcome.refused is None and outcome.answered == requests
+    assert store.pending() == []

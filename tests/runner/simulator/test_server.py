@@ -56,12 +56,16 @@ def test_a_bad_request_is_a_400_in_the_wire_formats_own_shape(
                 ("/v1/chat/completions", {"Authorization": "Bearer sk-x"}),
                 ("/v1beta/models/g:generateContent", {"x-goog-api-key": "AIza-x"}),
                 ("/v1/chat/completions", {}),
+                ("/v1beta/models/g:generateContent", {}),
             ):
                 async with session.post(url + path, data=b"{", headers=headers) as response:
                     out.append((response.status, await response.json()))
         return out
 
-    (s1, openai), (s2, gemini), (s3, _) = asyncio.run(main())
+    (s1, openai), (s2, gemini), (s3, _), (s4, no_key) = asyncio.run(main())
     assert s1 == 400 and openai["error"]["code"] == "invalid_request_error"  # type: ignore[index]
     assert s2 == 400 and gemini["error"]["status"] == "INVALID_ARGUMENT"  # type: ignore[index]
     assert s3 == 401
+    # As the Gemini API says a key is wrong: a 400 whose ErrorInfo reason names it.
+    (info,) = no_key["error"]["details"]  # type: ignore[index]
+    assert s4 == 400 and info["reason"] == "API_KEY_INVALID"

@@ -446,3 +446,21 @@ def test_a_read_on_the_writer_leaves_nothing_behind(store: Store) -> None:
         store.read("SELECT * FROM no_such_table")
     store.write_responses([attempt_row("q1")])  # the writer still works after a failed read
     assert len(store.pending()) == 2
+
+
+def test_the_errors_of_requests_left_are_counted_most_frequent_first(store: Store) -> None:
+    store.write_responses(
+        [
+            attempt_row("q1", outcome="fatal"),
+            attempt_row("q2", outcome="fatal"),
+            attempt_row("q3", outcome="transient"),
+        ]
+    )
+    (fatal, transient) = store.error_counts()
+    assert (fatal.configuration, fatal.kind, fatal.status, fatal.count) == ("cfg", "fatal", 503, 2)
+    assert fatal.message == "fatal error"
+    assert (transient.kind, transient.count) == ("transient", 1)
+    assert store.error_counts(per_configuration=1) == [fatal]
+    # An error that a later answer settled keeps nothing from completing: it is not counted.
+    store.write_responses([attempt_row("q3", answer="[1, 2, 3, 4]")])
+    assert [e.kind for e in store.error_counts()] == ["fatal"]

@@ -1,0 +1,49 @@
+"""The end of a run, as its summary says it: what stopped each backend, the errors that keep
+requests from completing with what to do about each, and what must happen before a rerun."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runner.distributed import BackendReport, RunReport, summary_lines
+from runner.store import ErrorCount, Progress
+
+
+def _report(backends: tuple[BackendReport, ...], errors: tuple[ErrorCount, ...]) -> RunReport:
+    progress = (Progress("qa", 120, 0, 120, 120, 0, 0, 0, 0),)
+    return RunReport(progress, backends, 3.0, 8, 0, errors=errors)
+
+
+def test_a_refused_key_is_said_with_its_errors_and_what_to_do() -> None:
+    refusal = "fatal (HTTP 401 invalid_api_key): Incorrect API key provided"
+    errors = (
+        ErrorCount("qa", "fatal", 401, "invalid_api_key", 8, "Incorrect API key\nprovided"),
+        ErrorCount("qa", "transient", None, None, 2, "ClientConnectorError: cannot connect"),
+    )
+    lines = summary_lines(
+        _report((BackendReport("a", ("qa",), None, 0, refusal),), errors), Path("exp.toml")
+    )
+    assert f"  backend a stopped: no call of it can succeed ({refusal})" in lines
+    assert (
+        "    qa: 8 × fatal (HTTP 401 invalid_api_key): Incorrect API key provided — the key was "
+        "refused: check the backend's key variable (api_key_env)"
+    ) in lines
+    assert (
+        "    qa: 2 × transient (no response): ClientConnectorError: cannot connect — the server "
+        "could not be reached: check base_url and the network, then run again"
+    ) in lines
+    assert lines[-1] == (
+        "120 requests left: run groundbench run exp.toml again to send exactly those "
+        "(once the key or model is put right)"
+    )
+
+
+def test_a_long_message_is_cut_to_one_line_and_quota_says_it_resets() -> None:
+    errors = (ErrorCount("qa", "quota", 429, "insufficient_quota", 1, "x" * 500),)
+    lines = summary_lines(
+        _report((BackendReport("a", ("qa",), "spent", 0),), errors), Path("exp.toml")
+    )
+    (line,) = [line for line in lines if "insufficient_quota" in line]
+    assert "x" * 159 + "…" in line and "x" * 160 not in line
+    assert "top it up or raise its limit" in line
+    assert lines[-1].endswith("(once the quota resets)")
