@@ -54,15 +54,22 @@ from scoring import BUDGETS, PHASES, REFERENCES, ScoringError, construction_fide
 if TYPE_CHECKING:
     from runner.distributed import RunReport
 
+# Help is plain text: rich markup would read "[boxes]" or "[default: …]" in it as tags and
+# drop them.
+PLAIN = None
 app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=PLAIN,
     help="Run the GroundBench polygon-grounding grid and the box benchmarks around it.",
 )
-cohort_app = typer.Typer(no_args_is_help=True, help="Build and inspect cohorts (PROTOCOL §8).")
+cohort_app = typer.Typer(
+    no_args_is_help=True, rich_markup_mode=PLAIN, help="Build and inspect cohorts (PROTOCOL §8)."
+)
 app.add_typer(cohort_app, name="cohort")
 boxes_app = typer.Typer(
     no_args_is_help=True,
+    rich_markup_mode=PLAIN,
     help="The box benchmarks (Ref-Adv, GroundingME, RefBench-PRO): read their files, score "
     "answers collected elsewhere by their own protocols (PROTOCOL §10). To ask a model, put "
     "[boxes] in an experiment file and use `groundbench run`.",
@@ -131,7 +138,7 @@ def synth(
 @cohort_app.command("build")
 def cohort_build(
     root: Annotated[Path, typer.Argument(help="Data root holding refcoco/, refcoco+/, refcocog/.")],
-    experiment: Annotated[Path, typer.Argument(help="The experiment's DuckDB file.")],
+    store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file (its store).")],
     images: Annotated[
         Path | None,
         typer.Option(help="COCO train2014 image folder [default: ROOT/images/train2014]."),
@@ -148,7 +155,7 @@ def cohort_build(
         ),
     ] = None,
 ) -> None:
-    """Draw a cohort from a data root and store it in the experiment file."""
+    """Draw a cohort from a data root and keep it in the experiment's store (DuckDB file)."""
     sources = tuple(source) if source else SOURCE_NAMES
     unknown = [s for s in sources if s not in SOURCE_NAMES]
     if unknown:
@@ -159,20 +166,20 @@ def cohort_build(
     for r in cohort.reports:
         if r.short:
             console.print(f"[bold red]{r.source}: only {r.selected} of {r.asked} questions[/]")
-    fresh = write_cohort(experiment, cohort)
+    fresh = write_cohort(store, cohort)
     state = "stored in" if fresh else "already in"
     console.print(
-        f"cohort {cohort.hash} ({len(cohort.questions)} questions) {state} {experiment}",
+        f"cohort {cohort.hash} ({len(cohort.questions)} questions) {state} {store}",
         soft_wrap=True,
     )
 
 
 @cohort_app.command("summary")
 def cohort_summary(
-    experiment: Annotated[Path, typer.Argument(help="The experiment's DuckDB file.")],
+    store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file (its store).")],
 ) -> None:
     """Show a cohort: counts per source and bin, thresholds, C_N per budget."""
-    for table in summary_tables(load_cohort(experiment)):
+    for table in summary_tables(load_cohort(store)):
         console.print(table)
 
 
@@ -238,8 +245,11 @@ def boxes_score(
 
 @app.command()
 def simulate(
-    experiment: Annotated[
-        Path, typer.Argument(help="The experiment's DuckDB file (its cohort or box questions).")
+    store: Annotated[
+        Path,
+        typer.Argument(
+            help="The experiment's DuckDB file (its store): its cohort or box questions."
+        ),
     ],
     images: Annotated[Path, typer.Option(help="The questions' image folder.")],
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
@@ -249,7 +259,7 @@ def simulate(
         Path | None, typer.Option(help="JSON file of behaviour and faults (SimSpec).")
     ] = None,
     cache: Annotated[
-        Path | None, typer.Option(help="Image-variant cache [default: EXPERIMENT.variants/].")
+        Path | None, typer.Option(help="Image-variant cache [default: STORE.variants/].")
     ] = None,
 ) -> None:
     """Serve the provider simulator for a store's questions: dry-run a grid before paying.
@@ -262,11 +272,9 @@ def simulate(
     if seed is not None:
         sim_spec = sim_spec.model_copy(update={"seed": seed})
     questions = (
-        load_box_set(experiment)
-        if stored_box_set_hash(experiment) is not None
-        else load_cohort(experiment)
+        load_box_set(store) if stored_box_set_hash(store) is not None else load_cohort(store)
     )
-    variants = VariantCache(cache or experiment.with_suffix(".variants"))
+    variants = VariantCache(cache or store.with_suffix(".variants"))
     simulator = Simulator(questions, images, variants, sim_spec)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(simulator, host, port))

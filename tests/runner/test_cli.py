@@ -7,8 +7,11 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import typer
 from typer.testing import CliRunner
 
 from conditions import (
@@ -206,3 +209,32 @@ def test_sql_prints_a_table_csv_json_and_refuses_to_write(
         f"│ {count} "
         in runner.invoke(app, ["sql", str(store), "SELECT count(*) FROM questions"]).output
     )
+
+
+def _commands(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every command under ``group`` (Typer's own click), by its path of names."""
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            yield from _commands(command, (*path, name))
+        else:
+            yield (*path, name), command
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_every_help_text_is_shown_whole_brackets_and_defaults_included() -> None:
+    # Help as written reaches the screen: no "[boxes]" or "[default: …]" taken for markup.
+    commands = dict(_commands(typer.main.get_command(app)))
+    assert ("run",) in commands and ("boxes", "score") in commands
+    for path, command in commands.items():
+        result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, path
+        shown = _words(result.output)
+        for param in command.params:
+            written = getattr(param, "help", None)
+            if written:
+                assert _words(written) in shown, (path, written)
+    boxes = runner.invoke(app, ["boxes", "--help"], env={"COLUMNS": "200"})
+    assert "put [boxes] in an experiment file" in _words(boxes.output)
