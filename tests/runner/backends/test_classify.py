@@ -6,7 +6,14 @@ import json
 
 import pytest
 
-from runner.backends import PROVIDERS, CallError, Refused, classify_gemini, classify_openai
+from runner.backends import (
+    PROVIDERS,
+    CallError,
+    Refused,
+    classify_gemini,
+    classify_openai,
+    what_to_do,
+)
 
 from .recorded import RECORDED, Recorded
 
@@ -86,3 +93,18 @@ def test_each_openai_wire_provider_declares_its_own_codes() -> None:
     for p in PROVIDERS.values():
         declared = p.errors.quota | p.errors.rate | p.errors.transient
         assert bool(declared) == (p.wire == "openai"), p.name  # Gemini reads rpc statuses
+
+
+@pytest.mark.parametrize("recorded", RECORDED, ids=[r.name for r in RECORDED])
+def test_what_to_do_about_a_refusal_names_the_key_the_access_or_the_model(
+    recorded: Recorded,
+) -> None:
+    error = _classify(recorded)
+    advice = what_to_do(error.kind, error.status, error.code)
+    if recorded.name in REFUSED:
+        wanted = {401: "key was refused", 403: "may not use", 404: "model or endpoint"}
+        assert wanted.get(error.status or 0, "key was refused") in advice  # Gemini's 400 too
+    elif error.kind == "quota":
+        assert "quota is spent" in advice
+    else:
+        assert "key" not in advice  # a throttle, a fault, a bad request: never the key
