@@ -47,6 +47,7 @@ from runner._errors import ConfigError, RunnerError
 from runner._tables import report_table, summary_tables
 from runner.experiment import Experiment, load_experiment
 from runner.monitor import plain_lines, render
+from runner.plan import prepare
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import DAMAGED_FILE, QUERY_TIMEOUT_S, first_line, query_store, read_only
 from scoring import BUDGETS, PHASES, REFERENCES, ScoringError, construction_fidelity
@@ -80,6 +81,10 @@ ReaderName = Literal["ref-adv", "groundingme", "refbench-pro", "groundbench"]
 ConventionName = Literal["norm999", "norm1000", "unit", "pixels"]
 console = Console()
 OutputFormat = Literal["table", "csv", "json"]
+_OUTPUT_TOKENS_HELP = (
+    "Mean output tokens per call to assume in the estimates [default: measured from the "
+    "stored answers, else from the check's call]."
+)
 
 
 def _show_version(value: bool) -> None:
@@ -307,11 +312,38 @@ def run(
     progress_every: Annotated[
         float, typer.Option(min=0.1, help="Seconds between progress lines.")
     ] = 5.0,
+    max_spend: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            help="Stop sending once this run has spent this many US dollars (answers' tokens "
+            "at the configured prices); a rerun resumes.",
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Send only the first N questions of every cell: a smoke run into the same "
+            "store, which a later run without --limit completes.",
+        ),
+    ] = None,
+    preflight: Annotated[
+        bool,
+        typer.Option(
+            "--check/--no-check",
+            help="First call each configuration of a real backend once per decoding, and "
+            "estimate the cost (see `groundbench check`).",
+        ),
+    ] = True,
+    output_tokens: Annotated[int | None, typer.Option(min=1, help=_OUTPUT_TOKENS_HELP)] = None,
 ) -> None:
     """Send every pending call of an experiment, store the responses, score them as they land.
 
     Running it again resumes: it sends exactly the calls that have no stored answer. Exit
-    status 0 when the grid is complete, 3 when calls are left (quota, errors).
+    status 0 when every request asked for is complete (the grid, or with --limit the
+    limit's), 3 when calls are left (quota, errors, the spending cap), 2 when the pre-flight
+    or the set-up fails.
     """
     report = _run_in_view(
         load_experiment(experiment),
@@ -320,9 +352,42 @@ def run(
         wait_on_quota=wait_on_quota,
         quota_waits=quota_waits,
         progress_every=progress_every,
+        max_spend=max_spend,
+        limit=limit,
+        preflight=preflight,
+        output_tokens=output_tokens,
     )
-    if not report.complete:
+    if not report.done:
         raise typer.Exit(code=3)
+
+
+@app.command("check")
+def check_experiment(
+    experiment: Annotated[Path, typer.Argument(help="The experiment file (TOML).")],
+    output_tokens: Annotated[int | None, typer.Option(min=1, help=_OUTPUT_TOKENS_HELP)] = None,
+    max_spend: Annotated[
+        float | None, typer.Option(min=0.0, help="Say whether the estimate fits this cap.")
+    ] = None,
+) -> None:
+    """Prove each configuration can be called, and say what the calls left cost and take.
+
+    One call per configuration and decoding (a real request of the grid, not stored), then,
+    per configuration, the requests left with their tokens and cost at the configured
+    prices, and per backend the wall time at its limits. Tokens per call are measured from
+    the stored answers, else from the check's call. Exit status 0 when every call
+    succeeded, 1 when one failed.
+    """
+    from runner.check import check, check_lines, stored_progress
+
+    loaded = load_experiment(experiment)
+    questions = prepare(loaded)
+    report = asyncio.run(
+        check(loaded, questions, stored_progress(loaded), stated_output=output_tokens)
+    )
+    for line in check_lines(report, max_spend):
+        _echo(line)
+    if not report.ok:
+        raise typer.Exit(code=1)
 
 
 def _run_in_view(
@@ -333,6 +398,10 @@ def _run_in_view(
     wait_on_quota: float | None = None,
     quota_waits: int = 1,
     progress_every: float = 5.0,
+    max_spend: float | None = None,
+    limit: int | None = None,
+    preflight: bool = True,
+    output_tokens: int | None = None,
 ) -> RunReport:
     """Run with the live monitor in front on a terminal, plain progress lines otherwise."""
     from runner.distributed import RunOptions, run_experiment  # Ray loads only for a run
@@ -342,6 +411,10 @@ def _run_in_view(
         wait_on_quota_s=wait_on_quota,
         max_quota_waits=quota_waits,
         progress_every_s=progress_every if not console.is_terminal else min(progress_every, 1.0),
+        max_spend=max_spend,
+        limit=limit,
+        preflight=preflight,
+        output_tokens=output_tokens,
     )
     try:
         if not console.is_terminal:

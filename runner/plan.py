@@ -8,7 +8,7 @@ Plain Python: no Ray. The driver calls :func:`prepare` and runs the plan it retu
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from conditions import (
@@ -80,6 +80,35 @@ def grid_of(
         keys = task.plan([c], experiment.budgets, experiment.box)
         rows.extend(GridRow(k.configuration, k.condition, k.budget, k.qid, attempts) for k in keys)
     return Grid(tuple(registrations), tuple(rows))
+
+
+RequestId = tuple[str, str, int, str]  # configuration, condition, budget, question
+
+
+def first_questions(rows: Iterable[GridRow], questions: Questions, n: int) -> frozenset[RequestId]:
+    """The requests of the first ``n`` questions of every cell (configuration, condition,
+    budget), in the questions' own order (the cohort's draw, the benchmark file's): a smoke
+    run whose cells each hold the same questions, and which a full run later completes.
+
+    >>> rows = [GridRow("c", "base", 8, q, 1) for q in ("q2", "q1", "q3")]
+    >>> class Q:
+    ...     def __init__(self, qid): self.qid = qid
+    >>> class Qs:
+    ...     questions = (Q("q3"), Q("q1"), Q("q2"))
+    >>> sorted(first_questions(rows, Qs(), 2))
+    [('c', 'base', 8, 'q1'), ('c', 'base', 8, 'q3')]
+    """
+    rank: dict[str, int] = {}
+    for q in questions.questions:  # (not enumerate: mypy joins the two question types)
+        rank[q.qid] = len(rank)
+    cells: dict[tuple[str, str, int], list[str]] = {}
+    for r in rows:
+        cells.setdefault((r.configuration, r.condition, r.budget), []).append(r.qid)
+    return frozenset(
+        (*cell, qid)
+        for cell, qids in cells.items()
+        for qid in sorted(qids, key=rank.__getitem__)[:n]
+    )
 
 
 def ensure_questions(experiment: Experiment) -> Questions:

@@ -18,7 +18,15 @@ from runner.backends._attempts import (
     attempts_allowed,
     parses,
 )
-from runner.backends._client import Backend, Exchange, decodings, wire_format
+from runner.backends._client import (
+    DEFAULT_OUTPUT_ESTIMATE,
+    Backend,
+    Exchange,
+    decodings,
+    key_for,
+    rough_input_tokens,
+    wire_format,
+)
 from runner.backends._errors import (
     CallError,
     ErrorKind,
@@ -40,6 +48,7 @@ from runner.backends._wire import Reply, Usage, WireFormat, retry_after
 
 __all__ = [
     "BEST_EFFORT_ATTEMPTS",
+    "DEFAULT_OUTPUT_ESTIMATE",
     "FRAGMENT",
     "HEADLINE_ATTEMPTS",
     "KEY_SHAPED",
@@ -72,12 +81,14 @@ __all__ = [
     "classify_openai",
     "decodings",
     "holds_key",
+    "key_for",
     "key_from_env",
     "parse_reset",
     "parses",
     "provider_named",
     "redact",
     "retry_after",
+    "rough_input_tokens",
     "thinking_fields",
     "what_to_do",
     "wire_format",

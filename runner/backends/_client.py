@@ -95,6 +95,29 @@ def decodings(configuration: Configuration) -> list[Decoding]:
     return grid + [reasoning_decoding(r, base) for r in REASONINGS if r in names]
 
 
+def key_for(simulator_key: str | None) -> Callable[[Configuration], ApiKey]:
+    """How a backend gets its key: the simulator's for a simulated backend (a real key never
+    goes to the simulator), else the configured variable of this process's environment."""
+
+    def key(configuration: Configuration) -> ApiKey:
+        if simulator_key is not None:
+            return ApiKey(simulator_key)
+        provider = provider_named(configuration.provider)
+        return key_from_env(configuration.transport.api_key_env or provider.key_variable)
+
+    return key
+
+
+def rough_input_tokens(request: Request) -> int:
+    """The input tokens of ``request`` before a provider has counted any: the prompt's
+    characters / 4, and one token per 28-pixel patch of the image."""
+    image = 0
+    if request.image is not None:
+        w, h = request.image.width, request.image.height
+        image = math.ceil(w / IMAGE_PATCH) * math.ceil(h / IMAGE_PATCH)
+    return len(request.prompt) // 4 + image
+
+
 class Backend:
     """All calls of one configuration: wire format, rate limiter, session, key.
 
@@ -307,12 +330,8 @@ class Backend:
         )
 
     def _estimate(self, request: Request) -> int:
-        image = 0
-        if request.image is not None:
-            w, h = request.image.width, request.image.height
-            image = math.ceil(w / IMAGE_PATCH) * math.ceil(h / IMAGE_PATCH)
         output = min(request.decoding.max_output_tokens, round(self._output_tokens.mean))
-        return len(request.prompt) // 4 + image + output
+        return rough_input_tokens(request) + output
 
     def _log_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome is not None else None

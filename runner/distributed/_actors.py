@@ -20,9 +20,9 @@ from typing import Any
 import ray
 
 from conditions import Configuration, Questions, VariantCache
-from runner.backends import ApiKey, key_from_env, provider_named
+from runner.backends import key_for
 from runner.distributed._scorer import BoxScorer, Scorer
-from runner.distributed._worker import BackendWorker, ChunkOutcome, KeySource, WorkerStats
+from runner.distributed._worker import BackendWorker, ChunkOutcome, WorkerStats
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import (
     CellProgress,
@@ -129,19 +129,6 @@ class StoreActor:
         if self._opened is not None:
             self._opened.close()
             self._opened = None
-
-
-def key_for(simulator_key: str | None) -> KeySource:
-    """How a backend gets its key: the simulator's for a simulated backend (a real key never
-    goes to the simulator), else the configured variable of the actor's own environment."""
-
-    def key(configuration: Configuration) -> ApiKey:
-        if simulator_key is not None:
-            return ApiKey(simulator_key)
-        provider = provider_named(configuration.provider)
-        return key_from_env(configuration.transport.api_key_env or provider.key_variable)
-
-    return key
 
 
 class BackendActor:

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from conditions import Configuration, Questions
+from runner._errors import RunnerError
 from runner._names import NAMESPACE, actor_name, run_tag
 from runner.backends import what_to_do
+from runner.check import CheckReport, cap_lines, check, check_lines, stored_progress
 from runner.distributed import _ray
 from runner.distributed._actors import (
     RemoteBackend,
@@ -28,13 +30,22 @@ from runner.distributed._actors import (
     RemoteSimulator,
     RemoteStore,
 )
-from runner.distributed._feeder import Feed, Feeder, FeedPolicy, forget, score_to_the_end
+from runner.distributed._feeder import (
+    Feed,
+    Feeder,
+    FeedPolicy,
+    Limited,
+    PendingSource,
+    forget,
+    score_to_the_end,
+)
 from runner.distributed._scorer import scorer_for
+from runner.distributed._spend import SpendCap
 from runner.distributed._watch import read_run
 from runner.experiment import Experiment
 from runner.monitor import Reading, Snapshot, plain_lines, snapshot
-from runner.plan import grid_of, prepare
-from runner.store import ErrorCount, Progress
+from runner.plan import RequestId, first_questions, grid_of, prepare
+from runner.store import ErrorCount, Pending, Progress
 
 Echo = Callable[[str], None]
 Show = Callable[[Snapshot], None]
@@ -46,6 +57,14 @@ class RunOptions:
     wait_on_quota_s: float | None = None  # wait this long after a quota error, then go on
     max_quota_waits: int = 1
     progress_every_s: float = 5.0
+    max_spend: float | None = None  # US dollars this run may spend (None: no cap)
+    limit: int | None = None  # only the first N questions of every cell (a smoke run)
+    preflight: bool = False  # one call per configuration and decoding first (the CLI: on)
+    output_tokens: int | None = None  # the stated mean output per call, for the estimates
+
+
+class PreflightFailed(RunnerError):
+    """A pre-flight call failed: the run would pay for calls that fail the same way."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +74,8 @@ class BackendReport:
     quota: str | None
     restarts: int
     refused: str | None = None  # the refusal of its key or model that stopped it
+    spent: float = 0.0  # dollars this run, from its answers' tokens and the prices
+    capped: bool = False  # stopped by the spending cap
 
 
 @dataclass(frozen=True)
@@ -68,10 +89,24 @@ class RunReport:
     unscored: int
     simulator_calls: int | None = None
     errors: tuple[ErrorCount, ...] = ()  # what keeps the requests left from completing
+    spent_total: float = 0.0  # dollars of every answer in the store, this run's and earlier
+    max_spend: float | None = None
+    limit: int | None = None
+    limited_left: int = 0  # with a limit: its requests not complete
 
     @property
     def complete(self) -> bool:
         return all(p.pending == 0 for p in self.progress)
+
+    @property
+    def done(self) -> bool:
+        """Every request this run was asked to send is complete: the grid's, or with a limit,
+        the limit's."""
+        return self.limited_left == 0 if self.limit is not None else self.complete
+
+    @property
+    def spent(self) -> float:
+        return sum(b.spent for b in self.backends)
 
     @property
     def pending(self) -> int:
@@ -94,13 +129,50 @@ def run_experiment(
     submit``), else starts a local one; one already initialised in this process is used as is.
     """
     questions = prepare(experiment)
+    estimate = None
+    if options.preflight:
+        estimate = preflight(experiment, questions, options, echo)
+    elif options.max_spend is not None:  # the cap needs a cost per call before any is measured
+        stored = stored_progress(experiment)
+        estimate = asyncio.run(
+            check(experiment, questions, stored, stated_output=options.output_tokens, call=False)
+        )
+        for line in cap_lines(estimate.costs, options.max_spend):
+            echo(line)
     started_ray = _ray.connect(options.address)
     try:
         run = _Run(experiment, questions, options, echo, experiment_file, show or _lines(echo))
+        run.estimate = estimate
         return asyncio.run(run.go())
     finally:
         if started_ray:
             _ray.shutdown()
+
+
+def preflight(
+    experiment: Experiment, questions: Questions, options: RunOptions, echo: Echo
+) -> CheckReport:
+    """Call each configuration of a real backend once per decoding, and say what the calls
+    left will cost and take (a simulated backend costs nothing and is not called).
+
+    Raises
+    ------
+    PreflightFailed
+        A call failed: each failure with what to do is echoed first.
+    """
+    stored = stored_progress(experiment)
+    report = asyncio.run(
+        check(experiment, questions, stored, stated_output=options.output_tokens, only_real=True)
+    )
+    for line in check_lines(report, options.max_spend):
+        echo(f"pre-flight: {line}")
+    if not report.ok:
+        failed = sum(not p.ok for p in report.probes)
+        raise PreflightFailed(
+            f"pre-flight: {failed} of {len(report.probes)} calls failed (see above); nothing "
+            "was run. Put it right and run again, or skip the pre-flight with --no-check"
+        )
+    return report
 
 
 def _lines(echo: Echo) -> Show:
@@ -153,6 +225,9 @@ class _Run:
         self._turn = itertools.count()  # backends take the cluster's nodes in turn
         self._scorer_names = (f"scorer-{token}-{n}" for n in itertools.count())
         self._last_reading: Reading | None = None
+        self.estimate: CheckReport | None = None  # the pre-flight's: the cost per call
+        self.cap = SpendCap(options.max_spend) if options.max_spend is not None else None
+        self.allowed: frozenset[RequestId] | None = None  # with --limit: the requests to send
 
     async def go(self) -> RunReport:
         begun = time.monotonic()
@@ -209,8 +284,11 @@ class _Run:
         scorer_ref = _ray.put(scorer_for(self.questions, self.experiment.conventions, reader))
         self.scorers = self._start_scorers(scorer_ref, self.experiment.scorers)
         scoring = [self._scoring(s) for s in self.scorers]  # live: scored as they land
-        store = _ray.ActorStore(self.store)
-        feeder = Feeder(store, self._policy(), self.echo)
+        store: PendingSource = _ray.ActorStore(self.store)
+        if self.options.limit is not None:
+            self.allowed = first_questions(grid.rows, self.questions, self.options.limit)
+            store = Limited(store, self.allowed)
+        feeder = Feeder(store, self._policy(), self.echo, cap=self.cap)
         watcher = asyncio.create_task(self._watch(begun))
         try:
             await asyncio.gather(*(feeder.drive(f) for f in self.feeds))
@@ -237,7 +315,9 @@ class _Run:
         report = RunReport(
             progress=progress,
             backends=tuple(
-                BackendReport(f.name, f.configurations, f.quota, f.restarts, f.refused)
+                BackendReport(
+                    f.name, f.configurations, f.quota, f.restarts, f.refused, f.spent, f.capped
+                )
                 for f in self.feeds
             ),
             elapsed_s=time.monotonic() - begun,
@@ -245,10 +325,30 @@ class _Run:
             unscored=unscored,
             simulator_calls=calls,
             errors=errors,
+            spent_total=self._spent_in_store(progress),
+            max_spend=self.options.max_spend,
+            limit=self.options.limit,
+            limited_left=await self._limited_left(),
         )
         for line in summary_lines(report, self.experiment_file):
             self.echo(line)
         return report
+
+    def _spent_in_store(self, progress: Sequence[Progress]) -> float:
+        backend_of = {c.name: c.backend for c in self.experiment.configurations}
+        prices = {name: b.prices for name, b in self.experiment.backends.items()}
+        return sum(
+            prices[backend_of[p.configuration]].cost(p.input_tokens, p.output_tokens)
+            for p in progress
+            if p.configuration in backend_of
+        )
+
+    async def _limited_left(self) -> int:
+        if self.allowed is None:
+            return 0
+        names = [c.name for c in self.experiment.configurations]
+        left: list[Pending] = await _ray.call(self.store.pending.remote(names))
+        return sum((p.configuration, p.condition, p.budget, p.qid) in self.allowed for p in left)
 
     # -- backends ---------------------------------------------------------------------------
 
@@ -292,7 +392,22 @@ class _Run:
             return _ray.ActorBackend(actor.handle)
 
         names = tuple(c.name for c in actor.configurations)
-        return Feed(actor.name, names, _ray.ActorBackend(actor.handle), restart)
+        prices = self.experiment.backends[actor.name].prices
+        return Feed(
+            actor.name,
+            names,
+            _ray.ActorBackend(actor.handle),
+            restart,
+            cost=prices.cost,
+            call_cost=self._call_cost(names),
+        )
+
+    def _call_cost(self, configurations: Sequence[str]) -> float:
+        """The dearest estimated call among ``configurations`` (the spending cap's prior)."""
+        if self.estimate is None:
+            return 0.0
+        costs = [c.per_call for c in self.estimate.costs if c.configuration in configurations]
+        return max(costs, default=0.0)
 
     def _place(self, actor: _BackendActor) -> Any:
         """Start ``actor`` (again, after it died). A simulated backend stays on the driver's
@@ -384,8 +499,22 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
         lines.extend(f"    {error_line(e)}" for e in report.errors)
     if report.unscored:
         lines.append(f"  {report.unscored:,} stored answers are not scored yet")
+    lines.append(
+        f"  spend: ${report.spent:,.2f} this run, ${report.spent_total:,.2f} over every run of "
+        "this store (answers' tokens at the configured prices)"
+    )
+    if any(b.capped for b in report.backends):
+        lines.append(
+            f"  stopped at the spending cap (--max-spend ${report.max_spend:,.2f}); "
+            "run again with a higher cap to go on"
+        )
+    command = f"groundbench run {experiment_file}" if experiment_file else "the same command"
+    if report.limit is not None:
+        lines.append(
+            f"  --limit {report.limit}: the first {report.limit} questions of every cell, "
+            f"{report.limited_left:,} of their requests left"
+        )
     if not report.complete:
-        command = f"groundbench run {experiment_file}" if experiment_file else "the same command"
         lines.append(
             f"{report.pending:,} requests left: run {command} again to send exactly those"
             + _once(report)

@@ -14,6 +14,9 @@ live here:
   it resumes with what the store then has pending, else it stops and the others go on;
 - **a refused key or model** (401, 403, 404): the backend gets no further chunk and stops at
   once, with no wait (no wait mends a key); the others go on;
+- **a spending cap** (:class:`SpendCap`): a chunk is handed out only as large as the money
+  left pays for, at the backend's estimated cost per call; when not one more call is paid for,
+  every backend stops once its calls in flight end;
 - **scoring rounds**: when the scorers finish with answers still unscored (one died holding
   them), the answers are queued again and a fresh scorer replaces each dead one.
 """
@@ -22,10 +25,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runner._errors import RunnerError
+from runner.distributed._spend import SpendCap, per_call
 from runner.distributed._worker import ChunkOutcome
 from runner.store import Pending
 
@@ -69,6 +73,25 @@ class PendingSource(Protocol):
         ...
 
 
+class Limited:
+    """The store's pending calls, only those of ``allowed`` requests (``run --limit``): the
+    rest of the grid stays pending for a later run."""
+
+    def __init__(self, store: PendingSource, allowed: frozenset[tuple[str, str, int, str]]) -> None:
+        self._store = store
+        self._allowed = allowed
+
+    async def pending(self, configurations: Sequence[str]) -> list[Pending]:
+        calls = await self._store.pending(configurations)
+        return [p for p in calls if _key(p) in self._allowed]
+
+    async def unscored(self) -> int:
+        return await self._store.unscored()
+
+    async def requeue_unscored(self) -> None:
+        await self._store.requeue_unscored()
+
+
 @dataclass(frozen=True)
 class FeedPolicy:
     chunk: int = 512  # calls per chunk handed to a backend's worker
@@ -91,6 +114,25 @@ class Feed:
     refused: str | None = None  # the refusal of its key or model that stopped it, if one did
     restarts: int = 0
     sent: int = 0  # requests whose attempts finished
+    cost: Callable[[int, int], float] = lambda _input, _output: 0.0  # dollars of tokens
+    call_cost: float = 0.0  # dollars a call is expected to cost before any is measured
+    spent: float = 0.0  # dollars this run, from the tokens of its answers
+    input_tokens: int = 0
+    output_tokens: int = 0
+    capped: bool = False  # stopped by the run's spending cap
+
+    def next_call_cost(self) -> float:
+        return per_call(self.spent, self.sent, self.call_cost)
+
+
+@dataclass
+class _Fed:
+    """How handing a backend its calls ended."""
+
+    quota: str | None = None  # the quota error that stopped it
+    refused: str | None = None  # the refusal that stopped it
+    lost: list[Pending] = field(default_factory=list)  # the calls its dead worker held
+    capped: bool = False  # the spending cap paid for no more calls
 
 
 class Feeder:
@@ -102,11 +144,14 @@ class Feeder:
         policy: FeedPolicy = FeedPolicy(),
         echo: Echo = print,
         sleep: Sleep = asyncio.sleep,
+        cap: SpendCap | None = None,
     ) -> None:
         self._store = store
         self._policy = policy
         self._echo = echo
         self._sleep = sleep
+        self._cap = cap
+        self._cap_said = False
 
     async def drive(self, feed: Feed) -> None:
         """Send every pending call of ``feed``'s configurations, through restarts and quota.
@@ -119,10 +164,15 @@ class Feeder:
         calls = await self._store.pending(feed.configurations)
         waits = 0
         while calls:
-            quota, refused, lost = await self._feed(feed, calls)
-            if lost:
-                calls = await self._after_death(feed, lost)
+            fed = await self._feed(feed, calls)
+            quota, refused = fed.quota, fed.refused
+            if fed.lost:
+                calls = await self._after_death(feed, fed.lost)
                 continue
+            if fed.capped:
+                feed.capped = True
+                self._say_capped()
+                return
             if refused is not None:
                 feed.refused = refused
                 self._echo(f"backend {feed.name}: stopped, no call of it can succeed: {refused}")
@@ -155,43 +205,80 @@ class Feeder:
         self._echo(f"backend {feed.name}: actor restarted; {len(calls)} calls re-sent")
         return calls
 
-    async def _feed(
-        self, feed: Feed, calls: Sequence[Pending]
-    ) -> tuple[str | None, str | None, list[Pending]]:
-        """Hand ``calls`` to the worker a chunk at a time, at most ``chunks_in_flight`` at
-        once: the quota message or the refusal if it stopped, and the calls lost if it died."""
+    def _say_capped(self) -> None:
+        cap = self._cap
+        assert cap is not None
+        if self._cap_said:  # one line for the run, not one per backend
+            return
+        self._cap_said = True
+        self._echo(
+            f"spending cap reached: ${cap.spent:,.2f} of ${cap.limit:,.2f} spent this run; "
+            "no further call is sent (the calls in flight end)"
+        )
+
+    def _next_chunk(self, feed: Feed, calls: list[Pending]) -> tuple[list[Pending], float]:
+        """The next chunk of ``calls`` (removed from it) and the dollars reserved for it: at
+        most ``chunk`` calls, and no more than the spending cap pays for."""
         size = self._policy.chunk
-        chunks = [list(calls[i : i + size]) for i in range(0, len(calls), size)]
-        running: dict[asyncio.Task[ChunkOutcome], list[Pending]] = {}
-        quota: str | None = None
-        refused: str | None = None
-        lost: list[Pending] = []
+        if self._cap is None:
+            chunk = calls[:size]
+            del calls[:size]
+            return chunk, 0.0
+        cost = feed.next_call_cost()
+        size = self._cap.affordable(cost, min(size, len(calls)))
+        chunk = calls[:size]
+        del calls[:size]
+        self._cap.reserve(cost * size)
+        return chunk, cost * size
+
+    def _settle(self, feed: Feed, outcome: ChunkOutcome, reserved: float) -> None:
+        feed.sent += outcome.calls
+        feed.input_tokens += outcome.input_tokens
+        feed.output_tokens += outcome.output_tokens
+        spent = feed.cost(outcome.input_tokens, outcome.output_tokens)
+        feed.spent += spent
+        if self._cap is not None:
+            self._cap.settle(reserved, spent)
+
+    async def _feed(self, feed: Feed, calls: Sequence[Pending]) -> _Fed:
+        """Hand ``calls`` to the worker a chunk at a time, at most ``chunks_in_flight`` at
+        once, until they are done, the backend stops (quota, a refusal), its worker dies (the
+        calls it held are lost) or the spending cap pays for no more."""
+        left = list(calls)
+        running: dict[asyncio.Task[ChunkOutcome], tuple[list[Pending], float]] = {}
+        fed = _Fed()
         try:
-            while chunks or running:
-                while chunks and len(running) < self._policy.chunks_in_flight:
-                    if quota is not None or refused is not None or lost:
+            while left or running:
+                while left and len(running) < self._policy.chunks_in_flight:
+                    if fed.quota is not None or fed.refused is not None or fed.lost:
                         break
-                    chunk = chunks.pop(0)
-                    running[asyncio.ensure_future(feed.port.run(chunk))] = chunk
+                    chunk, reserved = self._next_chunk(feed, left)
+                    if not chunk:
+                        break  # the cap: what is running may still free a reservation
+                    running[asyncio.ensure_future(feed.port.run(chunk))] = (chunk, reserved)
                 if not running:
+                    # Calls left, none running, no stop: the cap paid for no more.
+                    fed.capped = bool(left) and not (fed.quota or fed.refused or fed.lost)
                     break
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:
-                    chunk = running.pop(task)
+                    chunk, reserved = running.pop(task)
                     try:
                         outcome = task.result()
                     except WorkerLost:
-                        lost.extend(chunk)
+                        if self._cap is not None:
+                            self._cap.settle(reserved, 0.0)
+                        fed.lost.extend(chunk)
                         continue
-                    feed.sent += outcome.calls
-                    quota = quota or outcome.quota
-                    refused = refused or outcome.refused
-                if lost:  # nothing more goes to a dead worker
-                    lost.extend(p for c in chunks for p in c)
-                    chunks = []
+                    self._settle(feed, outcome, reserved)
+                    fed.quota = fed.quota or outcome.quota
+                    fed.refused = fed.refused or outcome.refused
+                if fed.lost:  # nothing more goes to a dead worker
+                    fed.lost.extend(left)
+                    left = []
         finally:
             forget(running)  # interrupted: nobody will read these any more
-        return quota, refused, lost
+        return fed
 
 
 async def score_to_the_end(

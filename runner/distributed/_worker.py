@@ -54,6 +54,8 @@ class ChunkOutcome:
     errored: int
     quota: str | None = None  # the quota error that stopped the backend, if one did
     refused: str | None = None  # the refusal of its key or model that stopped it, if one did
+    input_tokens: int = 0  # of its answers: what the provider bills
+    output_tokens: int = 0  # reasoning included, as both wires report it
 
 
 @dataclass
@@ -144,11 +146,16 @@ class BackendWorker:
         slots = self._slots
         assert slots is not None
         queue = iter(calls)
-        counts = {"calls": 0, "attempts": 0, "answered": 0, "errored": 0}
+        counts = dict.fromkeys(
+            ("calls", "attempts", "answered", "errored", "input_tokens", "output_tokens"), 0
+        )
 
         async def counted(record: AttemptRecord) -> None:
             counts["attempts"] += 1
             counts["answered" if record.outcome == "answer" else "errored"] += 1
+            if record.outcome == "answer":
+                counts["input_tokens"] += record.input_tokens or 0
+                counts["output_tokens"] += record.output_tokens or 0
             await self._store(record)
 
         def finished() -> None:
@@ -193,7 +200,9 @@ class BackendWorker:
         if record.outcome == "answer":
             stats.answered += 1
             stats.input_tokens += record.input_tokens or 0
-            stats.output_tokens += (record.output_tokens or 0) + (record.reasoning_tokens or 0)
+            # Both wires count reasoning in the output tokens (OpenAI's completion_tokens,
+            # Gemini's candidates plus thoughts, see the wire formats): added once.
+            stats.output_tokens += record.output_tokens or 0
         else:
             stats.errored += 1
             stats.errors[record.outcome] = stats.errors.get(record.outcome, 0) + 1

@@ -131,6 +131,10 @@ class Simulator:
             parsed = _parse(wire, request.path, await request.read())
         except BadRequest as exc:
             return self._error(wire, 400, "invalid_request_error", str(exc), headers)
+        models = self.spec.models
+        if models is not None and parsed.model not in models:
+            status, doc = wire.unknown_model(parsed.model)
+            return self._send(status, json.dumps(doc).encode(), headers)
         image = _digest(parsed.image_b64) if parsed.image_b64 is not None else None
         call, rng, luck = self._generators(parsed, image, request.headers.get(CALL_ID_HEADER))
         fault = self._fault(luck)

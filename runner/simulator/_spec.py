@@ -76,9 +76,12 @@ class Faults(_Frozen):
 
 
 class SimSpec(_Frozen):
-    """A simulator: seed, behaviour, faults, and the key it accepts (None: any key)."""
+    """A simulator: seed, behaviour, faults, the key it accepts (None: any key) and the models
+    it serves (None: any model; another is answered 404, as the providers answer a model they
+    do not know)."""
 
     seed: int = 0
     behaviour: Behaviour = Behaviour()
     faults: Faults = Faults()
     api_key: str | None = None
+    models: tuple[str, ...] | None = None

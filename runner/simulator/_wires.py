@@ -71,6 +71,10 @@ class WireFormat(Protocol):
         """A key the server refuses; ``message`` is OpenAI's words, echoing the key masked."""
         ...
 
+    def unknown_model(self, model: str) -> tuple[int, Doc]:
+        """A model the server does not serve."""
+        ...
+
 
 class OpenAIWire:
     """``POST …/chat/completions``, whatever the prefix: any OpenAI-compatible provider."""
@@ -133,6 +137,13 @@ class OpenAIWire:
 
     def bad_key(self, message: str) -> tuple[int, Doc]:
         return 401, self.error(401, "invalid_api_key", message)
+
+    def unknown_model(self, model: str) -> tuple[int, Doc]:
+        # OpenAI's words and code for a model the key cannot see.
+        message = f"The model `{model}` does not exist or you do not have access to it."
+        doc = self.error(404, "invalid_request_error", message)
+        doc["error"]["code"] = "model_not_found"
+        return 404, doc
 
 
 class GeminiWire:
@@ -208,6 +219,14 @@ class GeminiWire:
         }
         said = "API key not valid. Please pass a valid API key."  # it echoes no key
         return 400, self._status(400, "INVALID_ARGUMENT", said, [info])
+
+    def unknown_model(self, model: str) -> tuple[int, Doc]:
+        said = (
+            f"models/{model} is not found for API version v1beta, or is not supported for "
+            "generateContent. Call ListModels to see the list of available models and their "
+            "supported methods."
+        )
+        return 404, self._status(404, "NOT_FOUND", said, [])
 
     @staticmethod
     def _status(status: int, rpc: str, message: str, details: list[Doc]) -> Doc:

@@ -28,6 +28,7 @@ from runner.distributed import (
     WorkerLost,
     score_to_the_end,
 )
+from runner.distributed._spend import SpendCap
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import Pending, ResponseRow
 from tests.runner.distributed.local import StorePort
@@ -77,6 +78,7 @@ class FakeBackend:
     refused_on: int | None = None
     fail_on: int | None = None
     resumed: int = 0
+    tokens_per_call: int = 0  # input tokens each answer reports
 
     async def run(self, chunk: list[Pending]) -> ChunkOutcome:
         self.chunks += 1
@@ -96,7 +98,8 @@ class FakeBackend:
             if number == self.refused_on:
                 return ChunkOutcome(1, 1, 0, 1, refused="fatal (HTTP 401 invalid_api_key): no")
             self._send(chunk)
-            return ChunkOutcome(len(chunk), len(chunk), len(chunk), 0)
+            tokens = self.tokens_per_call * len(chunk)
+            return ChunkOutcome(len(chunk), len(chunk), len(chunk), 0, input_tokens=tokens)
         finally:
             self.running -= 1
 
@@ -119,13 +122,15 @@ def _feed(backend: FakeBackend, restarts: list[FakeBackend] | None = None) -> Fe
     return Feed("b", ("m",), backend, restart)
 
 
-def _drive(store: FakeStore, feed: Feed, policy: FeedPolicy = SMALL) -> list[str]:
+def _drive(
+    store: FakeStore, feed: Feed, policy: FeedPolicy = SMALL, cap: SpendCap | None = None
+) -> list[str]:
     lines: list[str] = []
 
     async def no_wait(_: float) -> None:
         return None
 
-    asyncio.run(Feeder(store, policy, lines.append, no_wait).drive(feed))
+    asyncio.run(Feeder(store, policy, lines.append, no_wait, cap=cap).drive(feed))
     return lines
 
 
@@ -201,6 +206,38 @@ def test_a_refused_key_stops_the_backend_at_once_with_no_wait() -> None:
     assert lines == [
         "backend b: stopped, no call of it can succeed: fatal (HTTP 401 invalid_api_key): no"
     ]
+
+
+@pytest.mark.parametrize("prior", [1.0, 3.0, 0.5])  # the estimate per call: right, high, low
+def test_a_spending_cap_stops_the_calls_where_the_money_runs_out(prior: float) -> None:
+    store = FakeStore(_calls(40))
+    backend = FakeBackend(store, tokens_per_call=1000)
+    feed = _feed(backend)
+    feed.cost = lambda input_tokens, _output: input_tokens / 1000  # a dollar a call
+    feed.call_cost = prior
+    cap = SpendCap(10.5)
+    lines = _drive(store, feed, cap=cap)
+    sent = len(backend.sent)
+    assert feed.capped and feed.spent == sent == cap.spent and cap.reserved == 0
+    assert lines == [
+        f"spending cap reached: ${sent:,.2f} of $10.50 spent this run; no further call is sent "
+        "(the calls in flight end)"
+    ]
+    if prior == 1.0:
+        assert sent == 10  # every call the money pays for, and not one more
+    elif prior > 1.0:  # stops short by what the high estimate of the next call holds back
+        assert 8 <= sent <= 10
+    else:  # an estimate too low overshoots by no more than the calls in flight
+        assert 10 < sent <= 10 + SMALL.chunk * SMALL.chunks_in_flight
+    assert sent == len(set(backend.sent))
+
+
+def test_a_free_backend_is_never_stopped_by_the_cap() -> None:
+    store = FakeStore(_calls(20))
+    backend = FakeBackend(store, tokens_per_call=1000)
+    feed = _feed(backend)  # no prices: every call costs nothing
+    assert _drive(store, feed, cap=SpendCap(0.0)) == []
+    assert len(backend.sent) == 20 and not feed.capped
 
 
 def test_an_error_of_the_worker_ends_the_drive_as_itself() -> None:

@@ -47,3 +47,32 @@ def test_a_long_message_is_cut_to_one_line_and_quota_says_it_resets() -> None:
     assert "x" * 159 + "…" in line and "x" * 160 not in line
     assert "top it up or raise its limit" in line
     assert lines[-1].endswith("(once the quota resets)")
+
+
+def test_the_spend_is_said_for_this_run_and_the_store_and_a_cap_says_how_to_go_on() -> None:
+    backends = (
+        BackendReport("a", ("qa",), None, 0, spent=1.25, capped=True),
+        BackendReport("b", ("qb",), None, 0, spent=0.5),
+    )
+    report = RunReport(
+        (Progress("qa", 120, 20, 0, 20, 20, 20, 0, 0),),
+        backends,
+        3.0,
+        20,
+        0,
+        spent_total=4.0,
+        max_spend=2.0,
+        limit=5,
+        limited_left=3,
+    )
+    lines = summary_lines(report, Path("exp.toml"))
+    assert (
+        "  spend: $1.75 this run, $4.00 over every run of this store (answers' tokens at the "
+        "configured prices)"
+    ) in lines
+    assert (
+        "  stopped at the spending cap (--max-spend $2.00); run again with a higher cap to go on"
+        in lines
+    )
+    assert "  --limit 5: the first 5 questions of every cell, 3 of their requests left" in lines
+    assert not report.done and not report.complete

@@ -9,6 +9,7 @@ from pathlib import Path
 import aiohttp
 
 from conditions import Cohort, DataRoot, VariantCache
+from runner.backends import Refused, classify_gemini, classify_openai
 from runner.simulator import SimSpec, Simulator, serving
 from runner.simulator._server import _lift_image
 from runner.simulator._wires import OpenAIWire
@@ -69,3 +70,31 @@ def test_a_bad_request_is_a_400_in_the_wire_formats_own_shape(
     # As the Gemini API says a key is wrong: a 400 whose ErrorInfo reason names it.
     (info,) = no_key["error"]["details"]  # type: ignore[index]
     assert s4 == 400 and info["reason"] == "API_KEY_INVALID"
+
+
+def test_a_model_it_does_not_serve_is_answered_404_as_each_provider_answers_it(
+    small_cohort: Cohort, small_root: DataRoot, tmp_path: Path
+) -> None:
+    spec = SimSpec(models=("served",))
+    sim = Simulator(small_cohort, small_root.images, VariantCache(tmp_path / "v"), spec)
+    openai_body = json.dumps({"model": "other", "messages": [{"content": []}]}).encode()
+    gemini_body = json.dumps({"contents": [{"parts": []}]}).encode()
+
+    async def main() -> list[tuple[int, bytes]]:
+        out = []
+        async with serving(sim) as url, aiohttp.ClientSession() as session:
+            for path, headers, body in (
+                ("/v1/chat/completions", {"Authorization": "Bearer sk-x"}, openai_body),
+                ("/v1beta/models/other:generateContent", {"x-goog-api-key": "k"}, gemini_body),
+            ):
+                async with session.post(url + path, data=body, headers=headers) as response:
+                    out.append((response.status, await response.read()))
+        return out
+
+    (s1, openai), (s2, gemini) = asyncio.run(main())
+    # Read as the clients read them: a refusal of the model, which stops the backend.
+    for status, raw, classify in ((s1, openai, classify_openai), (s2, gemini, classify_gemini)):
+        error = classify(status, {}, raw)
+        assert status == 404 and isinstance(error, Refused) and error.stops
+    assert json.loads(openai)["error"]["code"] == "model_not_found"
+    assert json.loads(gemini)["error"]["status"] == "NOT_FOUND"

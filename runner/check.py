@@ -1,0 +1,350 @@
+"""``groundbench check``, and a run's pre-flight: prove each configuration can be called, and
+say what the calls left will cost and take, before anything is paid for at scale.
+
+One call per configuration and decoding its conditions send (the base decoding, a thinking
+setting, a temperature): a real request of the grid (its smallest budget, its first
+question), so the endpoint, the key, the model, the image and every decoding setting are
+proved together. These calls are not stored: a check never changes what a run will send. A
+call gets at most :data:`PROBE_RETRIES` transport retries within :data:`PROBE_RETRY_TIME_S`,
+so a check answers within a minute or two.
+
+Plain asyncio, no Ray: the CLI runs it before Ray starts. A simulated backend is checked
+against the built-in simulator, started here for the check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from conditions import (
+    Builder,
+    Configuration,
+    Decoding,
+    Questions,
+    Request,
+    RequestKey,
+    VariantCache,
+    task_of,
+)
+from runner.backends import (
+    DEFAULT_OUTPUT_ESTIMATE,
+    Backend,
+    CallError,
+    key_for,
+    rough_input_tokens,
+    what_to_do,
+)
+from runner.estimate import (
+    CostEstimate,
+    Measured,
+    Tokens,
+    WallEstimate,
+    backend_walls,
+    duration,
+    tokens_per_call,
+)
+from runner.experiment import Experiment
+from runner.plan import grid_of
+from runner.simulator import Simulator, serving
+from runner.store import Progress, Store
+
+PROBE_RETRIES = 2
+PROBE_RETRY_TIME_S = 60.0
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One check call: which configuration and condition it proves, and how it went."""
+
+    configuration: str
+    backend: str
+    condition: str
+    error: str | None = None  # the failure, redacted of the key, with its status and code
+    advice: str | None = None  # what to do about it
+    stops: bool = False  # the failure stops the backend: no call of it can succeed
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_s: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The check calls, and what the calls left will cost and take."""
+
+    probes: tuple[Probe, ...]
+    costs: tuple[CostEstimate, ...]
+    walls: tuple[WallEstimate, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(p.ok for p in self.probes)
+
+    @property
+    def dollars(self) -> float:
+        return sum(c.dollars for c in self.costs)
+
+
+async def check(
+    experiment: Experiment,
+    questions: Questions,
+    stored: Sequence[Progress] = (),
+    *,
+    stated_output: int | None = None,
+    call: bool = True,
+    only_real: bool = False,
+) -> CheckReport:
+    """Call each configuration once per decoding (unless ``call`` is false), then estimate
+    the calls left from ``stored`` (the store's progress: what is complete, and the tokens of
+    its answers). ``only_real``: call no simulated backend (a run's pre-flight)."""
+    backend_of = {spec.name: spec.backend for spec in experiment.configurations}
+    async with _simulator(experiment, questions, wanted=call and not only_real) as url:
+        configurations = [experiment.configuration(c, url) for c in experiment.configurations]
+        builder = task_of(questions).builder(experiment.images, VariantCache(_cache(experiment)))
+        requests = {
+            c.name: probe_requests(experiment, questions, c, builder) for c in configurations
+        }
+        sim_key = experiment.simulator.api_key or "simulator"
+        probes: list[Probe] = []
+        if call:
+            calls = [
+                _probe(
+                    c,
+                    backend_of[c.name],
+                    condition,
+                    request,
+                    sim_key if _simulated(experiment, c) else None,
+                )
+                for c in configurations
+                if not (only_real and _simulated(experiment, c))
+                for condition, request in requests[c.name]
+            ]
+            with _backend_log_quiet():
+                probes = list(await asyncio.gather(*calls))
+    costs = _costs(experiment, questions, configurations, requests, probes, stored, stated_output)
+    latencies = {p.configuration: p.latency_s for p in probes if p.latency_s is not None}
+    walls = backend_walls(experiment.backends, costs, latencies)
+    return CheckReport(tuple(probes), tuple(costs), tuple(walls))
+
+
+def probe_requests(
+    experiment: Experiment, questions: Questions, configuration: Configuration, builder: Builder
+) -> list[tuple[str, Request]]:
+    """One request per decoding the configuration sends: each condition's first request at
+    its smallest budget, kept when its decoding is one not yet proved."""
+    first: dict[str, tuple[int, int, RequestKey]] = {}
+    keys = task_of(questions).plan([configuration], experiment.budgets, experiment.box)
+    for i, key in enumerate(keys):
+        held = first.get(key.condition)
+        if held is None or key.budget < held[0]:
+            first[key.condition] = (key.budget, i, key)
+    chosen: list[tuple[str, Request]] = []
+    seen: set[Decoding] = set()
+    for condition, (_, _, key) in sorted(first.items(), key=lambda kv: kv[1][1]):
+        request = builder.build(key, configuration)
+        if request.decoding in seen:
+            continue
+        seen.add(request.decoding)
+        chosen.append((condition, request))
+    return chosen
+
+
+async def _probe(
+    configuration: Configuration,
+    backend_name: str,
+    condition: str,
+    request: Request,
+    sim_key: str | None,
+) -> Probe:
+    quick = configuration.transport.model_copy(
+        update={
+            "max_transport_retries": min(
+                configuration.transport.max_transport_retries, PROBE_RETRIES
+            ),
+            "max_retry_time_s": min(configuration.transport.max_retry_time_s, PROBE_RETRY_TIME_S),
+        }
+    )
+    configuration = configuration.model_copy(update={"transport": quick})
+    try:
+        async with Backend(configuration, key_for(sim_key)(configuration)) as backend:
+            exchange = await backend.send(request)
+    except CallError as exc:
+        return Probe(
+            configuration.name,
+            backend_name,
+            condition,
+            error=str(exc),
+            advice=what_to_do(exc.kind, exc.status, exc.code),
+            stops=exc.stops,
+            latency_s=exc.latency_s,
+        )
+    usage = exchange.reply.usage
+    return Probe(
+        configuration.name,
+        backend_name,
+        condition,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        latency_s=exchange.latency_s,
+    )
+
+
+def _costs(
+    experiment: Experiment,
+    questions: Questions,
+    configurations: Sequence[Configuration],
+    requests: dict[str, list[tuple[str, Request]]],
+    probes: Sequence[Probe],
+    stored: Sequence[Progress],
+    stated_output: int | None,
+) -> list[CostEstimate]:
+    grid = grid_of(experiment, questions, configurations)
+    by_configuration: dict[str, int] = {}
+    for row in grid.rows:
+        by_configuration[row.configuration] = by_configuration.get(row.configuration, 0) + 1
+    progress = {p.configuration: p for p in stored}
+    costs = []
+    backend_of = {spec.name: spec.backend for spec in experiment.configurations}
+    for c in configurations:
+        backend = backend_of[c.name]
+        spec = experiment.backends[backend]
+        held = progress.get(c.name)
+        measured = Measured(held.answered, held.input_tokens, held.output_tokens) if held else None
+        tokens = tokens_per_call(
+            measured, _probed(c.name, probes), _rough(requests[c.name]), stated_output
+        )
+        total = by_configuration.get(c.name, 0)
+        left = total - (held.complete if held is not None else 0)
+        cost = spec.prices.cost(round(tokens.input), round(tokens.output))
+        priced = spec.prices.input_per_mtok > 0 or spec.prices.output_per_mtok > 0
+        costs.append(CostEstimate(c.name, backend, total, max(left, 0), tokens, cost, priced))
+    return costs
+
+
+def _probed(configuration: str, probes: Sequence[Probe]) -> Measured | None:
+    mine = [p for p in probes if p.configuration == configuration and p.ok]
+    if not mine:
+        return None
+    return Measured(
+        len(mine),
+        sum(p.input_tokens or 0 for p in mine),
+        sum(p.output_tokens or 0 for p in mine),
+    )
+
+
+def _rough(requests: Sequence[tuple[str, Request]]) -> Tokens:
+    if not requests:
+        return Tokens(0.0, 0.0, "no request to count")
+    n = len(requests)
+    inputs = sum(rough_input_tokens(r) for _, r in requests) / n
+    outputs = sum(min(r.decoding.max_output_tokens, DEFAULT_OUTPUT_ESTIMATE) for _, r in requests)
+    return Tokens(
+        inputs,
+        outputs / n,
+        f"rough: prompt / 4 and 28-px image patches in, {DEFAULT_OUTPUT_ESTIMATE:,} out "
+        "(state a mean with --output-tokens)",
+    )
+
+
+def _simulated(experiment: Experiment, configuration: Configuration) -> bool:
+    spec = next(s for s in experiment.configurations if s.name == configuration.name)
+    return experiment.backends[spec.backend].simulated
+
+
+def _cache(experiment: Experiment) -> Path:
+    return experiment.store.with_suffix(".variants")
+
+
+@contextlib.contextmanager
+def _backend_log_quiet() -> Iterator[None]:
+    """The backends' own log lines held back: the check says each failure once, in its line
+    with what to do."""
+    logger = logging.getLogger("groundbench.backends")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+@contextlib.asynccontextmanager
+async def _simulator(
+    experiment: Experiment, questions: Questions, *, wanted: bool
+) -> AsyncIterator[str | None]:
+    """The built-in simulator's address while the check runs, when a backend is simulated."""
+    if not (wanted and experiment.simulated):
+        yield None  # no simulated backend is called
+        return
+    simulator = Simulator(
+        questions, experiment.images, VariantCache(_cache(experiment)), experiment.simulator
+    )
+    async with serving(simulator) as url:
+        yield url
+
+
+def cap_lines(costs: Sequence[CostEstimate], max_spend: float | None) -> list[str]:
+    """What a spending cap will do to the calls estimated: stop the run before its end, or
+    not count a backend that has no prices."""
+    if max_spend is None:
+        return []
+    lines = []
+    dollars = sum(c.dollars for c in costs)
+    if dollars > max_spend:
+        lines.append(
+            f"the estimate is above --max-spend ${max_spend:,.2f}: the run stops at the cap"
+        )
+    for backend in sorted({c.backend for c in costs if not c.priced}):
+        lines.append(
+            f"backend {backend} has no prices: --max-spend counts its calls as $0 (set "
+            f"[backends.{backend}] prices to cap it)"
+        )
+    return lines
+
+
+def check_lines(report: CheckReport, max_spend: float | None = None) -> list[str]:
+    """The check as a user reads it: each call's outcome, then each configuration's calls
+    left with their tokens and cost, then each backend's wall time."""
+    lines = []
+    for p in report.probes:
+        where = f"{p.configuration} ({p.backend}, {p.condition})"
+        if p.ok:
+            latency = f"{p.latency_s:.1f} s" if p.latency_s is not None else "?"
+            lines.append(
+                f"ok      {where}: answered in {latency}, "
+                f"{p.input_tokens or 0:,} tokens in, {p.output_tokens or 0:,} out"
+            )
+        else:
+            lines.append(f"FAILED  {where}: {p.error} — {p.advice}")
+    lines.append("calls left, and what they cost at the configured prices:")
+    for c in report.costs:
+        dollars = f"${c.dollars:,.2f}" if c.priced else f"$0 ({c.backend} has no prices)"
+        lines.append(
+            f"  {c.configuration}: {c.left:,} of {c.requests:,} requests × "
+            f"({c.tokens.input:,.0f} in + {c.tokens.output:,.0f} out tokens; {c.tokens.basis}) "
+            f"= {dollars}"
+        )
+    lines.append(f"  estimated spend: ${report.dollars:,.2f} (retries and re-asks add to it)")
+    lines.extend(f"  {line}" for line in cap_lines(report.costs, max_spend))
+    lines.append("wall time at the configured limits (backends run side by side):")
+    for w in report.walls:
+        lines.append(
+            f"  {w.backend}: {w.calls:,} calls at {w.calls_per_minute:,.1f} per minute "
+            f"(set by {w.bound}) ≈ {duration(w.seconds)}"
+        )
+    return lines
+
+
+def stored_progress(experiment: Experiment) -> list[Progress]:
+    """What the experiment's store holds per configuration: requests complete, and the
+    tokens of the answers (nothing before a first run has registered the grid)."""
+    with Store(experiment.store) as store:
+        return store.progress()

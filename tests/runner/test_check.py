@@ -1,0 +1,163 @@
+"""``groundbench check`` against the simulator on loopback: a good key proves every decoding,
+a wrong key and an unknown model fail with what to do, and the estimates follow from the
+measured tokens, the prices and the limits. No Ray."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conditions import Cohort, DataRoot, write_cohort
+from runner.check import CheckReport, check, check_lines
+from runner.cli import app
+from runner.experiment import load_experiment
+from runner.plan import prepare
+from runner.simulator import SimSpec
+from runner.store import Progress, read_only
+from tests.runner.distributed.conftest import KEY, KEY_ENV, simulator_thread, write_experiment
+
+PRICES = {"input_per_mtok": 2.0, "output_per_mtok": 10.0}
+
+
+@pytest.fixture
+def key() -> Iterator[None]:
+    old = os.environ.get(KEY_ENV)
+    os.environ[KEY_ENV] = KEY
+    yield
+    if old is None:
+        del os.environ[KEY_ENV]
+    else:
+        os.environ[KEY_ENV] = old
+
+
+def _experiment(
+    tmp: Path, store: Path, root: DataRoot, url: str, model: str = "qwen3-vl-plus"
+) -> Path:
+    backend = {
+        "provider": "qwen",
+        "model": model,
+        "base_url": url,
+        "api_key_env": KEY_ENV,
+        "requests_per_minute": 120,
+        "max_concurrency": 4,
+        "prices": PRICES,
+    }
+    conditions = ["base", "no-image", "thinking-off", "temperature"]
+    return write_experiment(
+        tmp / "exp.toml",
+        store,
+        root,
+        {"qwen": backend},
+        [{"name": "qwen-max", "backend": "qwen", "conditions": conditions}],
+    )
+
+
+def _check(path: Path, stored: list[Progress] | None = None) -> CheckReport:
+    experiment = load_experiment(path)
+    return asyncio.run(check(experiment, prepare(experiment), stored or []))
+
+
+@pytest.fixture
+def store(tmp_path: Path, small_cohort: Cohort) -> Path:
+    path = tmp_path / "exp.duckdb"
+    write_cohort(path, small_cohort)
+    return path
+
+
+def test_a_good_key_proves_each_decoding_once_and_estimates_from_the_measured_tokens(
+    tmp_path: Path, store: Path, small_root: DataRoot, small_cohort: Cohort, key: None
+) -> None:
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec(api_key=KEY)) as (
+        url,
+        sim,
+    ):
+        report = _check(_experiment(tmp_path, store, small_root, url))
+    # base and no-image share a decoding; thinking-off and temperature each have their own.
+    assert [p.condition for p in report.probes] == ["base", "thinking-off", "temperature"]
+    assert report.ok and sim.stats.answered == 3
+    (cost,) = report.costs
+    probes = report.probes
+    assert cost.tokens.input == sum(p.input_tokens or 0 for p in probes) / 3
+    assert cost.tokens.output == sum(p.output_tokens or 0 for p in probes) / 3
+    assert cost.tokens.basis == "measured by the check's call"
+    # Nothing stored yet: every request of the grid is left (2 budgets + the box question).
+    assert cost.left == cost.requests > 0
+    expected = (round(cost.tokens.input) * 2.0 + round(cost.tokens.output) * 10.0) / 1e6
+    assert cost.per_call == pytest.approx(expected)
+    assert report.dollars == pytest.approx(cost.left * expected)
+    (wall,) = report.walls
+    assert wall.calls == cost.left and wall.calls_per_minute <= 120
+    lines = check_lines(report, max_spend=report.dollars / 2)
+    assert sum(line.startswith("ok ") for line in lines) == 3
+    assert any("above --max-spend" in line for line in lines)
+
+
+def test_stored_answers_are_the_measure_and_complete_requests_are_not_left(
+    tmp_path: Path, store: Path, small_root: DataRoot, small_cohort: Cohort, key: None
+) -> None:
+    stored = [Progress("qwen-max", 100, 40, 0, 40, 40, 40, 40_000, 8_000)]
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, _):
+        report = _check(_experiment(tmp_path, store, small_root, url), stored)
+    (cost,) = report.costs
+    assert (cost.tokens.input, cost.tokens.output) == (1000, 200)
+    assert cost.tokens.basis == "measured over 40 stored answers"
+    assert cost.left == cost.requests - 40
+
+
+def test_a_wrong_key_fails_with_what_to_do_and_never_shows_the_key(
+    tmp_path: Path, store: Path, small_root: DataRoot, small_cohort: Cohort, key: None
+) -> None:
+    spec = SimSpec(api_key="sk-the-right-one-0123456789abcdef")
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", spec) as (url, sim):
+        path = _experiment(tmp_path, store, small_root, url)
+        result = CliRunner().invoke(app, ["check", str(path)])
+    assert result.exit_code == 1, result.output
+    failed = [line for line in result.output.splitlines() if line.startswith("FAILED")]
+    assert len(failed) == 3
+    assert "HTTP 401 invalid_api_key" in failed[0]
+    assert "check the backend's key variable (api_key_env)" in failed[0]
+    assert KEY not in result.output and KEY[-8:] not in result.output
+    assert sim.stats.answered == 0
+
+
+def test_an_unknown_model_fails_with_what_to_do(
+    tmp_path: Path, store: Path, small_root: DataRoot, small_cohort: Cohort, key: None
+) -> None:
+    spec = SimSpec(models=("qwen3-vl-plus",))
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", spec) as (url, _):
+        report = _check(_experiment(tmp_path, store, small_root, url, model="qwen9-vl"))
+    assert not report.ok
+    first = report.probes[0]
+    assert first.stops and "HTTP 404 model_not_found" in (first.error or "")
+    assert first.advice == "the model or endpoint is unknown: check model and base_url"
+
+
+def test_a_run_whose_pre_flight_fails_sends_nothing_and_says_how_to_skip_it(
+    tmp_path: Path, store: Path, small_root: DataRoot, small_cohort: Cohort, key: None
+) -> None:
+    spec = SimSpec(api_key="sk-the-right-one-0123456789abcdef")
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", spec) as (url, sim):
+        path = _experiment(tmp_path, store, small_root, url)
+        done = subprocess.run(
+            [sys.executable, "-c", "from runner.cli import main; main()", "run", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, KEY_ENV: KEY},
+        )
+    assert done.returncode == 2 and sim.stats.answered == 0
+    out = done.stdout.splitlines()
+    assert sum(line.startswith("pre-flight: FAILED") for line in out) == 3
+    assert done.stderr.strip().splitlines() == [
+        "groundbench: pre-flight: 3 of 3 calls failed (see above); nothing was run. Put it "
+        "right and run again, or skip the pre-flight with --no-check"
+    ]
+    with read_only(store) as con:
+        assert con.execute("SELECT count(*) FROM responses").fetchall() == [(0,)]
