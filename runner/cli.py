@@ -44,7 +44,7 @@ from conditions import (
     write_cohort,
 )
 from runner._errors import ConfigError, RunnerError
-from runner._tables import report_table, summary_tables
+from runner._tables import print_whole, report_table, summary_tables
 from runner.experiment import Experiment, load_experiment
 from runner.monitor import plain_lines, render
 from runner.simulator import SimSpec, Simulator, serving
@@ -120,7 +120,7 @@ def fidelity(
             spread = [construction_fidelity(referents, n, k) for k in range(PHASES)]
             row += [_points(min(spread)), _points(max(spread))]
         table.add_row(*row)
-    console.print(table)
+    print_whole(console, table)
 
 
 @app.command()
@@ -162,7 +162,7 @@ def cohort_build(
         raise typer.BadParameter(f"unknown source {unknown[0]!r}; known: {', '.join(SOURCE_NAMES)}")
     spec = CohortSpec(seed=seed, per_source=per_source, matched=matched, sources=sources)
     cohort = build_cohort(DataRoot.at(root, images), spec)
-    console.print(report_table(cohort.reports))
+    print_whole(console, report_table(cohort.reports))
     for r in cohort.reports:
         if r.short:
             console.print(f"[bold red]{r.source}: only {r.selected} of {r.asked} questions[/]")
@@ -180,7 +180,7 @@ def cohort_summary(
 ) -> None:
     """Show a cohort: counts per source and bin, thresholds, C_N per budget."""
     for table in summary_tables(load_cohort(store)):
-        console.print(table)
+        print_whole(console, table)
 
 
 @boxes_app.command("check")
@@ -205,7 +205,7 @@ def boxes_check(
         )
     for (dimension, sub), (total, rejections) in sorted(counts.items()):
         table.add_row(dimension, sub, f"{total:,}", f"{rejections:,}")
-    console.print(table)
+    print_whole(console, table)
 
 
 @boxes_app.command("score")
@@ -238,7 +238,7 @@ def boxes_score(
     runs = judge_answers(benchmark, questions, collected, convention, answers, reader)
     table = box_benchmark_table(benchmark, runs)
     if output == "table":
-        console.print(rich_table(table))
+        print_whole(console, rich_table(table))
     else:
         typer.echo(render(table, output), nl=False)
 
@@ -454,10 +454,10 @@ def sql(
         return
     table = Table(show_lines=False)
     for name in names:
-        table.add_column(name)
+        table.add_column(name, overflow="fold")
     for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
-    console.print(table)
+        table.add_row(*(_shown(v) for v in row))
+    print_whole(console, table)
     console.print(f"{len(rows):,} rows")
 
 
@@ -517,7 +517,7 @@ def report(
             data = load_report_data(con, store)
             tables = all_tables(data)
     for table in tables:
-        console.print(rich_table(table))
+        print_whole(console, rich_table(table))
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)
@@ -554,6 +554,19 @@ def load_sim_spec(path: Path | None) -> SimSpec:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise ConfigError(f"{path}: {where}: {first['msg']}") from None
+
+
+SHOWN_DIGITS = 6  # significant digits of a float in `sql`'s table; csv and json keep all
+
+
+def _shown(value: object) -> str:
+    """A value as `sql`'s table shows it: a float to :data:`SHOWN_DIGITS` significant digits
+    (0.1 + 0.2 reads 0.3, not 0.30000000000000004), never ``-0``; NULL empty."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "0" if value == 0 else f"{value:.{SHOWN_DIGITS}g}"
+    return str(value)
 
 
 def _points(value: float) -> str:

@@ -19,9 +19,11 @@ SUFFIX = {"markdown": "md", "csv": "csv", "latex": "tex"}
 
 
 def rich_table(table: ReportTable) -> Table:
+    """``table`` for a terminal: a cell that does not fit folds onto a second line rather than
+    end in ``…`` (names like ``cue-colour-true`` and ``-wrong`` would otherwise read alike)."""
     out = Table(title=table.title, caption="\n".join(table.notes) or None)
     for i, column in enumerate(table.columns):
-        out.add_column(column, justify="left" if i < 2 else "right")
+        out.add_column(column, justify="left" if i < 2 else "right", overflow="fold")
     for row in _styled(table, _rich_cell):
         out.add_row(*row)
     return out
