@@ -7,13 +7,16 @@ import io
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from conditions import BOX, Cohort, write_cohort
+from runner._tables import print_whole
 from runner.reports import (
     ReportData,
     all_tables,
     load_report_data,
     render,
+    rich_table,
     table1,
     table2,
     table3,
@@ -128,6 +131,18 @@ def test_every_table_renders_as_markdown_csv_and_latex(data: ReportData) -> None
         assert parsed[0] == list(table.columns) and len(parsed) == len(table.rows) + 1
         tex = render(table, "latex")
         assert tex.count(r" \\") == len(table.rows) + 1 and "_" not in tex.replace(r"\_", "")
+
+
+def test_a_piped_report_cuts_nothing(data: ReportData) -> None:
+    """Redirected to a file at rich's default 80 columns: no '…', every name and header whole."""
+    for table in all_tables(data):
+        out = io.StringIO()  # not a terminal
+        print_whole(Console(file=out, width=80), rich_table(table))
+        text = out.getvalue()
+        assert "…" not in text, table.name
+        words = set(text.split())
+        for name in [*table.columns, *(cell for row in table.rows for cell in row[:2])]:
+            assert set(name.split()) <= words, (table.name, name)
 
 
 def test_figures_are_written_and_not_empty(data: ReportData, tmp_path: Path) -> None:
