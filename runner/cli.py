@@ -507,6 +507,7 @@ def report(
         load_report_data,
         render,
         rich_table,
+        shown_and_omitted,
         write_figures,
     )
 
@@ -516,8 +517,11 @@ def report(
         else:
             data = load_report_data(con, store)
             tables = all_tables(data)
+    tables, omitted = shown_and_omitted(tables)
     for table in tables:
         print_whole(console, rich_table(table))
+    for note in omitted:
+        console.print(note, soft_wrap=True, markup=False, highlight=False)
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ The rank-stability and subdivision-only analyses are plain values too (:func:`ra
 from all of them.
 """
 
-from runner.reports._all import all_tables
+from runner.reports._all import all_tables, shown_and_omitted
 from runner.reports._box_tables import BoxReport, BoxRun, box_benchmark_table, load_box_report
 from runner.reports._data import (
     ALTERNATE_REFERENCES,
@@ -111,6 +111,7 @@ __all__ = [
     "rank_stability_table",
     "render",
     "rich_table",
+    "shown_and_omitted",
     "subdivision_contrast",
     "subdivision_contrasts",
     "subdivision_table",

@@ -321,7 +321,7 @@ def test_subdivision_table_rows_and_notes() -> None:
     assert t.rows[1][5].startswith("-37.5 [")
     assert t.rows[2] == ("b", "V ≤ 32", "2*", "62.5", "62.5", "+0.0 [-25.0, +25.0]")
     assert "no N=32 or N=64 base cell: c" in t.notes
-    assert any(n.startswith("* a cell still has questions running") for n in t.notes)
+    assert any(n.startswith("* a cell has unsettled questions (") for n in t.notes)
 
 
 def test_without_vertex_counts_the_slice_says_so_and_has_no_rows() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,12 +18,16 @@ from runner.reports import (
     load_report_data,
     render,
     rich_table,
+    shown_and_omitted,
     table1,
     table2,
     table3,
+    table5,
     write_figures,
 )
+from runner.reports._tables import _contrast, _fmt, _natural
 from runner.store import ControlRow, GridRow, Registration, ScoreRow, Store, StoreError, read_only
+from scoring import Contrast
 from tests.runner.store.rows import attempt_row
 
 
@@ -39,8 +44,8 @@ def _score(
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> ReportData:
     """base/8: q0 0.5, q1 0.8 (not legal), q2 three unparseable answers, q3 0.6 at attempt 1;
-    base/16: only q0 answered (0.7), the rest still running; no-image/8: q0 0.1, q1 0.2;
-    base/box: q0 and q1 answered, q0 unparseable."""
+    base/16: only q0 answered (0.7), q1 stopped on spent quota, q2 and q3 not sent;
+    no-image/8: q0 0.1, q1 0.2; base/box: q0 and q1 answered, q0 unparseable."""
     path = tmp_path_factory.mktemp("report") / "exp.duckdb"
     write_cohort(path, small_cohort)
     q = [small_cohort.questions[i].qid for i in range(4)]
@@ -53,7 +58,7 @@ def data(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> Repo
             [attempt_row(q[0], budget=8), attempt_row(q[1], budget=8),
              *(attempt_row(q[2], a, budget=8, **unparseable) for a in range(3)),  # type: ignore[arg-type]
              attempt_row(q[3], 0, budget=8, **unparseable), attempt_row(q[3], 1, budget=8),  # type: ignore[arg-type]
-             attempt_row(q[0], budget=16),
+             attempt_row(q[0], budget=16), attempt_row(q[1], budget=16, outcome="quota"),
              attempt_row(q[0], condition="no-image"), attempt_row(q[1], condition="no-image"),
              *(attempt_row(q[0], a, budget=BOX, **unparseable) for a in range(3)),  # type: ignore[arg-type]
              attempt_row(q[1], budget=BOX)]
@@ -86,7 +91,10 @@ def test_table1_equals_the_hand_computed_cell(data: ReportData) -> None:
     assert n8["Box control IoU"] == "20.0*"  # q1's control 0.4 over the 2 settled
     n16 = rows["cfg", "16"]
     assert n16["Questions"] == "1/4*" and n16["IoU"] == "70.0 / 70.0"
-    assert any("incomplete" in note for note in t.notes)
+    (note,) = [note for note in t.notes if note.startswith("* incomplete")]
+    # A report never reads a running store: it says what stopped the unsettled questions.
+    assert "4 requests not sent yet, 1 stopped on spent quota; `groundbench run` again" in note
+    assert "running" not in note
 
 
 def test_table1_pools_budgets_and_averages_only_complete_cells(data: ReportData) -> None:
@@ -117,10 +125,32 @@ def test_table1_pools_budgets_and_averages_only_complete_cells(data: ReportData)
 
 def test_contrasts_are_paired_on_the_common_questions(data: ReportData) -> None:
     (row,) = table2(data).rows
-    assert row[:6] == ("cfg", "no-image", "2", "15.0", "65.0", "-50.0 [-60.0, -40.0]")
+    assert row == ("cfg", "no-image", "2", "15.0", "65.0", "-50.0 [-60.0, -40.0]")
     base, no_image = table3(data).rows
     assert base[1] == "base" and base[-1] == "—"
     assert no_image[1:] == ("no-image", "15.0", "—", "-50.0 [-60.0, -40.0]")
+
+
+def test_a_printed_zero_has_no_sign_and_slices_read_in_their_own_order(data: ReportData) -> None:
+    assert (_fmt(-0.04), _fmt(-0.05), _fmt(float("nan"))) == ("0.0", "-0.1", "—")
+    assert _contrast(Contrast(3, -0.04, -0.01, 2.0)) == "+0.0 [+0.0, +2.0]"
+    labels = ["hard", "easy", "medium", "D3+", "D10", "D1", "D2", "RS1"]
+    assert sorted(labels, key=_natural) == ["easy", "medium", "hard", "D1", "D2", "D3+", "D10",
+                                            "RS1"]  # fmt: skip
+    difficulties = [r[2] for r in table5(data).rows if r[1] == "difficulty"]
+    assert difficulties == sorted(difficulties, key=["easy", "medium", "hard"].index)
+
+
+def test_a_base_only_grid_omits_tables_2_and_3_and_says_why(data: ReportData) -> None:
+    view = data.headline
+    base = {c: n for c, n in view.grid.items() if c.condition == "base"}
+    polygons = {c: s for c, s in view.polygons.items() if c.condition == "base"}
+    headline = replace(view, grid=base, polygons=polygons)
+    shown, omitted = shown_and_omitted(all_tables(replace(data, headline=headline)))
+    assert "table1" in [t.name for t in shown]
+    assert not {"table2", "table3"} & {t.name for t in shown}
+    assert [n.split(":")[0] for n in omitted[:2]] == ["Table 2", "Table 3"]
+    assert all("no condition but base" in n for n in omitted[:2])
 
 
 def test_every_table_renders_as_markdown_csv_and_latex(data: ReportData) -> None:
