@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Callable
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Literal, TypeVar
 
 from rich.table import Table
 from rich.text import Text
 
-from runner.reports._tables import Mark, ReportTable
+from runner.reports._tables import INCOMPLETE, Mark, ReportTable
 
 T = TypeVar("T")
 
@@ -49,11 +51,94 @@ def markdown(table: ReportTable) -> str:
 
 
 def csv_text(table: ReportTable) -> str:
+    """``table`` for analysis: one value per column (see :func:`csv_columns`), a missing value
+    an empty cell."""
+    columns = csv_columns(table)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(table.columns)
-    writer.writerows(table.rows)
+    writer.writerow([c.name for c in columns])
+    writer.writerows([c.values[i] for c in columns] for i in range(len(table.rows)))
     return out.getvalue()
+
+
+@dataclass(frozen=True)
+class CsvColumn:
+    """One column of a table's CSV: ``kind`` says what its values are ("number": every
+    value parses as a float, or is empty where missing; "flag": true/false; "text")."""
+
+    name: str
+    kind: Literal["number", "flag", "text"]
+    values: tuple[str, ...]
+
+
+_NUM = r"[+-]?\d+(?:\.\d+)?|—"  # "—" is a value the table has none for
+_SHAPES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (re.compile(rf"({_NUM}) \[({_NUM}), ({_NUM})\]"), ("estimate", "low", "high")),
+    (re.compile(rf"({_NUM}) / ({_NUM})"), ("fixed", "parseable")),
+    (re.compile(r"(\d+)(?:/(\d+))?"), ("", "total")),  # settled (of all) a cell's questions
+    (re.compile(rf"({_NUM})"), ("",)),
+)
+_INTERVAL = re.compile(r"\s*\[95% CI\]")
+
+
+def csv_columns(table: ReportTable) -> list[CsvColumn]:
+    """The table's columns with each printed figure taken apart: ``78.9 / 78.9`` becomes
+    ``IoU_fixed`` and ``IoU_parseable``; ``-61.7 [-70.5, -51.9]`` becomes ``Δ_estimate``,
+    ``Δ_low`` and ``Δ_high`` (the 95% interval); ``5/8*`` becomes ``Questions`` and
+    ``Questions_total``; the ``*`` of an incomplete cell a ``…_incomplete`` flag column; a
+    column mixing numbers and words (Table 1's N: budgets and Pooled) a number column and a
+    ``…_label`` one. Missing (``—``) is an empty cell."""
+    out: list[CsvColumn] = []
+    for j, name in enumerate(table.columns):
+        out += _split(name, [row[j] for row in table.rows])
+    return out
+
+
+def _split(name: str, cells: list[str]) -> list[CsvColumn]:
+    flags = [c.endswith(INCOMPLETE) for c in cells]
+    bare = [c.removesuffix(INCOMPLETE) for c in cells]
+    present = [c for c in bare if c not in ("", "—")]
+    columns = _as_numbers(_INTERVAL.sub("", name), bare, present) if present else None
+    if columns is None:
+        return [CsvColumn(name, "text", tuple(cells))]
+    if any(flags):
+        columns.append(
+            CsvColumn(f"{name}_incomplete", "flag", tuple(str(f).lower() for f in flags))
+        )
+    return columns
+
+
+def _as_numbers(name: str, cells: list[str], present: list[str]) -> list[CsvColumn] | None:
+    """The first shape every present cell has, taken apart; a mix of numbers and words as a
+    number and a label; ``None`` for text."""
+    for pattern, parts in _SHAPES:
+        matches = [pattern.fullmatch(c) for c in present]
+        if not all(matches) or (parts == ("", "total") and not any(m[2] for m in matches)):
+            continue
+        found = [pattern.fullmatch(c) for c in cells]
+        return [
+            CsvColumn(
+                f"{name}_{part}" if part else name,
+                "number",
+                tuple(_number(m, k, part) for m in found),
+            )
+            for k, part in enumerate(parts, start=1)
+        ]
+    numbers = [c for c in present if _SHAPES[-1][0].fullmatch(c)]
+    if numbers and all(c in numbers or not re.search(r"\d", c) for c in present):
+        number = tuple(c.lstrip("+") if c in numbers else "" for c in cells)
+        label = tuple("" if c in numbers or c == "—" else c for c in cells)
+        return [CsvColumn(name, "number", number), CsvColumn(f"{name}_label", "text", label)]
+    return None
+
+
+def _number(match: re.Match[str] | None, group: int, part: str) -> str:
+    """One value of a matched cell as a CSV number: the digits as printed, no ``+``; empty
+    where missing. A count without a slash is its own total."""
+    if match is None:
+        return ""
+    value = match[group] if match[group] is not None or part != "total" else match[1]
+    return "" if value == "—" else value.lstrip("+")
 
 
 def latex(table: ReportTable) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
+import math
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from runner.reports import (
     table5,
     write_figures,
 )
+from runner.reports._render import csv_columns
 from runner.reports._tables import _contrast, _fmt, _natural
 from runner.store import ControlRow, GridRow, Registration, ScoreRow, Store, StoreError, read_only
 from scoring import Contrast
@@ -158,7 +161,7 @@ def test_every_table_renders_as_markdown_csv_and_latex(data: ReportData) -> None
         md = render(table, "markdown")
         assert md.splitlines()[2].count("|") == len(table.columns) + 1
         parsed = list(csv.reader(io.StringIO(render(table, "csv"))))
-        assert parsed[0] == list(table.columns) and len(parsed) == len(table.rows) + 1
+        assert len(parsed) == len(table.rows) + 1 and all(parsed[0])  # no unnamed column
         tex = render(table, "latex")
         assert tex.count(r" \\") == len(table.rows) + 1 and "_" not in tex.replace(r"\_", "")
 
@@ -173,6 +176,33 @@ def test_a_piped_report_cuts_nothing(data: ReportData) -> None:
         words = set(text.split())
         for name in [*table.columns, *(cell for row in table.rows for cell in row[:2])]:
             assert set(name.split()) <= words, (table.name, name)
+
+
+def test_every_csv_column_of_numbers_parses_as_numbers(data: ReportData) -> None:
+    """A CSV holds one value per column: a number column parses as float in every row (empty
+    only where the table prints —), and no other column of Tables 1-5 holds a figure."""
+    figure = re.compile(r"[+-]?\d+(\.\d+)?(\*| / .*| \[.*|/\d+\*?)?")
+    for table in all_tables(data):
+        kinds = {c.name: c.kind for c in csv_columns(table)}
+        rows = list(csv.DictReader(io.StringIO(render(table, "csv"))))
+        for name, kind in kinds.items():
+            values = [row[name] for row in rows]
+            if kind == "number":
+                assert all(v == "" or math.isfinite(float(v)) for v in values), (table.name, name)
+            elif kind == "flag":
+                assert set(values) <= {"true", "false"}
+            elif table.name.startswith("table") and name != "N_label":
+                assert not any(figure.fullmatch(v) for v in values), (table.name, name, values)
+    t1 = {c.name: c.values for c in csv_columns(table1(data))}
+    assert t1["IoU_fixed"][0] == "47.5" and t1["IoU_parseable"][0] == "63.3"
+    assert (t1["Questions"][1], t1["Questions_total"][1], t1["Questions_incomplete"][1]) == (
+        "1",
+        "4",
+        "true",
+    )  # base/16: "1/4*"
+    assert t1["N"][2] == "" and t1["N_label"][2] == "Pooled"
+    t2 = {c.name: c.values for c in csv_columns(table2(data))}
+    assert (t2["Δ_estimate"], t2["Δ_low"], t2["Δ_high"]) == (("-50.0",), ("-60.0",), ("-40.0",))
 
 
 def test_figures_are_written_and_not_empty(data: ReportData, tmp_path: Path) -> None:
