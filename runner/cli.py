@@ -509,6 +509,7 @@ def report(
         rich_table,
         shown_and_omitted,
         write_figures,
+        write_results,
     )
 
     with read_only(store) as con:
@@ -529,8 +530,11 @@ def report(
         for kind in FORMATS:
             (out / f"{table.name}.{SUFFIX[kind]}").write_text(render(table, kind))
     figures = write_figures(data, out) if data is not None else []
+    tidy = write_results(data, out) if data is not None else []
     console.print(
-        f"wrote {len(tables) * len(FORMATS)} table files and {len(figures)} figures to {out}",
+        f"wrote {len(tables) * len(FORMATS)} table files, {len(figures)} figure files"
+        + (f" and {' and '.join(p.name for p in tidy)} (every cell, long format)" if tidy else "")
+        + f" to {out}",
         soft_wrap=True,
     )
 
