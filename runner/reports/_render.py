@@ -141,12 +141,21 @@ def _number(match: re.Match[str] | None, group: int, part: str) -> str:
     return "" if value == "—" else value.lstrip("+")
 
 
+WIDE = 8  # columns from which a LaTeX table is scaled to the text width
+_TABLE_NUMBER = re.compile(r"^Table \d+: ")
+PREAMBLE = (
+    "% GroundBench table. Preamble: \\usepackage{booktabs} (rules) and "
+    "\\usepackage{graphicx} (\\resizebox)"
+)
+
+
 def latex(table: ReportTable) -> str:
+    """``table`` as a LaTeX float that compiles with booktabs and graphicx loaded (said in its
+    first line): the caption once (LaTeX numbers it: the title's own "Table 1: " is dropped),
+    a label ``tab:<name>``, a table of :data:`WIDE` columns or more scaled to the text width,
+    every character the text holds escaped or spelt in ASCII LaTeX."""
     spec = "ll" + "r" * (len(table.columns) - 2)
-    lines = [
-        r"\begin{table}[t]",
-        r"\centering",
-        rf"\caption{{{_tex(table.title)}}}",
+    tabular = [
         rf"\begin{{tabular}}{{{spec}}}",
         r"\toprule",
         " & ".join(_tex(c) for c in table.columns) + r" \\",
@@ -154,6 +163,16 @@ def latex(table: ReportTable) -> str:
         *(" & ".join(row) + r" \\" for row in _styled(table, _tex_cell)),
         r"\bottomrule",
         r"\end{tabular}",
+    ]
+    if len(table.columns) >= WIDE:  # Table 1 has 14 columns: wider than any page unscaled
+        tabular = [r"\resizebox{\textwidth}{!}{%", *tabular, "}"]
+    lines = [
+        PREAMBLE,
+        r"\begin{table}[t]",
+        r"\centering",
+        rf"\caption{{{_tex(_TABLE_NUMBER.sub('', table.title))}}}",
+        rf"\label{{tab:{table.name.replace('_', '-')}}}",
+        *tabular,
         *(rf"\par\footnotesize {_tex(n)}" for n in table.notes),
         r"\end{table}",
     ]
@@ -195,11 +214,18 @@ def _md_escape(value: str) -> str:
     return value.replace("|", r"\|")
 
 
+# Every non-ASCII character a table's text holds, spelt so that pdflatex needs no font for it.
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-        "Δ": r"$\Delta$", "·": r"$\cdot$", "—": "---", "τ": r"$\tau$", "≤": r"$\leq$",
-        "−": r"$-$", "<": r"$<$", ">": r"$>$"}  # fmt: skip
+        "Δ": r"$\Delta$", "·": r"$\cdot$", "—": "---", "–": "--", "τ": r"$\tau$",
+        "≤": r"$\leq$", "≥": r"$\geq$", "−": r"$-$", "<": r"$<$", ">": r"$>$", "§": r"\S{}",
+        "±": r"$\pm$", "×": r"$\times$", "≈": r"$\approx$", "≫": r"$\gg$", "…": r"\dots{}",
+        "✓": r"yes", "✗": r"no"}  # fmt: skip
+
+
+_MINUS = re.compile(r"(?<![\w-])-(?=\d)")  # a number's sign, not a name's hyphen (no-image)
 
 
 def _tex(text: str) -> str:
-    return "".join(_TEX.get(ch, ch) for ch in text)
+    """``text`` escaped for LaTeX, a negative number's sign a minus rather than a hyphen."""
+    return _MINUS.sub(r"$-$", "".join(_TEX.get(ch, ch) for ch in text))

@@ -6,6 +6,8 @@ import csv
 import io
 import math
 import re
+import shutil
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -171,3 +173,34 @@ def test_a_store_without_a_run_is_one_clear_line(tmp_path: Path, small_cohort: C
     write_cohort(path, small_cohort)  # a cohort, no run yet
     with read_only(path) as con, pytest.raises(StoreError, match="no run results to report"):
         load_report_data(con, path)
+
+
+def test_latex_states_its_packages_captions_once_and_scales_wide_tables(
+    data: ReportData,
+) -> None:
+    for table in all_tables(data):
+        tex = render(table, "latex")
+        first, *_ = tex.splitlines()
+        assert first.startswith("%") and "booktabs" in first and "graphicx" in first
+        (caption,) = re.findall(r"\\caption\{(.*)\}", tex)
+        assert not re.match(r"Table \d", caption), caption  # LaTeX numbers it
+        assert (r"\resizebox{\textwidth}" in tex) == (len(table.columns) >= 8), table.name
+        assert tex.isascii(), table.name  # every character spelt for pdflatex
+    assert "$-$50.0 [$-$60.0, $-$40.0]" in render(table2(data), "latex")
+    assert "no-image" in render(table2(data), "latex")  # a name's hyphen stays one
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no pdflatex installed")
+def test_every_latex_table_compiles_as_written(data: ReportData, tmp_path: Path) -> None:
+    tables = "\n".join(render(t, "latex") for t in all_tables(data))
+    document = (
+        "\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{graphicx}\n"
+        f"\\begin{{document}}\n{tables}\n\\end{{document}}\n"
+    )
+    (tmp_path / "tables.tex").write_text(document)
+    done = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "tables.tex"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert (tmp_path / "tables.pdf").stat().st_size > 0
