@@ -161,11 +161,22 @@ def test_every_csv_column_of_numbers_parses_as_numbers(data: ReportData) -> None
     assert (t2["Δ_estimate"], t2["Δ_low"], t2["Δ_high"]) == (("-50.0",), ("-60.0",), ("-40.0",))
 
 
-def test_figures_are_written_and_not_empty(data: ReportData, tmp_path: Path) -> None:
+def test_figures_are_written_as_png_pdf_and_svg_on_a_budget_axis(
+    data: ReportData, tmp_path: Path
+) -> None:
     paths = write_figures(data, tmp_path)
-    assert [p.name for p in paths] == ["iou_by_n.png", "legal_by_n.png", "condition_deltas.png"]
+    stems = ["iou_by_n", "legal_by_n", "condition_deltas"]
+    assert [p.name for p in paths] == [f"{s}.{k}" for s in stems for k in ("png", "pdf", "svg")]
     for p in paths:
-        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+        assert p.stat().st_size > 5000, p.name
+    png = (tmp_path / "iou_by_n.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(png[16:20], "big") >= 6 * 300  # 6.5 in wide at 300 dpi
+    assert (tmp_path / "iou_by_n.pdf").read_bytes()[:5] == b"%PDF-"
+    svg = (tmp_path / "iou_by_n.svg").read_text()
+    ticks = re.findall(r'id="xtick_\d+">.*?<text[^>]*>([^<]*)</text>', svg, re.DOTALL)
+    assert ticks == ["8", "16"]  # exactly the budgets: not 10, 20, 30 on a linear axis
+    assert "95% bootstrap intervals" in svg and "configuration" in svg  # the legend's title
 
 
 def test_a_store_without_a_run_is_one_clear_line(tmp_path: Path, small_cohort: Cohort) -> None:
