@@ -141,20 +141,23 @@ def _number(match: re.Match[str] | None, group: int, part: str) -> str:
     return "" if value == "—" else value.lstrip("+")
 
 
-WIDE = 8  # columns from which a LaTeX table is scaled to the text width
+PROSE = 32  # characters from which a column's text wraps in a paragraph column
 _TABLE_NUMBER = re.compile(r"^Table \d+: ")
 PREAMBLE = (
-    "% GroundBench table. Preamble: \\usepackage{booktabs} (rules) and "
-    "\\usepackage{graphicx} (\\resizebox)"
+    "% GroundBench table. Preamble: \\usepackage{booktabs} (rules), \\usepackage{graphicx} "
+    "(\\resizebox) and \\usepackage{array} (wrapped columns)"
 )
+# Scales the table down to the text width when wider, never up: \width is its natural width.
+_FIT = r"\resizebox{\ifdim\width>\textwidth\textwidth\else\width\fi}{!}{%"
 
 
 def latex(table: ReportTable) -> str:
-    """``table`` as a LaTeX float that compiles with booktabs and graphicx loaded (said in its
-    first line): the caption once (LaTeX numbers it: the title's own "Table 1: " is dropped),
-    a label ``tab:<name>``, a table of :data:`WIDE` columns or more scaled to the text width,
-    every character the text holds escaped or spelt in ASCII LaTeX."""
-    spec = "ll" + "r" * (len(table.columns) - 2)
+    """``table`` as a LaTeX float that compiles with booktabs, graphicx and array loaded (said
+    in its first line): the caption once (LaTeX numbers it: the title's own "Table 1: " is
+    dropped), a label ``tab:<name>``, prose columns wrapped (:func:`_column_spec`), the whole
+    scaled down to the text width where still wider (Table 1's 14 columns), every character
+    the text holds escaped or spelt in ASCII LaTeX."""
+    spec = "".join(_column_spec(table, j) for j in range(len(table.columns)))
     tabular = [
         rf"\begin{{tabular}}{{{spec}}}",
         r"\toprule",
@@ -164,19 +167,31 @@ def latex(table: ReportTable) -> str:
         r"\bottomrule",
         r"\end{tabular}",
     ]
-    if len(table.columns) >= WIDE:  # Table 1 has 14 columns: wider than any page unscaled
-        tabular = [r"\resizebox{\textwidth}{!}{%", *tabular, "}"]
     lines = [
         PREAMBLE,
         r"\begin{table}[t]",
         r"\centering",
         rf"\caption{{{_tex(_TABLE_NUMBER.sub('', table.title))}}}",
         rf"\label{{tab:{table.name.replace('_', '-')}}}",
+        _FIT,
         *tabular,
+        "}",
         *(rf"\par\footnotesize {_tex(n)}" for n in table.notes),
         r"\end{table}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _column_spec(table: ReportTable, j: int) -> str:
+    """Names left, figures right; a column of prose (a cell of :data:`PROSE` characters or
+    more: claims, orderings, verdicts) a ragged paragraph column, its share of the text width
+    by its longest cell, so that a findings table wraps rather than shrinks to nothing."""
+    longest = [max((len(r[k]) for r in table.rows), default=0) for k in range(len(table.columns))]
+    prose = [k for k, n in enumerate(longest) if n >= PROSE]
+    if j not in prose:
+        return "l" if j < 2 else "r"
+    share = 0.8 * longest[j] / sum(longest[k] for k in prose)
+    return rf">{{\raggedright\arraybackslash}}p{{{max(share, 0.15):.2f}\linewidth}}"
 
 
 def _styled(table: ReportTable, cell: Callable[[str, Mark | None], T]) -> list[list[T]]:

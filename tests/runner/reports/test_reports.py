@@ -192,13 +192,16 @@ def test_latex_states_its_packages_captions_once_and_scales_wide_tables(
     for table in all_tables(data):
         tex = render(table, "latex")
         first, *_ = tex.splitlines()
-        assert first.startswith("%") and "booktabs" in first and "graphicx" in first
+        assert first.startswith("%") and all(p in first for p in ("booktabs", "graphicx", "array"))
         (caption,) = re.findall(r"\\caption\{(.*)\}", tex)
         assert not re.match(r"Table \d", caption), caption  # LaTeX numbers it
-        assert (r"\resizebox{\textwidth}" in tex) == (len(table.columns) >= 8), table.name
+        # Scaled down to the text width only where wider: \width is the table's own.
+        assert r"\resizebox{\ifdim\width>\textwidth\textwidth\else\width\fi}{!}" in tex
         assert tex.isascii(), table.name  # every character spelt for pdflatex
     assert "$-$50.0 [$-$60.0, $-$40.0]" in render(table2(data), "latex")
     assert "no-image" in render(table2(data), "latex")  # a name's hyphen stays one
+    prose = next(t for t in all_tables(data) if t.name == "findings")
+    assert r"p{" in render(prose, "latex").splitlines()[6]  # claims wrap, not shrink
 
 
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no pdflatex installed")
@@ -206,6 +209,7 @@ def test_every_latex_table_compiles_as_written(data: ReportData, tmp_path: Path)
     tables = "\n".join(render(t, "latex") for t in all_tables(data))
     document = (
         "\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{graphicx}\n"
+        "\\usepackage{array}\n"
         f"\\begin{{document}}\n{tables}\n\\end{{document}}\n"
     )
     (tmp_path / "tables.tex").write_text(document)
