@@ -434,7 +434,8 @@ def sql(
     ] = QUERY_TIMEOUT_S,
 ) -> None:
     """Query an experiment's store, read-only: the file after a run, the run's store during one.
-    A query reads the store and nothing else (no files, URLs or extensions).
+    A query reads the store and nothing else (no files, URLs or extensions). The table shows
+    floats to 6 significant digits and, piped, at its own width (csv and json keep every digit).
 
     Views: request_status (one row per request), question_scores (per question, cell and
     view iou0/iou1/iou2/best_effort), cell_summary (per cell and view).
@@ -492,13 +493,21 @@ def report(
     store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file (after a run).")],
     out: Annotated[
         Path | None,
-        typer.Option(help="Also write every table as Markdown, CSV and LaTeX, and the figures."),
+        typer.Option(
+            help="Also write every table as Markdown, CSV (one number a column; missing: an "
+            "empty cell) and LaTeX, every cell's figures as results.csv and results.parquet, "
+            "and the figures as PNG (300 dpi), PDF and SVG."
+        ),
     ] = None,
 ) -> None:
     """The paper's Tables 1–5 from a store (incomplete cells marked *), the analyses behind
     its text (rank stability, the subdivision slice, the phase audit, alternate references,
     the §4 findings as verdicts) and its figures; for a box benchmark's store, that
-    benchmark's main table."""
+    benchmark's main table. A table with no rows is left out with a line saying why.
+
+    Nothing printed is cut: on a terminal a cell too wide folds onto a second line; piped or
+    redirected, each table is drawn at its own width (rows whole up to 240 characters, long
+    prose wrapped at spaces beyond)."""
     from runner.reports import (
         FORMATS,
         SUFFIX,
