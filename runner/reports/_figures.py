@@ -21,9 +21,6 @@ from scoring import Contrast, summarise_cell
 FORMATS = ("png", "pdf", "svg")  # PNG to look at, PDF and SVG to print at any size
 DPI = 300  # print resolution for the PNG
 INTERVALS = "error bars: 95% bootstrap intervals"
-# Text stays text: SVG labels searchable and editable, PDF fonts TrueType (Type 42), which
-# publishers accept where they refuse Type 3.
-_RC = {"svg.fonttype": "none", "pdf.fonttype": 42}
 _DODGE = 0.5  # the width, in budget slots, the configurations' points spread over
 
 
@@ -31,7 +28,9 @@ def write_figures(data: ReportData, out: Path) -> list[Path]:
     """IoU against N per configuration (with intervals), legal coverage against N, and the
     condition deltas, each as PNG, PDF and SVG; returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
-    with matplotlib.rc_context(_RC):
+    # Text stays text: SVG labels searchable and editable, PDF fonts TrueType (Type 42), which
+    # publishers accept where they refuse Type 3.
+    with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42}):
         return [
             *_iou_by_n(data, out),
             *_legal_by_n(data, out),

@@ -113,7 +113,7 @@ def _as_numbers(name: str, cells: list[str], present: list[str]) -> list[CsvColu
     number and a label; ``None`` for text."""
     for pattern, parts in _SHAPES:
         matches = [pattern.fullmatch(c) for c in present]
-        if not all(matches) or (parts == ("", "total") and not any(m[2] for m in matches)):
+        if not all(matches) or (parts == ("", "total") and not any(m and m[2] for m in matches)):
             continue
         found = [pattern.fullmatch(c) for c in cells]
         return [

@@ -80,8 +80,8 @@ def write_results(data: ReportData, out: Path) -> list[Path]:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(COLUMNS)
         writer.writerows([_csv_value(v) for v in astuple(r)] for r in rows)
-    columns = list(zip(*(astuple(r) for r in rows), strict=True)) or [[] for _ in COLUMNS]
-    table = pa.table([_arrow_column(c) for c in columns], schema=_ARROW)
+    columns = [[_arrow_value(getattr(r, name)) for r in rows] for name in COLUMNS]
+    table = pa.table(columns, schema=_ARROW)
     pq.write_table(table, parquet_path)
     return [csv_path, parquet_path]
 
@@ -159,6 +159,6 @@ def _csv_value(value: object) -> object:
     return value
 
 
-def _arrow_column(values: tuple[object, ...] | list[object]) -> list[object]:
+def _arrow_value(value: object) -> object:
     """NaN written as null: Parquet readers then agree a figure is missing."""
-    return [None if isinstance(v, float) and math.isnan(v) else v for v in values]
+    return None if isinstance(value, float) and math.isnan(value) else value

@@ -51,7 +51,9 @@ def test_the_csv_is_numbers_and_the_parquet_the_same_rows(data: ReportData, tmp_
         for name in NUMBERS:  # empty only where missing (no interval, no box budget)
             assert row[name] == "" or math.isfinite(float(row[name])), (name, row)
         assert row["complete"] in ("true", "false")
-    ((count, nulls),) = duckdb.sql(
-        f"SELECT count(*), count(*) FILTER (WHERE low IS NULL) FROM '{parquet_path}'"
-    ).fetchall()
+    ((count, nulls),) = (
+        duckdb.connect()
+        .execute(f"SELECT count(*), count(*) FILTER (WHERE low IS NULL) FROM '{parquet_path}'")
+        .fetchall()
+    )
     assert count == len(rows) and nulls == sum(r["low"] == "" for r in rows)
