@@ -231,14 +231,14 @@ def boxes_score(
 ) -> None:
     """Score collected answers as the benchmark's released code does; print its main table."""
     from runner.boxes import judge_answers, load_box_answers
-    from runner.reports import box_benchmark_table, render, rich_table
+    from runner.reports import box_benchmark_table, fitting_table, render
 
     questions = FILE_LOADERS[benchmark](file, images)
     collected = load_box_answers(answers)
     runs = judge_answers(benchmark, questions, collected, convention, answers, reader)
     table = box_benchmark_table(benchmark, runs)
     if output == "table":
-        print_whole(console, rich_table(table))
+        print_whole(console, fitting_table(table, console))
     else:
         typer.echo(render(table, output), nl=False)
 
@@ -512,10 +512,10 @@ def report(
         FORMATS,
         SUFFIX,
         all_tables,
+        fitting_table,
         load_box_report,
         load_report_data,
         render,
-        rich_table,
         shown_and_omitted,
         write_figures,
         write_results,
@@ -529,7 +529,7 @@ def report(
             tables = all_tables(data)
     tables, omitted = shown_and_omitted(tables)
     for table in tables:
-        print_whole(console, rich_table(table))
+        print_whole(console, fitting_table(table, console))
     for note in omitted:
         console.print(note, soft_wrap=True, markup=False, highlight=False)
     if out is None:

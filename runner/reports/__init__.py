@@ -33,7 +33,15 @@ from runner.reports._ranks import (
     rank_stability,
     rank_stability_table,
 )
-from runner.reports._render import FORMATS, SUFFIX, CsvColumn, csv_columns, render, rich_table
+from runner.reports._render import (
+    FORMATS,
+    SUFFIX,
+    CsvColumn,
+    csv_columns,
+    fitting_table,
+    render,
+    rich_table,
+)
 from runner.reports._results import Result, results, write_results
 from runner.reports._robustness import (
     AlternateReferences,
@@ -107,6 +115,7 @@ __all__ = [
     "csv_columns",
     "findings",
     "findings_table",
+    "fitting_table",
     "fixed_iou",
     "load_box_report",
     "load_report_data",

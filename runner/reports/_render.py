@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
+from rich.cells import cell_len
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -21,14 +23,47 @@ SUFFIX = {"markdown": "md", "csv": "csv", "latex": "tex"}
 
 
 def rich_table(table: ReportTable) -> Table:
-    """``table`` for a terminal: a cell that does not fit folds onto a second line rather than
-    end in ``…`` (names like ``cue-colour-true`` and ``-wrong`` would otherwise read alike)."""
+    """``table`` for a terminal: a cell that does not fit wraps at its spaces, and a word that
+    does not fit folds onto a second line rather than end in ``…`` (names like
+    ``cue-colour-true`` and ``-wrong`` would otherwise read alike)."""
     out = Table(title=table.title, caption="\n".join(table.notes) or None)
     for i, column in enumerate(table.columns):
         out.add_column(column, justify="left" if i < 2 else "right", overflow="fold")
     for row in _styled(table, _rich_cell):
         out.add_row(*row)
     return out
+
+
+def fitting_table(table: ReportTable, console: Console) -> Table:
+    """:func:`rich_table` sized for ``console``: on a terminal narrower than the table, each
+    column keeps its longest word whole (``Acc@0.25``, ``cue-colour-wrong``) and only cells
+    with spaces (``78.9 / 78.9``) wrap, where the terminal has room for that; else words fold.
+    Not on a terminal the table is printed at its own width (``print_whole``)."""
+    out = rich_table(table)
+    if console.is_terminal:
+        room = console.width - (3 * len(table.columns) + 1)  # a rule and a space either side
+        for column, width in zip(out.columns, _column_widths(table, room) or (), strict=False):
+            column.width = width
+    return out
+
+
+def _column_widths(table: ReportTable, room: int) -> list[int] | None:
+    """Widths that fit ``room``: each column's whole text if all fit, else its longest word
+    plus a share of what is left by how much more its text wants; ``None`` when even the
+    longest words do not fit (rich's own layout then folds them).
+
+    Set here because rich shrinks columns without regard to a ``min_width`` and then renders
+    them at it, so the table outgrows the terminal and its right side is cropped.
+    """
+    texts = [[c, *(row[j] for row in table.rows)] for j, c in enumerate(table.columns)]
+    whole = [max(cell_len(t) for t in column) for column in texts]
+    words = [max(cell_len(w) for t in column for w in [*t.split(), ""]) for column in texts]
+    if sum(whole) <= room:
+        return whole
+    if sum(words) > room:
+        return None
+    spare, wanted = room - sum(words), [w - m for w, m in zip(whole, words, strict=True)]
+    return [m + spare * extra // sum(wanted) for m, extra in zip(words, wanted, strict=True)]
 
 
 def render(table: ReportTable, kind: str) -> str:

@@ -19,6 +19,7 @@ from runner._tables import print_whole
 from runner.reports import (
     ReportData,
     all_tables,
+    fitting_table,
     load_report_data,
     render,
     rich_table,
@@ -88,6 +89,24 @@ def test_contrasts_are_paired_on_the_common_questions(data: ReportData) -> None:
     base, no_image = table3(data).rows
     assert base[1] == "base" and base[-1] == "—"
     assert no_image[1:] == ("no-image", "15.0", "—", "-50.0 [-60.0, -40.0]")
+
+
+def test_a_terminal_table_is_never_cropped_and_keeps_names_whole_where_they_fit(
+    data: ReportData,
+) -> None:
+    for width in (80, 120):
+        for table in all_tables(data):
+            console = Console(file=io.StringIO(), width=width, force_terminal=True, record=True)
+            console.print(fitting_table(table, console))
+            lines = console.export_text().splitlines()
+            assert all(len(line) <= width for line in lines), (table.name, width)
+            border = next(line for line in lines if line.startswith("┏"))
+            assert border.endswith("┓"), (table.name, width)  # the right side is there
+            assert "…" not in "\n".join(lines)
+    console = Console(file=io.StringIO(), width=80, force_terminal=True, record=True)
+    console.print(fitting_table(table2(data), console))
+    words = console.export_text().split()
+    assert {"Configuration", "Condition", "no-image", "[-60.0,"} <= set(words)
 
 
 def test_a_printed_zero_has_no_sign_and_slices_read_in_their_own_order(data: ReportData) -> None:
