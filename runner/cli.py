@@ -515,6 +515,7 @@ def report(
         fitting_table,
         load_box_report,
         load_report_data,
+        omitted_note,
         render,
         shown_and_omitted,
         write_figures,
@@ -530,11 +531,14 @@ def report(
     tables, omitted = shown_and_omitted(tables)
     for table in tables:
         print_whole(console, fitting_table(table, console))
-    for note in omitted:
-        console.print(note, soft_wrap=True, markup=False, highlight=False)
+    for table in omitted:
+        console.print(omitted_note(table), soft_wrap=True, markup=False, highlight=False)
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)
+    for table in omitted:  # an earlier report's files of it would now read as this store's
+        for kind in FORMATS:
+            (out / f"{table.name}.{SUFFIX[kind]}").unlink(missing_ok=True)
     for table in tables:
         for kind in FORMATS:
             (out / f"{table.name}.{SUFFIX[kind]}").write_text(render(table, kind))

@@ -12,7 +12,7 @@ The rank-stability and subdivision-only analyses are plain values too (:func:`ra
 from all of them.
 """
 
-from runner.reports._all import all_tables, shown_and_omitted
+from runner.reports._all import all_tables, omitted_note, shown_and_omitted
 from runner.reports._box_tables import BoxReport, BoxRun, box_benchmark_table, load_box_report
 from runner.reports._data import (
     ALTERNATE_REFERENCES,
@@ -119,6 +119,7 @@ __all__ = [
     "fixed_iou",
     "load_box_report",
     "load_report_data",
+    "omitted_note",
     "phase_audit_figures",
     "phase_audit_table",
     "phase_claims_table",

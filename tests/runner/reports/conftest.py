@@ -3,6 +3,8 @@ test_reports.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conditions import BOX, Cohort, write_cohort
@@ -22,7 +24,7 @@ def _score(
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> ReportData:
+def store(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> Path:
     """base/8: q0 0.5, q1 0.8 (not legal), q2 three unparseable answers, q3 0.6 at attempt 1;
     base/16: only q0 answered (0.7), q1 stopped on spent quota, q2 and q3 not sent;
     no-image/8: q0 0.1, q1 0.2; base/box: q0 and q1 answered, q0 unparseable."""
@@ -52,5 +54,10 @@ def data(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> Repo
                         True, None)
              for n in (8, 16)],
         )  # fmt: skip
-    with read_only(path) as con:
+    return path
+
+
+@pytest.fixture(scope="module")
+def data(store: Path) -> ReportData:
+    with read_only(store) as con:
         return load_report_data(con)

@@ -13,14 +13,17 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from typer.testing import CliRunner
 
 from conditions import Cohort, write_cohort
 from runner._tables import print_whole
+from runner.cli import app
 from runner.reports import (
     ReportData,
     all_tables,
     fitting_table,
     load_report_data,
+    omitted_note,
     render,
     rich_table,
     shown_and_omitted,
@@ -127,8 +130,9 @@ def test_a_base_only_grid_omits_tables_2_and_3_and_says_why(data: ReportData) ->
     shown, omitted = shown_and_omitted(all_tables(replace(data, headline=headline)))
     assert "table1" in [t.name for t in shown]
     assert not {"table2", "table3"} & {t.name for t in shown}
-    assert [n.split(":")[0] for n in omitted[:2]] == ["Table 2", "Table 3"]
-    assert all("no condition but base" in n for n in omitted[:2])
+    notes = [omitted_note(t) for t in omitted]
+    assert [n.split(":")[0] for n in notes[:2]] == ["Table 2", "Table 3"]
+    assert all("omitted, the grid has no condition but base" in n for n in notes[:2])
 
 
 def test_every_table_renders_as_markdown_csv_and_latex(data: ReportData) -> None:
@@ -238,3 +242,26 @@ def test_every_latex_table_compiles_as_written(data: ReportData, tmp_path: Path)
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:]
     assert (tmp_path / "tables.pdf").stat().st_size > 0
+
+
+def test_report_piped_cuts_nothing_and_out_writes_every_export(store: Path, tmp_path: Path) -> None:
+    """`groundbench report` as a user redirects it: no '…', every header whole; --out writes
+    the tables, the long table and the figures in every format."""
+    out = tmp_path / "report"
+    done = CliRunner().invoke(app, ["report", str(store), "--out", str(out)])  # not a terminal
+    assert done.exit_code == 0, done.output
+    assert "…" not in done.output
+    assert set(table1(load(store)).columns) <= set(_cells(done.output))
+    for name in ("table1.csv", "table2.tex", "results.csv", "results.parquet",
+                 "iou_by_n.png", "iou_by_n.pdf", "iou_by_n.svg"):  # fmt: skip
+        assert (out / name).stat().st_size > 0, name
+    assert "running" not in (out / "table1.md").read_text()
+
+
+def load(store: Path) -> ReportData:
+    with read_only(store) as con:
+        return load_report_data(con)
+
+
+def _cells(text: str) -> list[str]:
+    return [cell.strip() for line in text.splitlines() for cell in line.split("┃")]
