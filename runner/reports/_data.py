@@ -1,8 +1,9 @@
 """A store's scores, read back as the ``scoring`` package's values, one view at a time.
 
-Only settled questions carry a score (an unsettled one is still running); a cell with fewer
-settled questions than its grid has is incomplete, and the tables say so rather than average
-what has come in as if it were all.
+Only settled questions carry a score (an unsettled one is being run, or was left by a run that
+stopped: ``ViewScores.open_requests`` says why); a cell with fewer settled questions than its
+grid has is incomplete, and the tables say so rather than average what has come in as if it
+were all.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ Each claim is tested the same way whatever the store (decided, groundbench):
   interval (PROTOCOL §7): it *holds* when the interval lies on the claimed side of 0;
 - a claim of "no reliable difference" holds when the interval contains 0;
 - an ordering claim holds when every adjacent pair of the claimed order is such a contrast;
-- a claim about configurations or conditions the store lacks, or whose cells still have
-  questions running, is *not testable here*, and the verdict names the cells it needs.
+- a claim about configurations or conditions the store lacks, or whose cells have unsettled
+  questions (stopped or not sent yet), is *not testable here*, and the verdict names the
+  cells it needs.
 
 Claims that concern a condition grid (F3, F4) are tested on every configuration that ran the
 conditions they need, and hold only if they hold for each.
@@ -473,7 +474,7 @@ def _cells_of(view: ViewScores, name: str, conditions: Iterable[str]) -> list[Ce
 
 
 def _missing(view: ViewScores, cells: Iterable[Cell]) -> list[Cell]:
-    """Cells absent from the grid or with questions still running."""
+    """Cells absent from the grid or with unsettled questions (incomplete)."""
     return [c for c in cells if c not in view.grid or not view.complete(c)]
 
 

@@ -1,9 +1,9 @@
 """The paper's tables from a store's scores (PROTOCOL §7), as plain rows of text.
 
 Every figure is in points; a pair is ``fixed / parseable-only``. Contrasts are paired on the
-exact intersection of question ids, with a bootstrap 95% interval. A cell with questions still
-running is marked ``*`` and its count of settled questions is given: it is never averaged as if
-it were complete.
+exact intersection of question ids, with a bootstrap 95% interval. A cell with unsettled
+questions is marked ``*`` and its count of settled questions is given: it is never averaged as
+if it were complete; the footnote says what left them unsettled (:func:`unsettled_why`).
 """
 
 from __future__ import annotations
