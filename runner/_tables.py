@@ -1,10 +1,13 @@
-"""Rich tables the command line prints: a cohort's summary and its build report."""
+"""Rich tables the command line prints: a cohort's summary and its build report, and
+:func:`print_whole`, how every table reaches the screen or a file whole."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
 
+from rich.console import Console, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 
 from conditions import GROUPS, Cohort, SourceReport
@@ -83,3 +86,26 @@ def summary_tables(cohort: Cohort) -> list[Table]:
 
 def _mean(values: list[int]) -> str:
     return f"{sum(values) / len(values):.1f}" if values else "—"
+
+
+PIPED_WIDTH = 240  # piped, a table no wider than this keeps each row on one line
+_UNBOUNDED = 100_000  # wider than any table: to measure a table's own widths
+
+
+def print_whole(console: Console, renderable: RenderableType) -> None:
+    """Print ``renderable`` with nothing cut.
+
+    On a terminal it fits the terminal (tables fold their cells, see ``overflow="fold"`` in
+    the reports). Piped or redirected, a console has no width of its own (rich assumes 80
+    and would cut names to ``ge…``), so the table is drawn at its own width instead: whole
+    rows up to :data:`PIPED_WIDTH` characters; a wider table (long prose cells) wraps those
+    cells at spaces, never narrower than its longest word, so nothing is cut either way.
+    """
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    wide = console.options.update_width(_UNBOUNDED)
+    needed = Measurement.get(console, wide, renderable)
+    width = max(needed.minimum, min(needed.maximum, PIPED_WIDTH), 1)
+    whole = Console(file=console.file, width=width, color_system=None, soft_wrap=False)
+    whole.print(renderable)

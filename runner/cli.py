@@ -44,7 +44,7 @@ from conditions import (
     write_cohort,
 )
 from runner._errors import ConfigError, RunnerError
-from runner._tables import report_table, summary_tables
+from runner._tables import print_whole, report_table, summary_tables
 from runner.experiment import Experiment, load_experiment
 from runner.monitor import plain_lines, render
 from runner.plan import prepare
@@ -125,7 +125,7 @@ def fidelity(
             spread = [construction_fidelity(referents, n, k) for k in range(PHASES)]
             row += [_points(min(spread)), _points(max(spread))]
         table.add_row(*row)
-    console.print(table)
+    print_whole(console, table)
 
 
 @app.command()
@@ -167,7 +167,7 @@ def cohort_build(
         raise typer.BadParameter(f"unknown source {unknown[0]!r}; known: {', '.join(SOURCE_NAMES)}")
     spec = CohortSpec(seed=seed, per_source=per_source, matched=matched, sources=sources)
     cohort = build_cohort(DataRoot.at(root, images), spec)
-    console.print(report_table(cohort.reports))
+    print_whole(console, report_table(cohort.reports))
     for r in cohort.reports:
         if r.short:
             console.print(f"[bold red]{r.source}: only {r.selected} of {r.asked} questions[/]")
@@ -185,7 +185,7 @@ def cohort_summary(
 ) -> None:
     """Show a cohort: counts per source and bin, thresholds, C_N per budget."""
     for table in summary_tables(load_cohort(store)):
-        console.print(table)
+        print_whole(console, table)
 
 
 @boxes_app.command("check")
@@ -210,7 +210,7 @@ def boxes_check(
         )
     for (dimension, sub), (total, rejections) in sorted(counts.items()):
         table.add_row(dimension, sub, f"{total:,}", f"{rejections:,}")
-    console.print(table)
+    print_whole(console, table)
 
 
 @boxes_app.command("score")
@@ -236,14 +236,14 @@ def boxes_score(
 ) -> None:
     """Score collected answers as the benchmark's released code does; print its main table."""
     from runner.boxes import judge_answers, load_box_answers
-    from runner.reports import box_benchmark_table, render, rich_table
+    from runner.reports import box_benchmark_table, fitting_table, render
 
     questions = FILE_LOADERS[benchmark](file, images)
     collected = load_box_answers(answers)
     runs = judge_answers(benchmark, questions, collected, convention, answers, reader)
     table = box_benchmark_table(benchmark, runs)
     if output == "table":
-        console.print(rich_table(table))
+        print_whole(console, fitting_table(table, console))
     else:
         typer.echo(render(table, output), nl=False)
 
@@ -507,7 +507,8 @@ def sql(
     ] = QUERY_TIMEOUT_S,
 ) -> None:
     """Query an experiment's store, read-only: the file after a run, the run's store during one.
-    A query reads the store and nothing else (no files, URLs or extensions).
+    A query reads the store and nothing else (no files, URLs or extensions). The table shows
+    floats to 6 significant digits and, piped, at its own width (csv and json keep every digit).
 
     Views: request_status (one row per request), question_scores (per question, cell and
     view iou0/iou1/iou2/best_effort), cell_summary (per cell and view).
@@ -527,10 +528,10 @@ def sql(
         return
     table = Table(show_lines=False)
     for name in names:
-        table.add_column(name)
+        table.add_column(name, overflow="fold")
     for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
-    console.print(table)
+        table.add_row(*(_shown(v) for v in row))
+    print_whole(console, table)
     console.print(f"{len(rows):,} rows")
 
 
@@ -565,22 +566,33 @@ def report(
     store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file (after a run).")],
     out: Annotated[
         Path | None,
-        typer.Option(help="Also write every table as Markdown, CSV and LaTeX, and the figures."),
+        typer.Option(
+            help="Also write every table as Markdown, CSV (one number a column; missing: an "
+            "empty cell) and LaTeX, every cell's figures as results.csv and results.parquet, "
+            "and the figures as PNG (300 dpi), PDF and SVG."
+        ),
     ] = None,
 ) -> None:
     """The paper's Tables 1–5 from a store (incomplete cells marked *), the analyses behind
     its text (rank stability, the subdivision slice, the phase audit, alternate references,
     the §4 findings as verdicts) and its figures; for a box benchmark's store, that
-    benchmark's main table."""
+    benchmark's main table. A table with no rows is left out with a line saying why.
+
+    Nothing printed is cut: on a terminal a cell too wide folds onto a second line; piped or
+    redirected, each table is drawn at its own width (rows whole up to 240 characters, long
+    prose wrapped at spaces beyond)."""
     from runner.reports import (
         FORMATS,
         SUFFIX,
         all_tables,
+        fitting_table,
         load_box_report,
         load_report_data,
+        omitted_note,
         render,
-        rich_table,
+        shown_and_omitted,
         write_figures,
+        write_results,
     )
 
     with read_only(store) as con:
@@ -589,17 +601,26 @@ def report(
         else:
             data = load_report_data(con, store)
             tables = all_tables(data)
+    tables, omitted = shown_and_omitted(tables)
     for table in tables:
-        console.print(rich_table(table))
+        print_whole(console, fitting_table(table, console))
+    for table in omitted:
+        console.print(omitted_note(table), soft_wrap=True, markup=False, highlight=False)
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)
+    for table in omitted:  # an earlier report's files of it would now read as this store's
+        for kind in FORMATS:
+            (out / f"{table.name}.{SUFFIX[kind]}").unlink(missing_ok=True)
     for table in tables:
         for kind in FORMATS:
             (out / f"{table.name}.{SUFFIX[kind]}").write_text(render(table, kind))
     figures = write_figures(data, out) if data is not None else []
+    tidy = write_results(data, out) if data is not None else []
     console.print(
-        f"wrote {len(tables) * len(FORMATS)} table files and {len(figures)} figures to {out}",
+        f"wrote {len(tables) * len(FORMATS)} table files, {len(figures)} figure files"
+        + (f" and {' and '.join(p.name for p in tidy)} (every cell, long format)" if tidy else "")
+        + f" to {out}",
         soft_wrap=True,
     )
 
@@ -627,6 +648,19 @@ def load_sim_spec(path: Path | None) -> SimSpec:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise ConfigError(f"{path}: {where}: {first['msg']}") from None
+
+
+SHOWN_DIGITS = 6  # significant digits of a float in `sql`'s table; csv and json keep all
+
+
+def _shown(value: object) -> str:
+    """A value as `sql`'s table shows it: a float to :data:`SHOWN_DIGITS` significant digits
+    (0.1 + 0.2 reads 0.3, not 0.30000000000000004), never ``-0``; NULL empty."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "0" if value == 0 else f"{value:.{SHOWN_DIGITS}g}"
+    return str(value)
 
 
 def _points(value: float) -> str:

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rich.console import Group, RenderableType
+from rich import box
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
@@ -118,22 +119,70 @@ def _backend_view(
 
 
 MAX_CELLS = 24  # the paper's grid has ~100 cells: a terminal shows the ones moving
+NARROW = 120  # below this many columns the cell table drops its bar to a short one
 
 
 def render(view: Snapshot, max_cells: int = MAX_CELLS) -> RenderableType:
-    """The run as rich tables: backends, then cells with progress bars, then the totals.
+    """The run as rich tables: the totals (progress and ETA) first, then backends, then cells
+    with progress bars.
 
     Cells being worked on come first, then those waiting, then finished ones, ``max_cells`` at
-    most; the rest are counted below the table.
+    most and fewer when the screen is shorter (:class:`_Fitted`); the rest are counted below
+    the table.
     """
-    backends = Table(title="Backends", expand=False)
-    for column in ("backend", "req/s", "tokens/min", "in flight", "429s", "transient",
-                   "quota", "spend $"):  # fmt: skip
-        backends.add_column(column, justify="left" if column in ("backend", "quota") else "right")
+    return _Fitted(view, max_cells)
+
+
+@dataclass(frozen=True)
+class _Fitted:
+    """The view cut to the screen: rich's live display crops what is taller than the terminal
+    from the bottom, which at 80×24 took the progress/ETA line with it. The totals come first
+    and cells are left out (and counted) until the whole fits the screen's height."""
+
+    view: Snapshot
+    max_cells: int
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        height = options.height or options.size.height
+        shown = min(self.max_cells, len(self.view.cells))
+        while True:
+            group = _group(self.view, shown, narrow=options.max_width < NARROW)
+            overflow = len(console.render_lines(group, options.update(height=None))) - height
+            if overflow <= 0 or shown == 0:
+                yield group
+                return
+            shown = max(shown - overflow, 0)  # each cell takes at least one line
+
+
+def _group(view: Snapshot, max_cells: int, narrow: bool) -> Group:
+    return Group(Text(summary_line(view)), _backends(view, narrow), _cells(view, max_cells, narrow))
+
+
+def _table(title: str, narrow: bool, caption: str | None = None) -> Table:
+    """Narrow, a table goes without rules (columns two spaces apart): 80 columns then hold
+    every column whole."""
+    return Table(
+        title=title,
+        caption=caption,
+        expand=False,
+        box=None if narrow else box.HEAVY_HEAD,
+        pad_edge=not narrow,
+        header_style="bold underline" if narrow else "table.header",
+    )
+
+
+def _backends(view: Snapshot, narrow: bool = False) -> Table:
+    backends = _table("Backends", narrow)
+    for column, short in _BACKEND_COLUMNS:
+        backends.add_column(
+            short if narrow else column,
+            justify="left" if column in ("backend", "quota") else "right",
+            overflow="fold",  # a name folds onto a second line, never ends in "…"
+        )
     for b in view.backends:
         quota = "—" if b.quota is None else Text("EXHAUSTED", style="bold red")
         if b.refused is not None:  # the key or model: stopped as for quota
-            quota = Text("KEY/MODEL REFUSED", style="bold red")
+            quota = Text("REFUSED" if narrow else "KEY/MODEL REFUSED", style="bold red")
         backends.add_row(
             b.name if b.reachable else f"{b.name} (restarting)",
             f"{b.requests_per_s:,.1f}",
@@ -144,31 +193,49 @@ def render(view: Snapshot, max_cells: int = MAX_CELLS) -> RenderableType:
             quota,
             f"{b.spend:,.2f}",
         )
+    return backends
+
+
+def _cells(view: Snapshot, max_cells: int, narrow: bool) -> Table:
     ordered = sorted(view.cells, key=_cell_order)
     shown, hidden = ordered[:max_cells], ordered[max_cells:]
     caption = None
     if hidden:
         done = sum(c.complete == c.requests for c in hidden)
         caption = f"and {len(hidden)} more cells: {done} complete, {len(hidden) - done} waiting"
-    cells = Table(title="Cells (IoU2, settled questions)", caption=caption, expand=False)
-    for column in ("configuration", "condition", "N", "progress", "done", "pending", "errored",
-                   "parse %", "fixed IoU"):  # fmt: skip
+    cells = _table("Cells (IoU2, settled questions)", narrow, caption)
+    # Condition names share long prefixes (cue-colour-true, cue-colour-wrong): that column
+    # never shrinks below its longest name, and the others fold rather than end in "…".
+    longest = max((len(c.condition) for c in shown), default=0)
+    for column, short in _CELL_COLUMNS:
         cells.add_column(
-            column, justify="left" if column in ("configuration", "condition") else "right"
+            short if narrow else column,
+            justify="left" if column in ("configuration", "condition") else "right",
+            overflow="fold",
+            min_width=longest if column == "condition" else None,
         )
     for c in shown:
         cells.add_row(
             c.configuration,
             c.condition,
             "box" if c.budget == 0 else str(c.budget),
-            ProgressBar(total=max(c.requests, 1), completed=c.complete, width=20),
+            ProgressBar(total=max(c.requests, 1), completed=c.complete, width=6 if narrow else 20),
             f"{c.complete:,}",
             f"{c.requests - c.complete:,}",
             f"{c.errored:,}",
             _maybe(c.parse_rate),
             _maybe(c.fixed_iou),
         )
-    return Group(backends, cells, Text(summary_line(view)))
+    return cells
+
+
+_BACKEND_COLUMNS = (("backend", "backend"), ("req/s", "req/s"), ("tokens/min", "tok/min"),
+                    ("in flight", "flight"), ("429s", "429s"), ("transient", "trans."),
+                    ("quota", "quota"), ("spend $", "$"))  # fmt: skip
+_CELL_COLUMNS = (("configuration", "config"), ("condition", "condition"), ("N", "N"),
+                 ("progress", ""), ("done", "done"), ("pending", "left"),
+                 ("errored", "err"), ("parse %", "parse%"), ("fixed IoU", "IoU"))  # fmt: skip
+"""The tables' columns: header, and header on a narrow screen (below :data:`NARROW`)."""
 
 
 def _cell_order(c: CellProgress) -> tuple[int, str, str, int]:

@@ -4,13 +4,15 @@ Plain Python over the store's views and the ``scoring`` package: :func:`load_rep
 reads the ``iou2`` and best-effort views back as scores, :func:`all_tables` builds Tables 1–5
 and the audits behind the text (the eight-phase audit and the alternate references, from the
 re-scored answers: :func:`phase_audit_figures`, :func:`alternate_reference_figures`),
-:func:`render` writes one as Markdown, CSV or LaTeX, :func:`write_figures` draws the PNGs.
+:func:`render` writes one as Markdown, CSV (:func:`csv_columns`: one number a column) or LaTeX,
+:func:`write_results` every cell's figures as one tidy long table (CSV and Parquet), and
+:func:`write_figures` draws the figures.
 The rank-stability and subdivision-only analyses are plain values too (:func:`rank_stability`,
 :func:`subdivision_contrasts`), and :func:`findings` states the paper's §4 claims as verdicts
 from all of them.
 """
 
-from runner.reports._all import all_tables
+from runner.reports._all import all_tables, omitted_note, shown_and_omitted
 from runner.reports._box_tables import BoxReport, BoxRun, box_benchmark_table, load_box_report
 from runner.reports._data import (
     ALTERNATE_REFERENCES,
@@ -31,7 +33,16 @@ from runner.reports._ranks import (
     rank_stability,
     rank_stability_table,
 )
-from runner.reports._render import FORMATS, SUFFIX, render, rich_table
+from runner.reports._render import (
+    FORMATS,
+    SUFFIX,
+    CsvColumn,
+    csv_columns,
+    fitting_table,
+    render,
+    rich_table,
+)
+from runner.reports._results import Result, results, write_results
 from runner.reports._robustness import (
     AlternateReferences,
     PhaseAudit,
@@ -78,6 +89,7 @@ __all__ = [
     "BudgetContrast",
     "BudgetOrdering",
     "Cell",
+    "CsvColumn",
     "Finding",
     "Mark",
     "PhaseAudit",
@@ -90,6 +102,7 @@ __all__ = [
     "ReportData",
     "ReportTable",
     "Rescored",
+    "Result",
     "Shift",
     "SubdivisionContrast",
     "Unscored",
@@ -99,18 +112,23 @@ __all__ = [
     "alternate_references_table",
     "best_and_second",
     "box_benchmark_table",
+    "csv_columns",
     "findings",
     "findings_table",
+    "fitting_table",
     "fixed_iou",
     "load_box_report",
     "load_report_data",
+    "omitted_note",
     "phase_audit_figures",
     "phase_audit_table",
     "phase_claims_table",
     "rank_stability",
     "rank_stability_table",
     "render",
+    "results",
     "rich_table",
+    "shown_and_omitted",
     "subdivision_contrast",
     "subdivision_contrasts",
     "subdivision_table",
@@ -120,4 +138,5 @@ __all__ = [
     "table4",
     "table5",
     "write_figures",
+    "write_results",
 ]

@@ -29,3 +29,14 @@ def all_tables(data: ReportData) -> list[ReportTable]:
         alternate_references_table(data),
         findings_table(data),
     ]
+
+
+def shown_and_omitted(tables: list[ReportTable]) -> tuple[list[ReportTable], list[ReportTable]]:
+    """The tables with rows, and those left out for having none (Tables 2 and 3 of a
+    base-only grid): an empty table printed or written would read as a result."""
+    return [t for t in tables if t.rows], [t for t in tables if not t.rows]
+
+
+def omitted_note(table: ReportTable) -> str:
+    """The one line said in place of a table left out."""
+    return f"{table.title}: omitted, {table.why_empty()}"

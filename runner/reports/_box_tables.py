@@ -8,7 +8,6 @@ the perception tasks, Acc_API, the reasoning tasks, Reject, Acc_RC). Values are 
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from pathlib import Path
 import duckdb
 
 from conditions import REASONINGS, Benchmark, Reasoning, read_box_set, reasoning_named
-from runner.reports._tables import ReportTable
+from runner.reports._tables import ReportTable, _fmt, _signed
 from scoring import (
     BOX_READERS,
     BoxJudgement,
@@ -79,9 +78,7 @@ def box_benchmark_table(benchmark: Benchmark, runs: Sequence[BoxRun]) -> ReportT
 
 
 def _number(value: float, key: str) -> str:
-    if math.isnan(value):
-        return "—"
-    return f"{value:+.1f}" if key.endswith("Δ") else f"{value:.1f}"
+    return _signed(value) if key.endswith("Δ") else _fmt(value)
 
 
 @dataclass(frozen=True)

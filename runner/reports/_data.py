@@ -1,8 +1,9 @@
 """A store's scores, read back as the ``scoring`` package's values, one view at a time.
 
-Only settled questions carry a score (an unsettled one is still running); a cell with fewer
-settled questions than its grid has is incomplete, and the tables say so rather than average
-what has come in as if it were all.
+Only settled questions carry a score (an unsettled one is being run, or was left by a run that
+stopped: ``ViewScores.open_requests`` says why); a cell with fewer settled questions than its
+grid has is incomplete, and the tables say so rather than average what has come in as if it
+were all.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class ViewScores:
     polygons: dict[Cell, dict[str, PolygonScore | None]] = field(default_factory=dict)
     boxes: dict[Cell, dict[str, BoxScore | None]] = field(default_factory=dict)
     grid: dict[Cell, int] = field(default_factory=dict)  # questions per cell
+    open_requests: dict[str, int] = field(default_factory=dict)  # see :func:`_open_requests`
 
     def complete(self, cell: Cell) -> bool:
         settled = self.boxes.get(cell) if cell.budget == BOX else self.polygons.get(cell)
@@ -139,10 +141,11 @@ def _load(con: duckdb.DuckDBPyConnection) -> ReportData:
     row = con.execute("SELECT fidelity FROM cohort").fetchone()
     fidelity = {int(k): float(v) for k, v in json.loads(row[0]).items()} if row else {}
     controls = _controls(con)
-    headline = _view(con, "iou2", controls)
+    open_requests = _open_requests(con)
+    headline = _view(con, "iou2", controls, open_requests)
     return ReportData(
         headline=headline,
-        best_effort=_view(con, "best_effort", controls),
+        best_effort=_view(con, "best_effort", controls, open_requests),
         questions=questions,
         fidelity=fidelity,
         rescored=_rescored(con, headline.grid),
@@ -154,8 +157,9 @@ def _view(
     con: duckdb.DuckDBPyConnection,
     view: View,
     controls: dict[tuple[str, str, str, int], dict[int, PolygonScore]],
+    open_requests: dict[str, int],
 ) -> ViewScores:
-    out = ViewScores(view)
+    out = ViewScores(view, open_requests=open_requests)
     for configuration, condition, budget, count in con.execute(
         "SELECT configuration, condition, budget, count(*) FROM grid GROUP BY ALL"
     ).fetchall():
@@ -176,6 +180,25 @@ def _view(
             polygons[cell][qid] = _polygon(metrics) if parseable else None
     out.polygons, out.boxes = dict(polygons), dict(boxes)
     return out
+
+
+def _open_requests(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """The grid's requests not complete, by why: the outcome of each one's latest error
+    (``quota``, ``fatal`` — a refused key, access or model —, ``transient``, ``rate-limited``)
+    or ``unsent`` (no error recorded: never sent, or its attempts so far answered).
+
+    A report opens the file read-only, which DuckDB refuses while a run holds it: when a
+    report reads them, these requests are not running but left for the next run.
+    """
+    rows = con.execute(
+        """SELECT coalesce(e.outcome, 'unsent') AS why, count(*)
+        FROM request_status s LEFT JOIN (
+            SELECT configuration, condition, budget, qid, arg_max(outcome, started_at) AS outcome
+            FROM responses WHERE outcome <> 'answer' GROUP BY ALL) e
+            USING (configuration, condition, budget, qid)
+        WHERE s.status <> 'complete' GROUP BY ALL ORDER BY 2 DESC, 1"""
+    ).fetchall()
+    return {why: count for why, count in rows}
 
 
 def _rescored(con: duckdb.DuckDBPyConnection, grid: dict[Cell, int]) -> Rescored:

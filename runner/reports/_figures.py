@@ -1,4 +1,4 @@
-"""The paper's figures as PNG files (matplotlib, no display needed)."""
+"""The paper's figures as PNG, PDF and SVG files (matplotlib, no display needed)."""
 
 from __future__ import annotations
 
@@ -14,50 +14,88 @@ from matplotlib.figure import Figure
 
 from conditions import CONDITION_NAMES
 from runner.reports._data import Cell, ReportData
+from runner.reports._results import against_zero
 from runner.reports._tables import paired, pooled
-from scoring import Contrast, paired_contrast, per_question, summarise_cell
+from scoring import Contrast, summarise_cell
+
+FORMATS = ("png", "pdf", "svg")  # PNG to look at, PDF and SVG to print at any size
+DPI = 300  # print resolution for the PNG
+INTERVALS = "error bars: 95% bootstrap intervals"
+_DODGE = 0.5  # the width, in budget slots, the configurations' points spread over
 
 
 def write_figures(data: ReportData, out: Path) -> list[Path]:
     """IoU against N per configuration (with intervals), legal coverage against N, and the
-    condition deltas; returns the files written."""
+    condition deltas, each as PNG, PDF and SVG; returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
-    return [_iou_by_n(data, out), _legal_by_n(data, out), _condition_deltas(data, out)]
+    # Text stays text: SVG labels searchable and editable, PDF fonts TrueType (Type 42), which
+    # publishers accept where they refuse Type 3.
+    with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42}):
+        return [
+            *_iou_by_n(data, out),
+            *_legal_by_n(data, out),
+            *_condition_deltas(data, out),
+        ]
 
 
-def _iou_by_n(data: ReportData, out: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for configuration in data.configurations:
-        budgets = data.budgets_of(configuration)
-        means = [_mean_interval(data, Cell(configuration, "base", n)) for n in budgets]
+def _iou_by_n(data: ReportData, out: Path) -> list[Path]:
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    budgets = _budgets(data)
+    for k, configuration in enumerate(data.configurations):
+        own = data.budgets_of(configuration)
+        means = [_mean_interval(data, Cell(configuration, "base", n)) for n in own]
         ax.errorbar(
-            budgets,
+            _positions(budgets, own, k, len(data.configurations)),
             [m.delta for m in means],
             yerr=[[m.delta - m.low for m in means], [m.high - m.delta for m in means]],
             marker="o",
             capsize=3,
             label=configuration,
         )
-    ax.set(xlabel="N (vertices)", ylabel="fixed IoU (points, IoU2)", title="IoU against N")
-    return _save(fig, ax, out / "iou_by_n.png")
+    _budget_axis(ax, budgets)
+    ax.set(ylabel="fixed IoU (points, IoU2)", title=f"IoU against N ({INTERVALS})")
+    return _save(fig, ax, out / "iou_by_n")
 
 
-def _legal_by_n(data: ReportData, out: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for configuration in data.configurations:
-        budgets = data.budgets_of(configuration)
+def _legal_by_n(data: ReportData, out: Path) -> list[Path]:
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    budgets = _budgets(data)
+    for k, configuration in enumerate(data.configurations):
+        own = data.budgets_of(configuration)
         legal = [
             summarise_cell(
                 list(data.headline.polygons.get(Cell(configuration, "base", n), {}).values())
             ).legal_coverage.fixed
-            for n in budgets
+            for n in own
         ]
-        ax.plot(budgets, legal, marker="o", label=configuration)
-    ax.set(xlabel="N (vertices)", ylabel="legal coverage (%)", title="Legal coverage against N")
-    return _save(fig, ax, out / "legal_by_n.png")
+        x = _positions(budgets, own, k, len(data.configurations))
+        ax.plot(x, legal, marker="o", label=configuration)
+    _budget_axis(ax, budgets)
+    ax.set(ylabel="legal coverage (%)", title="Legal coverage against N")
+    return _save(fig, ax, out / "legal_by_n")
 
 
-def _condition_deltas(data: ReportData, out: Path) -> Path:
+def _budgets(data: ReportData) -> list[int]:
+    return sorted({n for c in data.configurations for n in data.budgets_of(c)})
+
+
+def _positions(budgets: list[int], own: list[int], k: int, of: int) -> list[float]:
+    """Each of ``own`` budgets at its slot on the axis, moved sideways by the configuration's
+    place ``k`` of ``of`` so that configurations' error bars do not sit on one another."""
+    step = _DODGE / of
+    offset = (k - (of - 1) / 2) * step
+    return [budgets.index(n) + offset for n in own]
+
+
+def _budget_axis(ax: Axes, budgets: list[int]) -> None:
+    """One evenly spaced slot per budget, ticked with the budget itself: on a linear axis 64
+    squashed 8 to 32 together, and ticks fell at 10, 20, 30."""
+    ax.set_xticks(range(len(budgets)), [str(n) for n in budgets])
+    ax.set_xlim(-0.5, len(budgets) - 0.5)
+    ax.set_xlabel("N (vertices; one evenly spaced slot per budget)")
+
+
+def _condition_deltas(data: ReportData, out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7, 5))
     labels, deltas, lows, highs = [], [], [], []
     for configuration in data.configurations:
@@ -74,21 +112,26 @@ def _condition_deltas(data: ReportData, out: Path) -> Path:
     ax.errorbar(deltas, range(len(labels)), xerr=[lows, highs], fmt="o", capsize=3)
     ax.axvline(0.0, color="grey", linewidth=0.8)
     ax.set_yticks(range(len(labels)), labels)
-    ax.set(xlabel="Δ fixed IoU against base (points, 95% CI)", title="Condition effects")
-    return _save(fig, ax, out / "condition_deltas.png", legend=False)
+    ax.set(
+        xlabel="Δ fixed IoU against base (points, paired)", title=f"Condition effects ({INTERVALS})"
+    )
+    return _save(fig, ax, out / "condition_deltas", legend=False)
 
 
 def _mean_interval(data: ReportData, cell: Cell) -> Contrast:
     """A cell's fixed IoU with a bootstrap interval: the paired contrast against zero."""
-    scores = per_question(data.headline.polygons.get(cell, {}))
-    return paired_contrast(scores, dict.fromkeys(scores, 0.0))
+    return against_zero(data.headline.polygons.get(cell, {}))
 
 
-def _save(fig: Figure, ax: Axes, path: Path, legend: bool = True) -> Path:
+def _save(fig: Figure, ax: Axes, stem: Path, legend: bool = True) -> list[Path]:
+    """``stem`` as every one of :data:`FORMATS`; the legend right of the plot, off the data."""
     if legend and ax.get_legend_handles_labels()[0]:
-        ax.legend()
+        ax.legend(title="configuration", loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                  borderaxespad=0.0)  # fmt: skip
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    paths = [stem.with_suffix(f".{kind}") for kind in FORMATS]
+    for path in paths:
+        # "tight": the saved area grows to hold the legend outside the axes
+        fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
-    return path
+    return paths

@@ -7,8 +7,9 @@ Each claim is tested the same way whatever the store (decided, groundbench):
   interval (PROTOCOL §7): it *holds* when the interval lies on the claimed side of 0;
 - a claim of "no reliable difference" holds when the interval contains 0;
 - an ordering claim holds when every adjacent pair of the claimed order is such a contrast;
-- a claim about configurations or conditions the store lacks, or whose cells still have
-  questions running, is *not testable here*, and the verdict names the cells it needs.
+- a claim about configurations or conditions the store lacks, or whose cells have unsettled
+  questions (stopped or not sent yet), is *not testable here*, and the verdict names the
+  cells it needs.
 
 Claims that concern a condition grid (F3, F4) are tested on every configuration that ran the
 conditions they need, and hold only if they hold for each.
@@ -82,8 +83,9 @@ def findings_table(data: ReportData) -> ReportTable:
             "each row's Test says what must hold: an interval above (or below) 0, one holding "
             "0 (no reliable difference), none above 0 (no reliable gain), or a shift within "
             "the paper's bound; orderings hold when every adjacent pair does",
-            "not testable: the store lacks the named cells, they still have questions "
-            "running, or they are not re-scored (run `groundbench rescore STORE`)",
+            "not testable: the store lacks the named cells (absent), they have unsettled "
+            "questions (incomplete: a rerun of `groundbench run` finishes them), or they are "
+            "not re-scored (run `groundbench rescore STORE`)",
         ),
     )
 
@@ -210,7 +212,7 @@ def f2_subdivision(data: ReportData) -> Finding:
     claim = "F2 subdivision: IoU falls from 32 to 64 when extra vertices only subdivide edges"
     paper = "the decline persists on such questions"
     found = subdivision_contrasts(data)
-    running = [f"{c}/base/N=32,64 (running)" for c, s in found.items() if not s.complete]
+    running = [f"{c}/base/N=32,64 (incomplete)" for c, s in found.items() if not s.complete]
     judged = {c: s.subdivision for c, s in found.items() if s.subdivision.questions}
     if running or not judged:
         return _untestable(claim, paper, running or ["base N=32 and 64 cells, parts ≤ 32 vertices"])
@@ -252,7 +254,7 @@ def alternate_references(data: ReportData) -> Finding:
     claim = "§4.3 references: part, union, continuous shift means ≤ 1.1, same ordering"
     paper = "shifts ≤ 1.1 points, ordering unchanged"
     figures = alternate_reference_figures(data)
-    running = [f"{m.configuration}/base (running)" for m in figures.configurations
+    running = [f"{m.configuration}/base (incomplete)" for m in figures.configurations
                if not m.complete]  # fmt: skip
     gaps = _not_rescored(figures.rescored, figures.unscored) + running
     shift = figures.largest_shift
@@ -472,7 +474,7 @@ def _cells_of(view: ViewScores, name: str, conditions: Iterable[str]) -> list[Ce
 
 
 def _missing(view: ViewScores, cells: Iterable[Cell]) -> list[Cell]:
-    """Cells absent from the grid or with questions still running."""
+    """Cells absent from the grid or with unsettled questions (incomplete)."""
     return [c for c in cells if c not in view.grid or not view.complete(c)]
 
 
@@ -480,7 +482,7 @@ def _named(view: ViewScores, cells: Iterable[Cell]) -> list[str]:
     """``cfg/condition/N=n``, each marked absent (not in the grid) or running (incomplete)."""
     return [
         f"{c.configuration}/{c.condition}/N={c.budget} "
-        + ("(absent)" if c not in view.grid else "(running)")
+        + ("(absent)" if c not in view.grid else "(incomplete)")
         for c in dict.fromkeys(cells)
     ]
 

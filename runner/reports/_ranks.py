@@ -43,7 +43,7 @@ class RankStability:
     """One metric's reference ordering (by the mean over budgets) and each budget's ordering.
 
     ``left_out`` names the configurations not ranked, with why: a rank over a cell with
-    questions still running, or over fewer budgets, would not compare like with like.
+    unsettled questions, or over fewer budgets, would not compare like with like.
     """
 
     metric: str
@@ -85,7 +85,7 @@ def rank_stability(data: ReportData) -> dict[str, RankStability]:
 
 
 def _left_out(data: ReportData, budgets: list[int]) -> dict[str, str]:
-    """Configurations lacking a budget's base cell or with one still running, and why."""
+    """Configurations lacking a budget's base cell or with one incomplete, and why."""
     view, out = data.headline, {}
     for configuration in data.configurations:
         cells = [Cell(configuration, "base", n) for n in budgets]

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Callable
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Literal, TypeVar
 
+from rich.cells import cell_len
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from runner.reports._tables import Mark, ReportTable
+from runner.reports._tables import INCOMPLETE, Mark, ReportTable
 
 T = TypeVar("T")
 
@@ -19,12 +23,47 @@ SUFFIX = {"markdown": "md", "csv": "csv", "latex": "tex"}
 
 
 def rich_table(table: ReportTable) -> Table:
+    """``table`` for a terminal: a cell that does not fit wraps at its spaces, and a word that
+    does not fit folds onto a second line rather than end in ``…`` (names like
+    ``cue-colour-true`` and ``-wrong`` would otherwise read alike)."""
     out = Table(title=table.title, caption="\n".join(table.notes) or None)
     for i, column in enumerate(table.columns):
-        out.add_column(column, justify="left" if i < 2 else "right")
+        out.add_column(column, justify="left" if i < 2 else "right", overflow="fold")
     for row in _styled(table, _rich_cell):
         out.add_row(*row)
     return out
+
+
+def fitting_table(table: ReportTable, console: Console) -> Table:
+    """:func:`rich_table` sized for ``console``: on a terminal narrower than the table, each
+    column keeps its longest word whole (``Acc@0.25``, ``cue-colour-wrong``) and only cells
+    with spaces (``78.9 / 78.9``) wrap, where the terminal has room for that; else words fold.
+    Not on a terminal the table is printed at its own width (``print_whole``)."""
+    out = rich_table(table)
+    if console.is_terminal:
+        room = console.width - (3 * len(table.columns) + 1)  # a rule and a space either side
+        for column, width in zip(out.columns, _column_widths(table, room) or (), strict=False):
+            column.width = width
+    return out
+
+
+def _column_widths(table: ReportTable, room: int) -> list[int] | None:
+    """Widths that fit ``room``: each column's whole text if all fit, else its longest word
+    plus a share of what is left by how much more its text wants; ``None`` when even the
+    longest words do not fit (rich's own layout then folds them).
+
+    Set here because rich shrinks columns without regard to a ``min_width`` and then renders
+    them at it, so the table outgrows the terminal and its right side is cropped.
+    """
+    texts = [[c, *(row[j] for row in table.rows)] for j, c in enumerate(table.columns)]
+    whole = [max(cell_len(t) for t in column) for column in texts]
+    words = [max(cell_len(w) for t in column for w in [*t.split(), ""]) for column in texts]
+    if sum(whole) <= room:
+        return whole
+    if sum(words) > room:
+        return None
+    spare, wanted = room - sum(words), [w - m for w, m in zip(whole, words, strict=True)]
+    return [m + spare * extra // sum(wanted) for m, extra in zip(words, wanted, strict=True)]
 
 
 def render(table: ReportTable, kind: str) -> str:
@@ -47,19 +86,114 @@ def markdown(table: ReportTable) -> str:
 
 
 def csv_text(table: ReportTable) -> str:
+    """``table`` for analysis: one value per column (see :func:`csv_columns`), a missing value
+    an empty cell."""
+    columns = csv_columns(table)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(table.columns)
-    writer.writerows(table.rows)
+    writer.writerow([c.name for c in columns])
+    writer.writerows([c.values[i] for c in columns] for i in range(len(table.rows)))
     return out.getvalue()
 
 
+@dataclass(frozen=True)
+class CsvColumn:
+    """One column of a table's CSV: ``kind`` says what its values are ("number": every
+    value parses as a float, or is empty where missing; "flag": true/false; "text")."""
+
+    name: str
+    kind: Literal["number", "flag", "text"]
+    values: tuple[str, ...]
+
+
+_NUM = r"[+-]?\d+(?:\.\d+)?|—"  # "—" is a value the table has none for
+_SHAPES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (re.compile(rf"({_NUM}) \[({_NUM}), ({_NUM})\]"), ("estimate", "low", "high")),
+    (re.compile(rf"({_NUM}) / ({_NUM})"), ("fixed", "parseable")),
+    (re.compile(r"(\d+)(?:/(\d+))?"), ("", "total")),  # settled (of all) a cell's questions
+    (re.compile(rf"({_NUM})"), ("",)),
+)
+_INTERVAL = re.compile(r"\s*\[95% CI\]")
+
+
+def csv_columns(table: ReportTable) -> list[CsvColumn]:
+    """The table's columns with each printed figure taken apart: ``78.9 / 78.9`` becomes
+    ``IoU_fixed`` and ``IoU_parseable``; ``-61.7 [-70.5, -51.9]`` becomes ``Δ_estimate``,
+    ``Δ_low`` and ``Δ_high`` (the 95% interval); ``5/8*`` becomes ``Questions`` and
+    ``Questions_total``; the ``*`` of an incomplete cell a ``…_incomplete`` flag column; a
+    column mixing numbers and words (Table 1's N: budgets and Pooled) a number column and a
+    ``…_label`` one. Missing (``—``) is an empty cell."""
+    out: list[CsvColumn] = []
+    for j, name in enumerate(table.columns):
+        out += _split(name, [row[j] for row in table.rows])
+    return out
+
+
+def _split(name: str, cells: list[str]) -> list[CsvColumn]:
+    flags = [c.endswith(INCOMPLETE) for c in cells]
+    bare = [c.removesuffix(INCOMPLETE) for c in cells]
+    present = [c for c in bare if c not in ("", "—")]
+    columns = _as_numbers(_INTERVAL.sub("", name), bare, present) if present else None
+    if columns is None:
+        return [CsvColumn(name, "text", tuple(cells))]
+    if any(flags):
+        columns.append(
+            CsvColumn(f"{name}_incomplete", "flag", tuple(str(f).lower() for f in flags))
+        )
+    return columns
+
+
+def _as_numbers(name: str, cells: list[str], present: list[str]) -> list[CsvColumn] | None:
+    """The first shape every present cell has, taken apart; a mix of numbers and words as a
+    number and a label; ``None`` for text."""
+    for pattern, parts in _SHAPES:
+        matches = [pattern.fullmatch(c) for c in present]
+        if not all(matches) or (parts == ("", "total") and not any(m and m[2] for m in matches)):
+            continue
+        found = [pattern.fullmatch(c) for c in cells]
+        return [
+            CsvColumn(
+                f"{name}_{part}" if part else name,
+                "number",
+                tuple(_number(m, k, part) for m in found),
+            )
+            for k, part in enumerate(parts, start=1)
+        ]
+    numbers = [c for c in present if _SHAPES[-1][0].fullmatch(c)]
+    if numbers and all(c in numbers or not re.search(r"\d", c) for c in present):
+        number = tuple(c.lstrip("+") if c in numbers else "" for c in cells)
+        label = tuple("" if c in numbers or c == "—" else c for c in cells)
+        return [CsvColumn(name, "number", number), CsvColumn(f"{name}_label", "text", label)]
+    return None
+
+
+def _number(match: re.Match[str] | None, group: int, part: str) -> str:
+    """One value of a matched cell as a CSV number: the digits as printed, no ``+``; empty
+    where missing. A count without a slash is its own total."""
+    if match is None:
+        return ""
+    value = match[group] if match[group] is not None or part != "total" else match[1]
+    return "" if value == "—" else value.lstrip("+")
+
+
+PROSE = 32  # characters from which a column's text wraps in a paragraph column
+_TABLE_NUMBER = re.compile(r"^Table \d+: ")
+PREAMBLE = (
+    "% GroundBench table. Preamble: \\usepackage{booktabs} (rules), \\usepackage{graphicx} "
+    "(\\resizebox) and \\usepackage{array} (wrapped columns)"
+)
+# Scales the table down to the text width when wider, never up: \width is its natural width.
+_FIT = r"\resizebox{\ifdim\width>\textwidth\textwidth\else\width\fi}{!}{%"
+
+
 def latex(table: ReportTable) -> str:
-    spec = "ll" + "r" * (len(table.columns) - 2)
-    lines = [
-        r"\begin{table}[t]",
-        r"\centering",
-        rf"\caption{{{_tex(table.title)}}}",
+    """``table`` as a LaTeX float that compiles with booktabs, graphicx and array loaded (said
+    in its first line): the caption once (LaTeX numbers it: the title's own "Table 1: " is
+    dropped), a label ``tab:<name>``, prose columns wrapped (:func:`_column_spec`), the whole
+    scaled down to the text width where still wider (Table 1's 14 columns), every character
+    the text holds escaped or spelt in ASCII LaTeX."""
+    spec = "".join(_column_spec(table, j) for j in range(len(table.columns)))
+    tabular = [
         rf"\begin{{tabular}}{{{spec}}}",
         r"\toprule",
         " & ".join(_tex(c) for c in table.columns) + r" \\",
@@ -67,10 +201,32 @@ def latex(table: ReportTable) -> str:
         *(" & ".join(row) + r" \\" for row in _styled(table, _tex_cell)),
         r"\bottomrule",
         r"\end{tabular}",
+    ]
+    lines = [
+        PREAMBLE,
+        r"\begin{table}[t]",
+        r"\centering",
+        rf"\caption{{{_tex(_TABLE_NUMBER.sub('', table.title))}}}",
+        rf"\label{{tab:{table.name.replace('_', '-')}}}",
+        _FIT,
+        *tabular,
+        "}",
         *(rf"\par\footnotesize {_tex(n)}" for n in table.notes),
         r"\end{table}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _column_spec(table: ReportTable, j: int) -> str:
+    """Names left, figures right; a column of prose (a cell of :data:`PROSE` characters or
+    more: claims, orderings, verdicts) a ragged paragraph column, its share of the text width
+    by its longest cell, so that a findings table wraps rather than shrinks to nothing."""
+    longest = [max((len(r[k]) for r in table.rows), default=0) for k in range(len(table.columns))]
+    prose = [k for k, n in enumerate(longest) if n >= PROSE]
+    if j not in prose:
+        return "l" if j < 2 else "r"
+    share = 0.8 * longest[j] / sum(longest[k] for k in prose)
+    return rf">{{\raggedright\arraybackslash}}p{{{max(share, 0.15):.2f}\linewidth}}"
 
 
 def _styled(table: ReportTable, cell: Callable[[str, Mark | None], T]) -> list[list[T]]:
@@ -108,11 +264,18 @@ def _md_escape(value: str) -> str:
     return value.replace("|", r"\|")
 
 
+# Every non-ASCII character a table's text holds, spelt so that pdflatex needs no font for it.
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-        "Δ": r"$\Delta$", "·": r"$\cdot$", "—": "---", "τ": r"$\tau$", "≤": r"$\leq$",
-        "−": r"$-$", "<": r"$<$", ">": r"$>$"}  # fmt: skip
+        "Δ": r"$\Delta$", "·": r"$\cdot$", "—": "---", "–": "--", "τ": r"$\tau$",
+        "≤": r"$\leq$", "≥": r"$\geq$", "−": r"$-$", "<": r"$<$", ">": r"$>$", "§": r"\S{}",
+        "±": r"$\pm$", "×": r"$\times$", "≈": r"$\approx$", "≫": r"$\gg$", "…": r"\dots{}",
+        "✓": r"yes", "✗": r"no"}  # fmt: skip
+
+
+_MINUS = re.compile(r"(?<![\w-])-(?=\d)")  # a number's sign, not a name's hyphen (no-image)
 
 
 def _tex(text: str) -> str:
-    return "".join(_TEX.get(ch, ch) for ch in text)
+    """``text`` escaped for LaTeX, a negative number's sign a minus rather than a hyphen."""
+    return _MINUS.sub(r"$-$", "".join(_TEX.get(ch, ch) for ch in text))

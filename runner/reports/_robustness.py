@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from runner.reports._data import ALTERNATE_REFERENCES, PHASE_REFERENCES, Cell, ReportData
-from runner.reports._tables import INCOMPLETE, ReportTable, _fmt
+from runner.reports._tables import INCOMPLETE, ReportTable, _fmt, _signed
 from scoring import Peak, PolygonScore, inversions, ordering, peak
 
 OFFICIAL = PHASE_REFERENCES[0]
@@ -478,7 +478,7 @@ def _means_row(m: ReferenceMeans) -> tuple[str, ...]:
     mark = "" if m.complete else INCOMPLETE
     shift = m.largest_shift
     means = (_fmt(m.means[r]) + mark for r in _REFERENCES)
-    delta = "—" if math.isnan(shift.delta) else f"{shift.delta:+.1f}"
+    delta = _signed(shift.delta)
     return (m.configuration, str(len(m.budgets)), *means, delta, REFERENCE_LABELS[shift.reference])
 
 
@@ -527,8 +527,8 @@ def _alternate_verdicts(figures: AlternateReferences) -> list[str]:
 # -- shared wording ------------------------------------------------------------------------
 
 _INCOMPLETE_NOTE = (
-    f"{INCOMPLETE} incomplete: the cell still has questions running; its figures cover the "
-    "settled questions only"
+    f"{INCOMPLETE} incomplete: the cell has unsettled questions (Table 1's note says why); "
+    "its figures cover the settled questions only"
 )
 
 

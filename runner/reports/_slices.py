@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from runner.reports._data import Cell, ReportData
-from runner.reports._tables import INCOMPLETE, ReportTable, _contrast, _fmt
+from runner.reports._tables import INCOMPLETE, ReportTable, _contrast, _fmt, unsettled_why
 from scoring import Contrast, PolygonScore, paired_contrast, per_question
 
 LOW, HIGH = 32, 64
@@ -35,7 +35,7 @@ class SubdivisionContrast:
     """One configuration's N=64 − N=32 contrast on the subdivision-only questions and on all.
 
     Both are over the questions settled in both base cells; ``complete`` is false while either
-    cell still has questions running (the figures then cover the settled ones only).
+    cell has unsettled questions (the figures then cover the settled ones only).
     """
 
     configuration: str
@@ -116,7 +116,10 @@ def _notes(data: ReportData, found: Mapping[str, SubdivisionContrast]) -> tuple[
     elif lacking := [c for c in data.configurations if c not in found]:
         notes.append(f"no N={LOW} or N={HIGH} base cell: {', '.join(lacking)}")
     if not all(s.complete for s in found.values()):
-        notes.append(f"{INCOMPLETE} a cell still has questions running: settled ones only")
+        notes.append(
+            f"{INCOMPLETE} a cell has unsettled questions "
+            f"({unsettled_why(data.headline.open_requests)}): settled ones only"
+        )
     return tuple(notes)
 
 

@@ -1,14 +1,15 @@
 """The paper's tables from a store's scores (PROTOCOL §7), as plain rows of text.
 
 Every figure is in points; a pair is ``fixed / parseable-only``. Contrasts are paired on the
-exact intersection of question ids, with a bootstrap 95% interval. A cell with questions still
-running is marked ``*`` and its count of settled questions is given: it is never averaged as if
-it were complete.
+exact intersection of question ids, with a bootstrap 95% interval. A cell with unsettled
+questions is marked ``*`` and its count of settled questions is given: it is never averaged as
+if it were complete; the footnote says what left them unsettled (:func:`unsettled_why`).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
@@ -57,11 +58,18 @@ class ReportTable:
     rows: tuple[tuple[str, ...], ...]
     notes: tuple[str, ...] = ()
     marks: Mapping[tuple[int, int], Mark] = field(default_factory=dict)
+    empty_because: str = ""  # why a table has no rows, said where it is left out
+
+    def why_empty(self) -> str:
+        """Why the table has no rows: its own reason, else its notes (a table with nothing to
+        show says why in them)."""
+        return self.empty_because or "; ".join(self.notes) or "nothing to show"
 
 
 TABLE1_FIGURES = ("IoU", "IoU_p", "IoU_n", *(f"Acc@{t:g}" for t in THRESHOLDS), "Legal %",
                   "Legal IoU", "Box Acc@0.5", "Box control IoU")  # fmt: skip
 """Table 1's figure columns, after Configuration, N and Questions: the ones marks rank."""
+NO_CONDITIONS = "the grid has no condition but base (a base-only run): nothing to contrast"
 POOLED = "Pooled"
 MEAN = "Mean"
 
@@ -315,14 +323,17 @@ def table2(data: ReportData) -> ReportTable:
             if condition not in data.conditions_of(configuration):
                 continue
             scores = pooled(view, configuration, condition)
-            mark = _cells_mark(view, configuration, condition)
-            rows.append((configuration, condition, *_against(scores, base), mark))
+            pairs, mine, theirs, delta = _against(scores, base)
+            # The condition's cells' own mark, on its figure: no unnamed column for it.
+            mine += _cells_mark(view, configuration, condition)
+            rows.append((configuration, condition, pairs, mine, theirs, delta))
     return ReportTable(
         "table2",
         "Table 2: prompt cues and image evidence, fixed IoU against same-question base (IoU2)",
-        ("Configuration", "Condition", "Pairs", "Condition IoU", "Base IoU", "Δ [95% CI]", ""),
+        ("Configuration", "Condition", "Pairs", "Condition IoU", "Base IoU", "Δ [95% CI]"),
         tuple(rows),
         _notes(view, "pairs are (question, budget) answered in both cells, budgets pooled"),
+        empty_because=NO_CONDITIONS,
     )
 
 
@@ -357,6 +368,7 @@ def table3(data: ReportData) -> ReportTable:
         ("Configuration", "Condition", *(f"N={n}" for n in budgets), "Δ vs base [95% CI]"),
         tuple(rows),
         _notes(view, "Δ pools budgets over the (question, budget) pairs both cells answered"),
+        empty_because=NO_CONDITIONS,
     )
 
 
@@ -397,7 +409,7 @@ def table5(data: ReportData) -> ReportTable:
             by_label: dict[str, list[PolygonScore | None]] = {}
             for (_, qid), score in sorted(answers.items()):
                 by_label.setdefault(label_of(data.questions[qid]), []).append(score)
-            for label, scores in sorted(by_label.items()):
+            for label, scores in sorted(by_label.items(), key=lambda item: _natural(item[0])):
                 s = summarise_cell(scores)
                 rows.append((configuration, slicer, label, str(s.questions), _pair(s.iou)))
     return ReportTable(
@@ -410,6 +422,20 @@ def table5(data: ReportData) -> ReportTable:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+_ORDERED = ("easy", "medium", "hard")  # difficulty reads in its own order, not the alphabet's
+
+
+def _natural(label: str) -> tuple[int, str, float, str]:
+    """A slice label's place: easy, medium, hard; then by name with any number in it as a
+    number (D2 before D10, D3+ after D3)."""
+    if label in _ORDERED:
+        return (0, "", _ORDERED.index(label), "")
+    digits = re.search(r"\d+", label)
+    if digits is None:
+        return (1, label, 0.0, "")
+    return (1, label[: digits.start()], float(digits.group()), label[digits.end() :])
+
 
 Pooled = dict[tuple[int, str], PolygonScore | None]
 
@@ -437,11 +463,22 @@ def _against(scores: Pooled, base: Pooled) -> tuple[str, str, str, str]:
 def _contrast(c: Contrast) -> str:
     if c.questions == 0:
         return "—"
-    return f"{c.delta:+.1f} [{c.low:+.1f}, {c.high:+.1f}]"
+    return f"{_signed(c.delta)} [{_signed(c.low)}, {_signed(c.high)}]"
 
 
 def _fmt(value: float) -> str:
-    return "—" if math.isnan(value) else f"{value:.1f}"
+    return "—" if math.isnan(value) else f"{_shown(value):.1f}"
+
+
+def _signed(value: float) -> str:
+    """``value`` to one decimal with its sign: ``+0.0``, never ``-0.0``."""
+    return "—" if math.isnan(value) else f"{_shown(value):+.1f}"
+
+
+def _shown(value: float) -> float:
+    """``value`` as printed to one decimal, with -0.04's ``-0.0`` made ``0.0``: a sign on a
+    printed zero claims a direction the figure does not have (adding 0.0 clears it)."""
+    return round(value, 1) + 0.0
 
 
 def _pair(p: Pair) -> str:
@@ -473,7 +510,29 @@ def _notes(view: ViewScores, *extra: str) -> tuple[str, ...]:
     notes = list(extra)
     if incomplete:
         notes.append(
-            f"{INCOMPLETE} incomplete: {len(incomplete)} cell(s) still have questions running; "
-            "their figures cover the settled questions only"
+            f"{INCOMPLETE} incomplete: {len(incomplete)} cell(s) have unsettled questions "
+            f"({unsettled_why(view.open_requests)}); their figures cover the settled "
+            "questions only"
         )
     return tuple(notes)
+
+
+_WHY = {"quota": "stopped on spent quota", "fatal": "stopped on a refused key, access or model",
+        "transient": "failed on transient errors", "rate-limited": "rate-limited",
+        "unsent": "not sent yet"}  # fmt: skip
+
+
+def unsettled_why(open_requests: Mapping[str, int]) -> str:
+    """Why questions are unsettled, from what the store recorded: no run holds a store a report
+    reads (DuckDB refuses a reader then), so none is running; a rerun sends what is left.
+
+    >>> unsettled_why({"quota": 12, "unsent": 3})
+    '12 requests stopped on spent quota, 3 not sent yet; `groundbench run` again to finish'
+    >>> unsettled_why({})
+    'answered, not all scored yet; `groundbench run` again to score them'
+    """
+    if not open_requests:
+        return "answered, not all scored yet; `groundbench run` again to score them"
+    parts = [f"{n:,} {_WHY.get(why, why)}" for why, n in open_requests.items()]
+    parts[0] = parts[0].replace(" ", " requests ", 1)  # "12 requests stopped on …"
+    return ", ".join(parts) + "; `groundbench run` again to finish"

@@ -211,6 +211,22 @@ def test_sql_prints_a_table_csv_json_and_refuses_to_write(
     )
 
 
+def test_sql_piped_shows_long_names_whole_and_floats_short(
+    tmp_path: Path, small_cohort: Cohort
+) -> None:
+    store = tmp_path / "exp.duckdb"
+    write_cohort(store, small_cohort)
+    name = "a_column_name_far_longer_than_any_terminal_would_show_" * 2
+    query = f"SELECT 0.1::DOUBLE + 0.2 AS {name}, -0.0::DOUBLE AS z, 'cue-colour-wrong' AS c"
+    shown = runner.invoke(app, ["sql", str(store), query])  # CliRunner: not a terminal
+    assert shown.exit_code == 0, shown.output
+    assert "…" not in shown.output and name in shown.output
+    row = next(line for line in shown.output.splitlines() if "cue-colour-wrong" in line)
+    assert [c.strip() for c in row.strip("│ ").split("│")] == ["0.3", "0", "cue-colour-wrong"]
+    exported = runner.invoke(app, ["sql", str(store), query, "--format", "csv"])
+    assert exported.output.splitlines()[1].startswith("0.30000000000000004,")  # data: all digits
+
+
 def _commands(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
     """Every command under ``group`` (Typer's own click), by its path of names."""
     for name, command in group.commands.items():

@@ -76,3 +76,27 @@ def test_a_backend_stopped_by_a_refused_key_says_so() -> None:
     lines = plain_lines(view)
     assert "key or model refused: qwen" in lines[0]
     assert "STOPPED: fatal (HTTP 401 invalid_api_key): no" in lines[1]
+
+
+def test_at_80_by_24_the_totals_stay_and_condition_names_are_whole() -> None:
+    """A terminal crops what is taller than itself from the bottom: the totals must stay, and
+    cue-colour-true and cue-colour-wrong must not both read "cue-co…"."""
+    conditions = ("base", "no-image", "cue-colour-true", "cue-colour-wrong", "cue-spatial-wrong")
+    cells = [
+        CellProgress(configuration, condition, n, 60, 30 if "colour" in condition else 0, 1,
+                     30, 97.5, 61.25)
+        for configuration in ("gemini-high", "qwen-max")
+        for condition in conditions
+        for n in (8, 16, 24, 32, 64)
+    ]  # fmt: skip
+    backends = {name: _stats(10, 10) for name in ("doubao", "gemini-high", "kimi", "qwen-max")}
+    before = Reading(0.0, _progress(100), cells, backends)
+    view = snapshot(Reading(10.0, _progress(300), cells, backends), before, 0.0, {})
+    console = Console(file=io.StringIO(), width=80, height=24, color_system=None, record=True)
+    console.print(render(view))
+    lines = console.export_text().splitlines()
+    text = "\n".join(lines)
+    assert len(lines) <= 24 and max(len(line) for line in lines) <= 80
+    assert "300/1,000 requests complete" in text and "ETA 0m35s" in text
+    assert "cue-colour-true" in text and "cue-colour-wrong" in text and "…" not in text
+    assert "gemini-high" in text and "more cells" in text  # the rest counted, not cropped

@@ -209,7 +209,7 @@ def test_missing_or_running_cells_make_a_claim_untestable_and_are_named() -> Non
     assert found["F1 ordering"].test == "needs kimi/base"
     evidence = found["F3 evidence ≫ resolution ≫ colour"]
     assert evidence.verdict == "not testable"
-    assert evidence.test == "needs qwen-max/greyscale/N=64 (running)"
+    assert evidence.test == "needs qwen-max/greyscale/N=64 (incomplete)"
 
 
 def test_the_box_control_and_the_gap() -> None:

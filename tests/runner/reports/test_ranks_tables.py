@@ -181,7 +181,7 @@ def test_marks_render_bold_and_underlined_in_every_format() -> None:
     assert r"a & 8 & 2 & \textbf{50.0 / 50.0} &" in tex
     assert r"c & 8 & 2 & \underline{10.0 / 20.0} &" in tex
     csv = render(t, "csv")
-    assert "a,8,2,50.0 / 50.0," in csv and "**" not in csv and "<u>" not in csv
+    assert "a,8,,2,50.0,50.0," in csv and "**" not in csv and "<u>" not in csv
     console = Console(record=True, width=400, force_terminal=True, color_system="standard")
     console.print(rich_table(t))
     styled = console.export_text(styles=True)
@@ -321,7 +321,7 @@ def test_subdivision_table_rows_and_notes() -> None:
     assert t.rows[1][5].startswith("-37.5 [")
     assert t.rows[2] == ("b", "V ≤ 32", "2*", "62.5", "62.5", "+0.0 [-25.0, +25.0]")
     assert "no N=32 or N=64 base cell: c" in t.notes
-    assert any(n.startswith("* a cell still has questions running") for n in t.notes)
+    assert any(n.startswith("* a cell has unsettled questions (") for n in t.notes)
 
 
 def test_without_vertex_counts_the_slice_says_so_and_has_no_rows() -> None:

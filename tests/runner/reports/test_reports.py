@@ -4,68 +4,39 @@ from __future__ import annotations
 
 import csv
 import io
+import math
+import re
+import shutil
+import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rich.console import Console
+from typer.testing import CliRunner
 
-from conditions import BOX, Cohort, write_cohort
+from conditions import Cohort, write_cohort
+from runner._tables import print_whole
+from runner.cli import app
 from runner.reports import (
     ReportData,
     all_tables,
+    fitting_table,
     load_report_data,
+    omitted_note,
     render,
+    rich_table,
+    shown_and_omitted,
     table1,
     table2,
     table3,
+    table5,
     write_figures,
 )
-from runner.store import ControlRow, GridRow, Registration, ScoreRow, Store, StoreError, read_only
-from tests.runner.store.rows import attempt_row
-
-
-def _score(
-    condition: str, budget: int, qid: str, attempt: int, iou: float, legal: bool = True
-) -> ScoreRow:
-    return ScoreRow(
-        "cfg", condition, budget, qid, attempt, parseable=True, iou=iou, iou_part=iou,
-        iou_union=iou, iou_cont=iou, iou_distractor=0.0, legal=legal,
-        legal_iou=iou if legal else 0.0, sel=True, defect=None if legal else "crossing",
-    )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> ReportData:
-    """base/8: q0 0.5, q1 0.8 (not legal), q2 three unparseable answers, q3 0.6 at attempt 1;
-    base/16: only q0 answered (0.7), the rest still running; no-image/8: q0 0.1, q1 0.2;
-    base/box: q0 and q1 answered, q0 unparseable."""
-    path = tmp_path_factory.mktemp("report") / "exp.duckdb"
-    write_cohort(path, small_cohort)
-    q = [small_cohort.questions[i].qid for i in range(4)]
-    with Store(path) as s:
-        grid = [GridRow("cfg", "base", n, qid, 3) for n in (8, 16, BOX) for qid in q]
-        grid += [GridRow("cfg", "no-image", 8, qid, 3) for qid in q[:2]]
-        s.register([Registration("cfg", "p" * 64, "qwen", "m", 3, "{}")], grid)
-        unparseable = {"parseable": False, "answer": "no list"}
-        s.write_responses(
-            [attempt_row(q[0], budget=8), attempt_row(q[1], budget=8),
-             *(attempt_row(q[2], a, budget=8, **unparseable) for a in range(3)),  # type: ignore[arg-type]
-             attempt_row(q[3], 0, budget=8, **unparseable), attempt_row(q[3], 1, budget=8),  # type: ignore[arg-type]
-             attempt_row(q[0], budget=16),
-             attempt_row(q[0], condition="no-image"), attempt_row(q[1], condition="no-image"),
-             *(attempt_row(q[0], a, budget=BOX, **unparseable) for a in range(3)),  # type: ignore[arg-type]
-             attempt_row(q[1], budget=BOX)]
-        )  # fmt: skip
-        s.write_scores(
-            [_score("base", 8, q[0], 0, 0.5), _score("base", 8, q[1], 0, 0.8, legal=False),
-             _score("base", 8, q[3], 1, 0.6), _score("base", 16, q[0], 0, 0.7),
-             _score("no-image", 8, q[0], 0, 0.1), _score("no-image", 8, q[1], 0, 0.2),
-             ScoreRow("cfg", "base", BOX, q[1], 0, parseable=True, box_iou=0.75)],
-            [ControlRow("cfg", "base", q[1], 0, n, True, 0.4, 0.4, 0.4, 0.4, 0.0, True, 0.4,
-                        True, None)
-             for n in (8, 16)],
-        )  # fmt: skip
-    with read_only(path) as con:
-        return load_report_data(con)
+from runner.reports._render import csv_columns
+from runner.reports._tables import _contrast, _fmt, _natural
+from runner.store import StoreError, read_only
+from scoring import Contrast
 
 
 def test_table1_equals_the_hand_computed_cell(data: ReportData) -> None:
@@ -83,7 +54,10 @@ def test_table1_equals_the_hand_computed_cell(data: ReportData) -> None:
     assert n8["Box control IoU"] == "20.0*"  # q1's control 0.4 over the 2 settled
     n16 = rows["cfg", "16"]
     assert n16["Questions"] == "1/4*" and n16["IoU"] == "70.0 / 70.0"
-    assert any("incomplete" in note for note in t.notes)
+    (note,) = [note for note in t.notes if note.startswith("* incomplete")]
+    # A report never reads a running store: it says what stopped the unsettled questions.
+    assert "4 requests not sent yet, 1 stopped on spent quota; `groundbench run` again" in note
+    assert "running" not in note
 
 
 def test_table1_pools_budgets_and_averages_only_complete_cells(data: ReportData) -> None:
@@ -114,10 +88,51 @@ def test_table1_pools_budgets_and_averages_only_complete_cells(data: ReportData)
 
 def test_contrasts_are_paired_on_the_common_questions(data: ReportData) -> None:
     (row,) = table2(data).rows
-    assert row[:6] == ("cfg", "no-image", "2", "15.0", "65.0", "-50.0 [-60.0, -40.0]")
+    assert row == ("cfg", "no-image", "2", "15.0", "65.0", "-50.0 [-60.0, -40.0]")
     base, no_image = table3(data).rows
     assert base[1] == "base" and base[-1] == "—"
     assert no_image[1:] == ("no-image", "15.0", "—", "-50.0 [-60.0, -40.0]")
+
+
+def test_a_terminal_table_is_never_cropped_and_keeps_names_whole_where_they_fit(
+    data: ReportData,
+) -> None:
+    for width in (80, 120):
+        for table in all_tables(data):
+            console = Console(file=io.StringIO(), width=width, force_terminal=True, record=True)
+            console.print(fitting_table(table, console))
+            lines = console.export_text().splitlines()
+            assert all(len(line) <= width for line in lines), (table.name, width)
+            border = next(line for line in lines if line.startswith("┏"))
+            assert border.endswith("┓"), (table.name, width)  # the right side is there
+            assert "…" not in "\n".join(lines)
+    console = Console(file=io.StringIO(), width=80, force_terminal=True, record=True)
+    console.print(fitting_table(table2(data), console))
+    words = console.export_text().split()
+    assert {"Configuration", "Condition", "no-image", "[-60.0,"} <= set(words)
+
+
+def test_a_printed_zero_has_no_sign_and_slices_read_in_their_own_order(data: ReportData) -> None:
+    assert (_fmt(-0.04), _fmt(-0.05), _fmt(float("nan"))) == ("0.0", "-0.1", "—")
+    assert _contrast(Contrast(3, -0.04, -0.01, 2.0)) == "+0.0 [+0.0, +2.0]"
+    labels = ["hard", "easy", "medium", "D3+", "D10", "D1", "D2", "RS1"]
+    assert sorted(labels, key=_natural) == ["easy", "medium", "hard", "D1", "D2", "D3+", "D10",
+                                            "RS1"]  # fmt: skip
+    difficulties = [r[2] for r in table5(data).rows if r[1] == "difficulty"]
+    assert difficulties == sorted(difficulties, key=["easy", "medium", "hard"].index)
+
+
+def test_a_base_only_grid_omits_tables_2_and_3_and_says_why(data: ReportData) -> None:
+    view = data.headline
+    base = {c: n for c, n in view.grid.items() if c.condition == "base"}
+    polygons = {c: s for c, s in view.polygons.items() if c.condition == "base"}
+    headline = replace(view, grid=base, polygons=polygons)
+    shown, omitted = shown_and_omitted(all_tables(replace(data, headline=headline)))
+    assert "table1" in [t.name for t in shown]
+    assert not {"table2", "table3"} & {t.name for t in shown}
+    notes = [omitted_note(t) for t in omitted]
+    assert [n.split(":")[0] for n in notes[:2]] == ["Table 2", "Table 3"]
+    assert all("omitted, the grid has no condition but base" in n for n in notes[:2])
 
 
 def test_every_table_renders_as_markdown_csv_and_latex(data: ReportData) -> None:
@@ -125,16 +140,66 @@ def test_every_table_renders_as_markdown_csv_and_latex(data: ReportData) -> None
         md = render(table, "markdown")
         assert md.splitlines()[2].count("|") == len(table.columns) + 1
         parsed = list(csv.reader(io.StringIO(render(table, "csv"))))
-        assert parsed[0] == list(table.columns) and len(parsed) == len(table.rows) + 1
+        assert len(parsed) == len(table.rows) + 1 and all(parsed[0])  # no unnamed column
         tex = render(table, "latex")
         assert tex.count(r" \\") == len(table.rows) + 1 and "_" not in tex.replace(r"\_", "")
 
 
-def test_figures_are_written_and_not_empty(data: ReportData, tmp_path: Path) -> None:
+def test_a_piped_report_cuts_nothing(data: ReportData) -> None:
+    """Redirected to a file at rich's default 80 columns: no '…', every name and header whole."""
+    for table in all_tables(data):
+        out = io.StringIO()  # not a terminal
+        print_whole(Console(file=out, width=80), rich_table(table))
+        text = out.getvalue()
+        assert "…" not in text, table.name
+        words = set(text.split())
+        for name in [*table.columns, *(cell for row in table.rows for cell in row[:2])]:
+            assert set(name.split()) <= words, (table.name, name)
+
+
+def test_every_csv_column_of_numbers_parses_as_numbers(data: ReportData) -> None:
+    """A CSV holds one value per column: a number column parses as float in every row (empty
+    only where the table prints —), and no other column of Tables 1-5 holds a figure."""
+    figure = re.compile(r"[+-]?\d+(\.\d+)?(\*| / .*| \[.*|/\d+\*?)?")
+    for table in all_tables(data):
+        kinds = {c.name: c.kind for c in csv_columns(table)}
+        rows = list(csv.DictReader(io.StringIO(render(table, "csv"))))
+        for name, kind in kinds.items():
+            values = [row[name] for row in rows]
+            if kind == "number":
+                assert all(v == "" or math.isfinite(float(v)) for v in values), (table.name, name)
+            elif kind == "flag":
+                assert set(values) <= {"true", "false"}
+            elif table.name.startswith("table") and name != "N_label":
+                assert not any(figure.fullmatch(v) for v in values), (table.name, name, values)
+    t1 = {c.name: c.values for c in csv_columns(table1(data))}
+    assert t1["IoU_fixed"][0] == "47.5" and t1["IoU_parseable"][0] == "63.3"
+    assert (t1["Questions"][1], t1["Questions_total"][1], t1["Questions_incomplete"][1]) == (
+        "1",
+        "4",
+        "true",
+    )  # base/16: "1/4*"
+    assert t1["N"][2] == "" and t1["N_label"][2] == "Pooled"
+    t2 = {c.name: c.values for c in csv_columns(table2(data))}
+    assert (t2["Δ_estimate"], t2["Δ_low"], t2["Δ_high"]) == (("-50.0",), ("-60.0",), ("-40.0",))
+
+
+def test_figures_are_written_as_png_pdf_and_svg_on_a_budget_axis(
+    data: ReportData, tmp_path: Path
+) -> None:
     paths = write_figures(data, tmp_path)
-    assert [p.name for p in paths] == ["iou_by_n.png", "legal_by_n.png", "condition_deltas.png"]
+    stems = ["iou_by_n", "legal_by_n", "condition_deltas"]
+    assert [p.name for p in paths] == [f"{s}.{k}" for s in stems for k in ("png", "pdf", "svg")]
     for p in paths:
-        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+        assert p.stat().st_size > 5000, p.name
+    png = (tmp_path / "iou_by_n.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(png[16:20], "big") >= 6 * 300  # 6.5 in wide at 300 dpi
+    assert (tmp_path / "iou_by_n.pdf").read_bytes()[:5] == b"%PDF-"
+    svg = (tmp_path / "iou_by_n.svg").read_text()
+    ticks = re.findall(r'id="xtick_\d+">.*?<text[^>]*>([^<]*)</text>', svg, re.DOTALL)
+    assert ticks == ["8", "16"]  # exactly the budgets: not 10, 20, 30 on a linear axis
+    assert "95% bootstrap intervals" in svg and "configuration" in svg  # the legend's title
 
 
 def test_a_store_without_a_run_is_one_clear_line(tmp_path: Path, small_cohort: Cohort) -> None:
@@ -142,3 +207,61 @@ def test_a_store_without_a_run_is_one_clear_line(tmp_path: Path, small_cohort: C
     write_cohort(path, small_cohort)  # a cohort, no run yet
     with read_only(path) as con, pytest.raises(StoreError, match="no run results to report"):
         load_report_data(con, path)
+
+
+def test_latex_states_its_packages_captions_once_and_scales_wide_tables(
+    data: ReportData,
+) -> None:
+    for table in all_tables(data):
+        tex = render(table, "latex")
+        first, *_ = tex.splitlines()
+        assert first.startswith("%") and all(p in first for p in ("booktabs", "graphicx", "array"))
+        (caption,) = re.findall(r"\\caption\{(.*)\}", tex)
+        assert not re.match(r"Table \d", caption), caption  # LaTeX numbers it
+        # Scaled down to the text width only where wider: \width is the table's own.
+        assert r"\resizebox{\ifdim\width>\textwidth\textwidth\else\width\fi}{!}" in tex
+        assert tex.isascii(), table.name  # every character spelt for pdflatex
+    assert "$-$50.0 [$-$60.0, $-$40.0]" in render(table2(data), "latex")
+    assert "no-image" in render(table2(data), "latex")  # a name's hyphen stays one
+    prose = next(t for t in all_tables(data) if t.name == "findings")
+    assert r"p{" in render(prose, "latex").splitlines()[6]  # claims wrap, not shrink
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no pdflatex installed")
+def test_every_latex_table_compiles_as_written(data: ReportData, tmp_path: Path) -> None:
+    tables = "\n".join(render(t, "latex") for t in all_tables(data))
+    document = (
+        "\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{graphicx}\n"
+        "\\usepackage{array}\n"
+        f"\\begin{{document}}\n{tables}\n\\end{{document}}\n"
+    )
+    (tmp_path / "tables.tex").write_text(document)
+    done = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "tables.tex"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert (tmp_path / "tables.pdf").stat().st_size > 0
+
+
+def test_report_piped_cuts_nothing_and_out_writes_every_export(store: Path, tmp_path: Path) -> None:
+    """`groundbench report` as a user redirects it: no '…', every header whole; --out writes
+    the tables, the long table and the figures in every format."""
+    out = tmp_path / "report"
+    done = CliRunner().invoke(app, ["report", str(store), "--out", str(out)])  # not a terminal
+    assert done.exit_code == 0, done.output
+    assert "…" not in done.output
+    assert set(table1(load(store)).columns) <= set(_cells(done.output))
+    for name in ("table1.csv", "table2.tex", "results.csv", "results.parquet",
+                 "iou_by_n.png", "iou_by_n.pdf", "iou_by_n.svg"):  # fmt: skip
+        assert (out / name).stat().st_size > 0, name
+    assert "running" not in (out / "table1.md").read_text()
+
+
+def load(store: Path) -> ReportData:
+    with read_only(store) as con:
+        return load_report_data(con)
+
+
+def _cells(text: str) -> list[str]:
+    return [cell.strip() for line in text.splitlines() for cell in line.split("┃")]
