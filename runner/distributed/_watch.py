@@ -48,16 +48,22 @@ def watch_run(
 ) -> None:
     """Show a run started elsewhere every ``every_s`` until it ends.
 
+    The cluster is ``address`` if given, else the one the run noted beside its store
+    (:func:`_ray.attach`).
+
     Raises
     ------
     RunnerError
-        No run of this experiment is going on the Ray cluster reached.
+        No run of this experiment is going, or its cluster cannot be joined.
     """
-    _ray.connect(address, attach=True)
+    namespace = _ray.attach(experiment.store, address)
     tag = run_tag(experiment.store)
-    store = _ray.named_actor(actor_name(tag, "store"))
+    store = _ray.named_actor(actor_name(tag, "store"), namespace)
     if store is None:
-        raise RunnerError(f"{experiment.store}: no run of this experiment is going on this cluster")
+        raise RunnerError(
+            f"{experiment.store}: no run of this experiment is going on the Ray cluster "
+            f"reached ({_ray.cluster_address()}); `groundbench run` starts one"
+        )
     prices = {name: b.prices for name, b in experiment.backends.items()}
 
     async def loop() -> None:
@@ -65,7 +71,8 @@ def watch_run(
         before: Reading | None = None
         while True:
             backends = {
-                n: _ray.named_actor(actor_name(tag, f"backend-{n}")) for n in experiment.backends
+                n: _ray.named_actor(actor_name(tag, f"backend-{n}"), namespace)
+                for n in experiment.backends
             }
             try:
                 now = await read_run(store, backends)
