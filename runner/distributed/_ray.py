@@ -29,7 +29,13 @@ from conditions import ConditionsError
 from runner._errors import ClusterError, RunnerError
 from runner._names import NAMESPACE, actor_name, run_tag
 from runner.distributed._actors import QUERIES
-from runner.distributed._address import described, listening, note_path, read_note
+from runner.distributed._address import (
+    RunAddress,
+    described,
+    listening,
+    note_path,
+    read_note,
+)
 from runner.distributed._feeder import RunFailed, WorkerLost
 from runner.distributed._worker import ChunkOutcome
 from runner.store import QUERY_TIMEOUT_S, Pending, Result, StoreError, first_line
@@ -61,12 +67,12 @@ def connect(address: str | None, *, attach: bool = False, namespace: str | None 
     return True
 
 
-def attach(store: Path, address: str | None) -> str:
+def attach(store: Path, address: str | None) -> RunAddress | None:
     """Join the cluster of the run of ``store``: at ``address`` if given, else the one the
     run noted beside its store, in the way that cluster asks (its token, where it wants one),
     else ``RAY_ADDRESS``. The note comes before ``RAY_ADDRESS``: it names the run's own
-    cluster, the variable whatever cluster the shell was last pointed at. Returns the
-    namespace of the run's actors.
+    cluster, the variable whatever cluster the shell was last pointed at. Returns the note
+    followed (its namespace is the run's actors'), None where an address was given.
 
     Raises
     ------
@@ -75,11 +81,12 @@ def attach(store: Path, address: str | None) -> str:
         cluster wants a token this process does not have or refuses the one it has.
     """
     note = read_note(store)
-    if ray.is_initialized():  # this process's own cluster (a test's, a run's)
-        return note.namespace if note is not None else NAMESPACE
     given = address or (os.environ.get("RAY_ADDRESS") if note is None else None)
     if given is not None and (note is None or given != note.address):
-        return _attach_at(given)
+        _attach_at(given)
+        return None
+    if ray.is_initialized():  # this process's own cluster (a test's)
+        return note
     if note is None:
         raise ClusterError(
             f"{store}: no run of this experiment is going on this machine (a run notes where "
@@ -94,10 +101,10 @@ def attach(store: Path, address: str | None) -> str:
     if note.token_auth:
         _use_token(note.address)
     connect(note.address, attach=True, namespace=note.namespace)
-    return note.namespace
+    return note
 
 
-def _attach_at(address: str) -> str:
+def _attach_at(address: str) -> None:
     """Join the cluster at an address given by the user, as Ray would."""
     if _host_port(address) and not listening(address):
         raise ClusterError(
@@ -106,7 +113,6 @@ def _attach_at(address: str) -> str:
             "the address the run noted"
         )
     connect(address, attach=True)
-    return NAMESPACE
 
 
 def cluster_address() -> str:
@@ -375,7 +381,8 @@ def query_running_store(
     StoreError
         No run of ``path`` is reachable, or the query fails.
     """
-    namespace = attach(path, address)
+    note = attach(path, address)
+    namespace = note.namespace if note is not None else NAMESPACE
     store = named_actor(actor_name(run_tag(path), "store"), namespace)
     if store is None:
         raise StoreError(
