@@ -35,7 +35,7 @@ from tests.runner.distributed.conftest import (
     simulator_thread,
     write_experiment,
 )
-from tests.runner.distributed.runs import in_background, until
+from tests.runner.distributed.runs import until
 
 pytestmark = pytest.mark.slow
 
@@ -85,9 +85,11 @@ def _slow_run(run: RunSetup) -> Iterator[tuple[Path, Simulator]]:
         yield path, sim
 
 
-def _attached(path: Path, store: Path, env: dict[str, str]) -> tuple[list[str], list[str]]:
+def _attached(
+    path: Path, store: Path, env: dict[str, str], every: float = 0.5
+) -> tuple[list[str], list[str]]:
     """``monitor`` (to the run's end) and ``sql`` during the run: their output lines."""
-    monitor = _groundbench("monitor", str(path), "--every", "0.5", env=env)
+    monitor = _groundbench("monitor", str(path), "--every", str(every), env=env)
     sql = _groundbench("sql", str(store), "SELECT count(*) AS n FROM responses",
                        "--format", "csv", env=env)  # fmt: skip
     code, queried, err = _finished(sql)
@@ -97,21 +99,29 @@ def _attached(path: Path, store: Path, env: dict[str, str]) -> tuple[list[str], 
     return watched, queried
 
 
-def test_monitor_and_sql_reach_the_runs_own_cluster_beside_another_ray(
-    run: RunSetup, tmp_path: Path
+def test_monitor_and_sql_reach_a_local_runs_ray_beside_another_and_end_with_it(
+    experiment_store: Path, small_root: DataRoot, small_cohort: Cohort, tmp_path: Path
 ) -> None:
+    """The run starts a local Ray of its own (with token authentication where Ray turns it on
+    by default, 2.59+), which goes away with the run: the monitor ends with the run, rather
+    than waiting on a cluster that is gone."""
+    run = RunSetup("", experiment_store, small_root, small_cohort, tmp_path)
     other_token = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     with (
         ray_head(tmp_path / "other", other_token) as other,  # another user's Ray
         _slow_run(run) as (path, sim),
-        in_background(path) as result,
     ):
-        until(lambda: sim.stats.answered >= 1)
-        note = read_note(run.store)
-        assert note is not None and note.address == run.ray_address
-        assert note.address.rpartition(":")[2] != other.rpartition(":")[2]
-        watched, queried = _attached(path, run.store, _env(Path.home()))
-    assert result[0].complete
+        driver = _groundbench("run", str(path), env=_env(Path.home(), **{KEY_ENV: KEY}))
+        try:
+            until(lambda: sim.stats.answered >= 1 or driver.poll() is not None)
+            note = read_note(run.store)
+            assert note is not None
+            assert note.address.rpartition(":")[2] != other.rpartition(":")[2]
+            # Readings far apart: the run ends, and its Ray goes, while the monitor waits.
+            watched, queried = _attached(path, run.store, _env(Path.home()), every=6.0)
+        finally:
+            code, said, err = _finished(driver)
+    assert code == 0, (said[-20:], err[-3000:])
     assert queried[0] == "n" and int(queried[1]) >= 1
     assert any("requests complete" in line for line in watched), watched
     assert watched[-1] == "the run has ended"
