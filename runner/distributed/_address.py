@@ -108,6 +108,17 @@ def listening(address: str, timeout_s: float = 3.0) -> bool:
         return False
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def same_place(given: str, noted: str) -> bool:
+    """Whether an address typed by a user is the noted one: the same, or the same port on
+    this machine's loopback (the cluster notes its node's IP; a user reads 127.0.0.1 in
+    ``ss``)."""
+    host, _, port = given.rpartition(":")
+    return given == noted or (host.strip("[]") in LOOPBACK and port == noted.rpartition(":")[2])
+
+
 def described(note: RunAddress) -> str:
     """The note as a user reads it: where, and since when."""
     auth = ", token authentication" if note.token_auth else ""

@@ -35,6 +35,7 @@ from runner.distributed._address import (
     listening,
     note_path,
     read_note,
+    same_place,
 )
 from runner.distributed._feeder import RunFailed, WorkerLost
 from runner.distributed._worker import ChunkOutcome
@@ -82,7 +83,7 @@ def attach(store: Path, address: str | None) -> RunAddress | None:
     """
     note = read_note(store)
     given = address or (os.environ.get("RAY_ADDRESS") if note is None else None)
-    if given is not None and (note is None or given != note.address):
+    if given is not None and (note is None or not same_place(given, note.address)):
         _attach_at(given)
         return None
     if ray.is_initialized():  # this process's own cluster (a test's)

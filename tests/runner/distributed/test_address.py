@@ -15,6 +15,7 @@ from runner.distributed._address import (
     note_path,
     read_note,
     remove_note,
+    same_place,
     write_note,
 )
 
@@ -55,3 +56,17 @@ def test_an_address_nothing_answers_at_is_not_listening(address: str) -> None:
 def test_an_address_something_listens_at_is_listening() -> None:
     with socket.create_server(("127.0.0.1", 0)) as server:
         assert listening(f"127.0.0.1:{server.getsockname()[1]}")
+
+
+@pytest.mark.parametrize(
+    ("given", "same"),
+    [
+        ("10.0.0.5:6379", True),
+        ("127.0.0.1:6379", True),  # the noted cluster, as `ss` shows it on its machine
+        ("localhost:6379", True),
+        ("127.0.0.1:6380", False),
+        ("10.0.0.6:6379", False),  # another machine's cluster on Ray's default port
+    ],
+)
+def test_a_typed_address_is_the_noted_one_only_on_its_port_here(given: str, same: bool) -> None:
+    assert same_place(given, "10.0.0.5:6379") is same

@@ -153,9 +153,13 @@ def test_monitor_and_sql_reach_a_cluster_that_asks_for_a_token(
             # No token anywhere: one line saying where to put it, before any Ray call.
             refused = _one_line(_groundbench("monitor", str(path), env=_env(tmp_path / "nobody")))
             # The token as a user would export it; the note turns token mode on.
-            watched, queried = _attached(
-                path, run.store, _env(tmp_path / "user", RAY_AUTH_TOKEN=token)
-            )
+            user = _env(tmp_path / "user", RAY_AUTH_TOKEN=token)
+            # The head's address typed as `ss` shows it: the note's cluster all the same.
+            typed = _groundbench("sql", str(run.store), "SELECT 1 AS one", "--format", "csv",
+                                 "--address", head, env=user)  # fmt: skip
+            watched, queried = _attached(path, run.store, user)
+            code, answered, err = _finished(typed)
+            assert (code, answered) == (0, ["one", "1"]), err[-3000:]
         finally:
             code, said, err = _finished(driver)
     assert code == 0, (said[-20:], err[-3000:])
