@@ -475,7 +475,11 @@ def demo(
 def monitor(
     experiment: Annotated[Path, typer.Argument(help="The experiment file of a running run.")],
     address: Annotated[
-        str | None, typer.Option(help="Its Ray cluster [default: $RAY_ADDRESS, else auto].")
+        str | None,
+        typer.Option(
+            help="Its Ray cluster, HOST:PORT [default: the one the run noted beside its store "
+            "(STORE.ray.json), else $RAY_ADDRESS]."
+        ),
     ] = None,
     every: Annotated[float, typer.Option(min=0.2, help="Seconds between readings.")] = 2.0,
 ) -> None:
@@ -500,7 +504,11 @@ def sql(
         OutputFormat, typer.Option("--format", help="table, csv or json (one object per row).")
     ] = "table",
     address: Annotated[
-        str | None, typer.Option(help="Ray cluster of a running store [default: auto].")
+        str | None,
+        typer.Option(
+            help="The Ray cluster of the run that holds STORE, HOST:PORT [default: the one the "
+            "run noted beside it (STORE.ray.json), else $RAY_ADDRESS]."
+        ),
     ] = None,
     timeout: Annotated[
         float, typer.Option(min=0.001, max=86_400, help="Seconds before the query is stopped.")

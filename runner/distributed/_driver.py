@@ -23,7 +23,7 @@ from runner._errors import RunnerError
 from runner._names import NAMESPACE, actor_name, run_tag
 from runner.backends import what_to_do
 from runner.check import CheckReport, cap_lines, check, check_lines, stored_progress
-from runner.distributed import _ray
+from runner.distributed import _address, _ray
 from runner.distributed._actors import (
     RemoteBackend,
     RemoteScorer,
@@ -244,9 +244,12 @@ class _Run:
             "another run of this experiment is still going (its store actor is alive); "
             "wait for it or stop it",
         )
+        note = _address.here(_ray.cluster_address(), NAMESPACE, _ray.token_auth())
         try:
+            self._note_where(note)
             return await self._go(begun)
         finally:
+            _address.remove_note(self.experiment.store, note)
             # Whatever happened, no actor of this run outlives it (their names would block
             # the next run of the experiment), and no scorer run is left to report its
             # actor's death after the run has ended.
@@ -260,6 +263,15 @@ class _Run:
             if self.simulator is not None:
                 await _ray.quietly(self.simulator.stop.remote())
                 _ray.kill(self.simulator)
+
+    def _note_where(self, note: _address.RunAddress) -> None:
+        """Note where the run is, beside its store, for ``monitor`` and ``sql``; say so."""
+        _address.write_note(self.experiment.store, note)
+        experiment = self.experiment_file or "EXPERIMENT.toml"
+        self.echo(
+            f"attach from another terminal: groundbench monitor {experiment} (or groundbench "
+            f'sql {self.experiment.store} "SELECT …"); the run: {_address.described(note)}'
+        )
 
     async def _go(self, begun: float) -> RunReport:
         questions_ref = _ray.put(self.questions)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 import ray
+from ray._raylet import Config  # type: ignore[attr-defined]  # in its .pyx, no stub
 from ray.exceptions import RayActorError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -28,6 +29,14 @@ from conditions import ConditionsError
 from runner._errors import ClusterError, RunnerError
 from runner._names import NAMESPACE, actor_name, run_tag
 from runner.distributed._actors import QUERIES
+from runner.distributed._address import (
+    RunAddress,
+    described,
+    listening,
+    note_path,
+    read_note,
+    same_place,
+)
 from runner.distributed._feeder import RunFailed, WorkerLost
 from runner.distributed._worker import ChunkOutcome
 from runner.store import QUERY_TIMEOUT_S, Pending, Result, StoreError, first_line
@@ -36,7 +45,7 @@ from scoring import ScoringError
 NAME_WAIT_S = 20.0  # how long a named actor of an ended run may take to go away
 
 
-def connect(address: str | None, *, attach: bool = False) -> bool:
+def connect(address: str | None, *, attach: bool = False, namespace: str | None = None) -> bool:
     """Join the Ray cluster at ``address`` (else ``RAY_ADDRESS``, as under ``ray job submit``);
     a run with neither starts a local one, ``attach`` (watching or querying a run) looks for
     one on this machine. True if this call started Ray (the caller shuts it down)."""
@@ -44,11 +53,13 @@ def connect(address: str | None, *, attach: bool = False) -> bool:
         return False
     # Ray's own notices (token set-up, start-up) would drown the progress lines; errors stay.
     kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": not attach}
+    if namespace is not None:
+        kwargs["namespace"] = namespace
     address = address or os.environ.get("RAY_ADDRESS")
     if address is None and not attach:
         ray.init(include_dashboard=False, **kwargs)
         return True
-    with _stderr_held() as held:
+    with _stderr_held() as held, _bounded_wait(attach):
         try:
             ray.init(address=address or "auto", **kwargs)
         except ConnectionError as exc:  # not running, a wrong address, or a token it wants
@@ -57,8 +68,131 @@ def connect(address: str | None, *, attach: bool = False) -> bool:
     return True
 
 
+def attach(store: Path, address: str | None) -> RunAddress | None:
+    """Join the cluster of the run of ``store``: at ``address`` if given, else the one the
+    run noted beside its store, in the way that cluster asks (its token, where it wants one),
+    else ``RAY_ADDRESS``. The note comes before ``RAY_ADDRESS``: it names the run's own
+    cluster, the variable whatever cluster the shell was last pointed at. Returns the note
+    followed (its namespace is the run's actors'), None where an address was given.
+
+    Raises
+    ------
+    ClusterError
+        No run is noted and no address given, nothing answers at the address, or the
+        cluster wants a token this process does not have or refuses the one it has.
+    """
+    note = read_note(store)
+    given = address or (os.environ.get("RAY_ADDRESS") if note is None else None)
+    if given is not None and (note is None or not same_place(given, note.address)):
+        _attach_at(given)
+        return None
+    if ray.is_initialized():  # this process's own cluster (a test's)
+        return note
+    if note is None:
+        raise ClusterError(
+            f"{store}: no run of this experiment is going on this machine (a run notes where "
+            f"it can be reached in {note_path(store)} while it runs); for a run driven from "
+            "another machine, give its cluster: --address HOST:PORT"
+        )
+    if not listening(note.address):
+        raise ClusterError(
+            f"{store}: the run noted in {note_path(store)} has ended: nothing answers at its "
+            f"cluster's address ({described(note)}); `groundbench run` starts it again"
+        )
+    if note.token_auth:
+        _use_token(note.address)
+    connect(note.address, attach=True, namespace=note.namespace)
+    return note
+
+
+def _attach_at(address: str) -> None:
+    """Join the cluster at an address given by the user, as Ray would."""
+    if _host_port(address) and not listening(address):
+        raise ClusterError(
+            f"nothing answers at {address}: check the address (`ray status` on the "
+            "cluster's head prints it), or leave --address out on the run's machine to use "
+            "the address the run noted"
+        )
+    connect(address, attach=True)
+
+
+def cluster_address() -> str:
+    """The GCS address of the cluster this process has joined (``host:port``)."""
+    address: str = ray.get_runtime_context().gcs_address
+    return address
+
+
+def token_auth() -> bool:
+    """Whether this process's cluster asks for a token. Ray turns token authentication on
+    through ``RAY_AUTH_MODE`` in the environment, and since 2.59 sets it there itself when
+    ``ray.init()`` starts a local cluster."""
+    return os.environ.get(AUTH_MODE, "").lower() == "token"
+
+
+AUTH_MODE = "RAY_AUTH_MODE"
+
+
+def _use_token(address: str) -> None:
+    """Attach in token mode. Ray turns it on for a cluster it finds by itself ("auto") but
+    never for an address it is given, so it must be asked; the token is read by Ray, from
+    where Ray reads it."""
+    if not _token_here():
+        raise ClusterError(
+            f"the run's Ray cluster at {address} uses token authentication and there is no "
+            "token here: set RAY_AUTH_TOKEN to the cluster's token, or RAY_AUTH_TOKEN_PATH to "
+            "a file that holds it, or put it in ~/.ray/auth_token (`ray get-auth-token` on "
+            "the cluster's head prints it)"
+        )
+    os.environ[AUTH_MODE] = "token"
+    # Ray's core reads its settings once, at import: the variable alone is not seen in this
+    # process. Re-reading them is what Ray itself does when it turns token mode on for a
+    # local cluster (ray._private.authentication.authentication_token_setup, Ray 2.59+).
+    Config.initialize("")
+
+
+def _token_here() -> bool:
+    """Whether Ray will find a token: RAY_AUTH_TOKEN, else the file at RAY_AUTH_TOKEN_PATH,
+    else ~/.ray/auth_token (Ray's documented order)."""
+    if os.environ.get("RAY_AUTH_TOKEN", "").strip():
+        return True
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token"
+    try:
+        return bool(Path(path).read_text().strip())
+    except OSError:
+        return False
+
+
+def _host_port(address: str) -> bool:
+    """``host:port`` (not ``auto``, not a ``ray://`` client address)."""
+    return "://" not in address and address.rpartition(":")[2].isdigit()
+
+
+@contextlib.contextmanager
+def _bounded_wait(attach: bool) -> Iterator[None]:
+    """While attaching, Ray tries the cluster for 10 s rather than its 20 (it retries a
+    cluster that refuses the token as one still starting); a run's own join keeps Ray's."""
+    if not attach or WAIT_VARIABLE in os.environ:
+        yield
+        return
+    os.environ[WAIT_VARIABLE] = str(ATTACH_WAIT_S)
+    try:
+        yield
+    finally:
+        os.environ.pop(WAIT_VARIABLE, None)
+
+
+WAIT_VARIABLE = "RAY_gcs_server_port_wait_time_s"  # Ray's operator budget, in tries ~1 s apart
+ATTACH_WAIT_S = 10
+
+
 def _unjoinable(address: str, exc: ConnectionError, said: str) -> str:
     if "InvalidAuthToken" in said or "Unauthenticated" in said:
+        if token_auth():
+            return (
+                f"the Ray cluster at {address} refused the token found here (RAY_AUTH_TOKEN, "
+                "else RAY_AUTH_TOKEN_PATH, else ~/.ray/auth_token): it is not the cluster's; "
+                "`ray get-auth-token` on the cluster's head prints the right one"
+            )
         return (
             f"the Ray cluster at {address} refused this client's token (Ray: Authentication "
             "token is missing or incorrect): the cluster uses token authentication, so "
@@ -98,10 +232,10 @@ def shutdown() -> None:
     ray.shutdown()
 
 
-def named_actor(name: str) -> Any:
-    """The actor of that name in groundbench's namespace, or None."""
+def named_actor(name: str, namespace: str = NAMESPACE) -> Any:
+    """The actor of that name in ``namespace`` (groundbench's), or None."""
     try:
-        return ray.get_actor(name, namespace=NAMESPACE)
+        return ray.get_actor(name, namespace=namespace)
     except ValueError:
         return None
 
@@ -248,12 +382,13 @@ def query_running_store(
     StoreError
         No run of ``path`` is reachable, or the query fails.
     """
-    connect(address, attach=True)
-    store = named_actor(actor_name(run_tag(path), "store"))
+    note = attach(path, address)
+    namespace = note.namespace if note is not None else NAMESPACE
+    store = named_actor(actor_name(run_tag(path), "store"), namespace)
     if store is None:
         raise StoreError(
-            f"{path}: another process holds the file, and no groundbench run of it is "
-            "reachable on this Ray cluster"
+            f"{path}: another process holds the file, and no groundbench run of it is going "
+            "on the Ray cluster reached; once that process lets the file go, query it again"
         )
     token = token or secrets.token_hex(8)
     answer = store.query.options(concurrency_group=QUERIES).remote(sql, timeout_s, token)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from runner._errors import RunnerError
-from runner._names import actor_name, run_tag
+from runner._names import NAMESPACE, actor_name, run_tag
 from runner.distributed import _ray
 from runner.distributed._actors import StoreClosed
+from runner.distributed._address import RunAddress, read_note
 from runner.distributed._worker import WorkerStats
 from runner.experiment import Experiment
 from runner.monitor import Reading, Snapshot, snapshot
@@ -48,27 +50,42 @@ def watch_run(
 ) -> None:
     """Show a run started elsewhere every ``every_s`` until it ends.
 
+    The cluster is ``address`` if given, else the one the run noted beside its store
+    (:func:`_ray.attach`).
+
     Raises
     ------
     RunnerError
-        No run of this experiment is going on the Ray cluster reached.
+        No run of this experiment is going, or its cluster cannot be joined.
     """
-    _ray.connect(address, attach=True)
+    note = _ray.attach(experiment.store, address)
+    namespace = note.namespace if note is not None else NAMESPACE
     tag = run_tag(experiment.store)
-    store = _ray.named_actor(actor_name(tag, "store"))
+    store = _ray.named_actor(actor_name(tag, "store"), namespace)
     if store is None:
-        raise RunnerError(f"{experiment.store}: no run of this experiment is going on this cluster")
+        raise RunnerError(
+            f"{experiment.store}: no run of this experiment is going on the Ray cluster "
+            f"reached ({_ray.cluster_address()}); `groundbench run` starts one"
+        )
     prices = {name: b.prices for name, b in experiment.backends.items()}
 
     async def loop() -> None:
         begun = time.monotonic()
         before: Reading | None = None
-        while True:
+        while not _ended(experiment.store, note):
             backends = {
-                n: _ray.named_actor(actor_name(tag, f"backend-{n}")) for n in experiment.backends
+                n: _ray.named_actor(actor_name(tag, f"backend-{n}"), namespace)
+                for n in experiment.backends
             }
             try:
-                now = await read_run(store, backends)
+                now = await asyncio.wait_for(read_run(store, backends), READ_WAIT_S)
+            except TimeoutError:
+                if _ended(experiment.store, note):
+                    return
+                raise RunnerError(
+                    f"{experiment.store}: the run's Ray cluster gave no reading for "
+                    f"{READ_WAIT_S:g} s; `groundbench monitor` again once it answers"
+                ) from None
             except Exception as exc:
                 if _ray.is_gone(exc, StoreClosed):  # the run ended: its store is closed or gone
                     return
@@ -78,3 +95,14 @@ def watch_run(
             await asyncio.sleep(every_s)
 
     asyncio.run(loop())
+
+
+# A reading takes well under a second; a run's local Ray goes away with it, and a call in
+# flight then would wait a minute for the cluster before the process is killed.
+READ_WAIT_S = 15.0
+
+
+def _ended(store: Path, note: RunAddress | None) -> bool:
+    """Whether the run followed has ended: it removes its note as it starts to end, before
+    it closes its store or stops a local Ray (watching a given address, no note to follow)."""
+    return note is not None and read_note(store) != note

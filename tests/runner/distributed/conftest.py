@@ -5,7 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,6 +24,7 @@ import ray
 from conditions import Cohort, DataRoot, VariantCache, write_cohort
 from runner.simulator import SimSpec, Simulator, serving
 
+RAY = Path(sys.executable).with_name("ray")
 KEY_ENV = "GB_TEST_KEY"
 KEY = "sk-groundbench-test-0123456789abcdef"
 
@@ -133,3 +141,48 @@ def _toml(value: object) -> str:
     if isinstance(value, dict):  # an inline table
         return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
     return str(value)
+
+
+@contextmanager
+def ray_head(home: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """A one-node Ray cluster of its own (``ray start --head``) beside any other on the
+    machine; yields its address. ``env`` is added to its environment (``RAY_AUTH_MODE=token``
+    and a token: a cluster that asks every client for one)."""
+    port = free_port()
+    # A Ray directory of its own: `ray start` notes its address in <dir>/ray_current_cluster
+    # (else /tmp/ray's), where a later ray.init() on this machine (the suite's local Ray) would
+    # find it and try to join it. Short, for Ray's socket paths.
+    ray_dir = Path(tempfile.mkdtemp(prefix="gb-ray-", dir="/tmp"))
+    # Its workers import this checkout, as the suite's do.
+    root = str(Path(__file__).resolve().parents[3])
+    full = {**os.environ, "HOME": str(home), "PYTHONPATH": root, **(env or {})}
+    command = [str(RAY), "start", "--head", f"--port={port}", "--num-cpus=1", "--block"]
+    command += ["--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={ray_dir}"]
+    head = subprocess.Popen(
+        command, env=full, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(600):  # up to a minute, however slow the machine; counted, not timed
+            if _listening(port) or head.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert _listening(port), f"the Ray head never listened on {port}"
+        yield f"127.0.0.1:{port}"
+    finally:
+        # The whole session (gcs, raylet, their workers) at once: a graceful stop waits 30 s.
+        os.killpg(head.pid, signal.SIGKILL)
+        head.wait(60)
+        shutil.rmtree(ray_dir, ignore_errors=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0

@@ -1,0 +1,217 @@
+"""``groundbench monitor`` and ``groundbench sql``, typed in another terminal, reach the run of
+their experiment: through the address the run notes beside its store, with another Ray
+instance on the machine and with token authentication; with no run going they say so in one
+line.
+
+Each command runs as a user's would, in a process of its own with no ``RAY_ADDRESS`` and no
+``RAY_AUTH_*`` in its environment: only the run's note can lead it to the right cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pytest
+import ray
+
+from conditions import Cohort, DataRoot
+from runner._names import NAMESPACE
+from runner.distributed._address import RunAddress, note_path, read_note, write_note
+from runner.simulator import Behaviour, Faults, SimSpec, Simulator
+from tests.runner.distributed.conftest import (
+    KEY,
+    KEY_ENV,
+    RunSetup,
+    free_port,
+    ray_head,
+    simulator_thread,
+    write_experiment,
+)
+from tests.runner.distributed.runs import until
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[3]
+# The run lasts ~15 s (180 calls, 8 at a time, 0.6-0.9 s each): long enough for a monitor
+# started in a fresh process to find it going on a starved machine.
+SLOW = SimSpec(behaviour=Behaviour(refusal=0.0, wrong_count=0.0, decimals=0.0),
+               faults=Faults(latency_s=(0.6, 0.9)))  # fmt: skip
+FAST = {"requests_per_minute": 60000, "max_concurrency": 8}  # the latency alone sets the pace
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    """A user's shell: nothing that names a Ray cluster or a token, a home of its own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "RAY_ADDRESS"))}
+    return {**env, "HOME": str(home), "PYTHONPATH": str(ROOT), **extra}
+
+
+def _groundbench(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", "from runner.cli import main; main()", *args],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _finished(process: subprocess.Popen[str]) -> tuple[int, list[str], str]:
+    out, err = process.communicate(timeout=600)
+    return process.returncode, out.splitlines(), err
+
+
+def _one_line(process: subprocess.Popen[str]) -> str:
+    """The single line of a failed command, which ends with status 2 and no traceback."""
+    code, out, err = _finished(process)
+    assert code == 2, (out, err[-3000:])
+    assert err.count("\n") == 1 and "Traceback" not in err, err[-3000:]
+    return err.strip()
+
+
+@contextmanager
+def _slow_run(run: RunSetup) -> Iterator[tuple[Path, Simulator]]:
+    with simulator_thread(run.cohort, run.root, run.tmp / "v", SLOW) as (url, sim):
+        backend = {"provider": "qwen", "model": "qwen3-vl-plus", "base_url": url,
+                   "api_key_env": KEY_ENV, **FAST}  # fmt: skip
+        path = write_experiment(
+            run.tmp / "exp.toml", run.store, run.root, {"a": backend},
+            [{"name": "qa", "backend": "a", "conditions": ["base", "no-image"]}],
+        )  # fmt: skip
+        yield path, sim
+
+
+def _attached(
+    path: Path, store: Path, env: dict[str, str], every: float = 0.5
+) -> tuple[list[str], list[str]]:
+    """``monitor`` (to the run's end) and ``sql`` during the run: their output lines."""
+    monitor = _groundbench("monitor", str(path), "--every", str(every), env=env)
+    sql = _groundbench("sql", str(store), "SELECT count(*) AS n FROM responses",
+                       "--format", "csv", env=env)  # fmt: skip
+    code, queried, err = _finished(sql)
+    assert code == 0, err[-3000:]
+    code, watched, err = _finished(monitor)
+    assert code == 0, err[-3000:]
+    return watched, queried
+
+
+def test_monitor_and_sql_reach_a_local_runs_ray_beside_another_and_end_with_it(
+    experiment_store: Path, small_root: DataRoot, small_cohort: Cohort, tmp_path: Path
+) -> None:
+    """The run starts a local Ray of its own (with token authentication where Ray turns it on
+    by default, 2.59+), which goes away with the run: the monitor ends with the run, rather
+    than waiting on a cluster that is gone."""
+    run = RunSetup("", experiment_store, small_root, small_cohort, tmp_path)
+    other_token = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    with (
+        ray_head(tmp_path / "other", other_token) as other,  # another user's Ray
+        _slow_run(run) as (path, sim),
+    ):
+        driver = _groundbench("run", str(path), env=_env(Path.home(), **{KEY_ENV: KEY}))
+        try:
+            until(lambda: sim.stats.answered >= 1 or driver.poll() is not None)
+            note = read_note(run.store)
+            assert note is not None
+            assert note.address.rpartition(":")[2] != other.rpartition(":")[2]
+            # Readings far apart: the run ends, and its Ray goes, while the monitor waits.
+            watched, queried = _attached(path, run.store, _env(Path.home()), every=6.0)
+        finally:
+            code, said, err = _finished(driver)
+    assert code == 0, (said[-20:], err[-3000:])
+    assert queried[0] == "n" and int(queried[1]) >= 1
+    assert any("requests complete" in line for line in watched), watched
+    assert watched[-1] == "the run has ended"
+    assert not note_path(run.store).exists()  # removed as the run ended
+
+
+@pytest.mark.skipif(
+    tuple(int(n) for n in ray.__version__.split(".")[:2]) < (2, 52),
+    reason=f"Ray {ray.__version__} has no token authentication (RAY_AUTH_MODE=token, Ray 2.52+)",
+)
+def test_monitor_and_sql_reach_a_cluster_that_asks_for_a_token(
+    experiment_store: Path, small_root: DataRoot, small_cohort: Cohort, tmp_path: Path
+) -> None:
+    run = RunSetup("", experiment_store, small_root, small_cohort, tmp_path)
+    token = secrets.token_hex(32)
+    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, KEY_ENV: KEY}
+    with (
+        ray_head(tmp_path / "head", auth) as head,
+        _slow_run(run) as (path, sim),
+    ):
+        driver = _groundbench("run", str(path), "--address", head, env=_env(tmp_path, **auth))
+        try:
+            until(lambda: sim.stats.answered >= 1 or driver.poll() is not None)
+            note = read_note(run.store)
+            # The address as the cluster gives it (its node's IP), on the head's port.
+            assert note is not None and note.token_auth
+            assert note.address.rpartition(":")[2] == head.rpartition(":")[2]
+            assert token not in note_path(run.store).read_text()  # never the secret itself
+            # No token anywhere: one line saying where to put it, before any Ray call.
+            refused = _one_line(_groundbench("monitor", str(path), env=_env(tmp_path / "nobody")))
+            # The token as a user would export it; the note turns token mode on.
+            user = _env(tmp_path / "user", RAY_AUTH_TOKEN=token)
+            # The head's address typed as `ss` shows it: the note's cluster all the same.
+            typed = _groundbench("sql", str(run.store), "SELECT 1 AS one", "--format", "csv",
+                                 "--address", head, env=user)  # fmt: skip
+            watched, queried = _attached(path, run.store, user)
+            code, answered, err = _finished(typed)
+            assert (code, answered) == (0, ["one", "1"]), err[-3000:]
+        finally:
+            code, said, err = _finished(driver)
+    assert code == 0, (said[-20:], err[-3000:])
+    assert refused == (
+        f"groundbench: the run's Ray cluster at {note.address} uses token authentication and "
+        "there is no token here: set RAY_AUTH_TOKEN to the cluster's token, or "
+        "RAY_AUTH_TOKEN_PATH to a file that holds it, or put it in ~/.ray/auth_token "
+        "(`ray get-auth-token` on the cluster's head prints it)"
+    )
+    assert said[0].startswith(f"attach from another terminal: groundbench monitor {path}")
+    assert int(queried[1]) >= 1 and watched[-1] == "the run has ended"
+
+
+def test_with_no_run_going_monitor_and_sql_say_so_in_one_line(
+    experiment_store: Path, small_root: DataRoot, tmp_path: Path
+) -> None:
+    """No Ray starts here: each answer comes before any call to Ray."""
+    store = experiment_store
+    backend: dict[str, object] = {
+        "provider": "qwen",
+        "model": "qwen3-vl-plus",
+        "base_url": "simulator",
+    }
+    path = write_experiment(
+        tmp_path / "exp.toml", store, small_root, {"s": backend},
+        [{"name": "qs", "backend": "s", "conditions": ["base"]}],
+    )  # fmt: skip
+    env = _env(Path.home())
+    never = _one_line(_groundbench("monitor", str(path), env=env))
+    assert never == (
+        f"groundbench: {store}: no run of this experiment is going on this machine (a run "
+        f"notes where it can be reached in {note_path(store)} while it runs); for a run "
+        "driven from another machine, give its cluster: --address HOST:PORT"
+    )
+    # A run killed outright leaves its note; its cluster is gone.
+    gone = f"127.0.0.1:{free_port()}"
+    started = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    write_note(store, RunAddress(address=gone, namespace=NAMESPACE, token_auth=False,
+                                     host="h", pid=7, started=started))  # fmt: skip
+    ended = (
+        f"groundbench: {store}: the run noted in {note_path(store)} has ended: nothing "
+        f"answers at its cluster's address (Ray at {gone}, namespace groundbench; driver pid 7 "
+        "on h, started 2026-01-02 03:04:05 UTC); `groundbench run` starts it again"
+    )
+    assert _one_line(_groundbench("monitor", str(path), env=env)) == ended
+    with duckdb.connect(str(store)):  # another process holds the file
+        query = ("sql", str(store), "SELECT 1")
+        assert _one_line(_groundbench(*query, env=env)) == ended
+        elsewhere = f"127.0.0.1:{free_port()}"
+        wrong = _one_line(_groundbench(*query, "--address", elsewhere, env=env))
+    assert wrong == (
+        f"groundbench: nothing answers at {elsewhere}: check the address (`ray status` on the "
+        "cluster's head prints it), or leave --address out on the run's machine to use the "
+        "address the run noted"
+    )
