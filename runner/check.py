@@ -249,8 +249,8 @@ def _rough(requests: Sequence[tuple[str, Request]]) -> Tokens:
     return Tokens(
         inputs,
         outputs / n,
-        f"rough: prompt / 4 and 28-px image patches in, {DEFAULT_OUTPUT_ESTIMATE:,} out "
-        "(state a mean with --output-tokens)",
+        f"rough: prompt/4 + 28-px patches in, {DEFAULT_OUTPUT_ESTIMATE:,} out, "
+        "--output-tokens states it",
     )
 
 

@@ -527,8 +527,9 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
             f"{report.limited_left:,} of their requests left"
         )
     if not report.complete:
+        again = "without --limit" if report.limit is not None and report.done else "again"
         lines.append(
-            f"{report.pending:,} requests left: run {command} again to send exactly those"
+            f"{report.pending:,} requests left: run {command} {again} to send exactly those"
             + _once(report)
         )
     return lines

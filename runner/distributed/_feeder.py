@@ -161,6 +161,16 @@ class Feeder:
         RunFailed
             The backend's worker died more often than the policy allows.
         """
+        if self._cap is None:
+            await self._drive(feed)
+            return
+        self._cap.sharing += 1
+        try:
+            await self._drive(feed)
+        finally:
+            self._cap.sharing -= 1
+
+    async def _drive(self, feed: Feed) -> None:
         calls = await self._store.pending(feed.configurations)
         waits = 0
         while calls:
@@ -228,7 +238,8 @@ class Feeder:
         size = self._cap.affordable(cost, min(size, len(calls)))
         chunk = calls[:size]
         del calls[:size]
-        self._cap.reserve(cost * size)
+        if chunk:
+            self._cap.reserve(cost * size)
         return chunk, cost * size
 
     def _settle(self, feed: Feed, outcome: ChunkOutcome, reserved: float) -> None:
@@ -257,8 +268,12 @@ class Feeder:
                         break  # the cap: what is running may still free a reservation
                     running[asyncio.ensure_future(feed.port.run(chunk))] = (chunk, reserved)
                 if not running:
-                    # Calls left, none running, no stop: the cap paid for no more.
-                    fed.capped = bool(left) and not (fed.quota or fed.refused or fed.lost)
+                    # Calls left, none running, no stop: the cap pays for none of them now.
+                    stopped = fed.quota or fed.refused or fed.lost
+                    if left and not stopped and self._cap is not None and self._cap.holding:
+                        await self._cap.next_settled()  # another backend may give some back
+                        continue
+                    fed.capped = bool(left) and not stopped
                     break
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:

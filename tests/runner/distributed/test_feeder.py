@@ -232,6 +232,36 @@ def test_a_spending_cap_stops_the_calls_where_the_money_runs_out(prior: float) -
     assert sent == len(set(backend.sent))
 
 
+def test_backends_share_the_cap_and_none_is_stopped_while_another_holds_money_back() -> None:
+    # Backend a's estimate is 5 times its real cost: its first chunk holds back money it
+    # will not spend. Backend b must wait for it, not stop with nothing sent.
+    feeds, backends = [], []
+    for name, prior in (("a", 5.0), ("b", 1.0)):
+        store = FakeStore(_calls(40))
+        backend = FakeBackend(store, tokens_per_call=1000)
+        feed = Feed(name, ("m",), backend, _no_restart)
+        feed.cost = lambda input_tokens, _output: input_tokens / 1000
+        feed.call_cost = prior
+        feeds.append((store, feed))
+        backends.append(backend)
+    cap = SpendCap(20.5)
+    lines: list[str] = []
+
+    async def both() -> None:
+        await asyncio.gather(
+            *(Feeder(store, SMALL, lines.append, cap=cap).drive(feed) for store, feed in feeds)
+        )
+
+    asyncio.run(both())
+    sent = [len(b.sent) for b in backends]
+    assert all(n > 0 for n in sent) and all(f.capped for _, f in feeds)
+    assert 18 <= sum(sent) <= 20 and cap.spent == sum(sent) and cap.reserved == 0
+
+
+async def _no_restart() -> FakeBackend:
+    raise AssertionError("no worker dies here")
+
+
 def test_a_free_backend_is_never_stopped_by_the_cap() -> None:
     store = FakeStore(_calls(20))
     backend = FakeBackend(store, tokens_per_call=1000)

@@ -3,6 +3,7 @@ requests from completing with what to do about each, and what must happen before
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from runner.distributed import BackendReport, RunReport, summary_lines
@@ -76,3 +77,10 @@ def test_the_spend_is_said_for_this_run_and_the_store_and_a_cap_says_how_to_go_o
     )
     assert "  --limit 5: the first 5 questions of every cell, 3 of their requests left" in lines
     assert not report.done and not report.complete
+    assert (
+        lines[-1] == "100 requests left: run groundbench run exp.toml again to send exactly those"
+    )
+    done = summary_lines(dataclasses.replace(report, limited_left=0), Path("exp.toml"))
+    assert done[-1] == (
+        "100 requests left: run groundbench run exp.toml without --limit to send exactly those"
+    )
