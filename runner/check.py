@@ -175,7 +175,9 @@ async def _probe(
     configuration = configuration.model_copy(update={"transport": quick})
     try:
         async with Backend(configuration, key_for(sim_key)(configuration)) as backend:
-            exchange = await backend.send(request)
+            # An id of its own: the provider (and the simulator) see a check, not the grid's
+            # first attempt at this request, which the run will make.
+            exchange = await backend.send(request, call=f"gb-check-{request.fingerprint[:24]}")
     except CallError as exc:
         return Probe(
             configuration.name,

@@ -206,8 +206,12 @@ class Backend:
         if one has."""
         return self._stopped
 
-    async def send(self, request: Request, attempt: int = 0) -> Exchange:
+    async def send(
+        self, request: Request, attempt: int = 0, *, call: str | None = None
+    ) -> Exchange:
         """Attempt number ``attempt`` at ``request``: post it, retrying transport failures.
+        ``call``: the id sent in :data:`CALL_ID_HEADER` (default: :func:`call_id`), for a
+        call that is no attempt of the grid (a check's).
 
         Raises
         ------
@@ -219,7 +223,10 @@ class Backend:
         if self._stopped is not None:
             raise self._not_sent()
         body = self.wire.encode(request)
-        headers = {**self.wire.headers(self._key), CALL_ID_HEADER: call_id(request, attempt)}
+        headers = {
+            **self.wire.headers(self._key),
+            CALL_ID_HEADER: call or call_id(request, attempt),
+        }
         estimate = self._estimate(request)
         started_at = datetime.now(UTC)
         transport = self.configuration.transport

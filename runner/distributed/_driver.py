@@ -270,7 +270,8 @@ class _Run:
         experiment = self.experiment_file or "EXPERIMENT.toml"
         self.echo(
             f"attach from another terminal: groundbench monitor {experiment} (or groundbench "
-            f'sql {self.experiment.store} "SELECT …"); the run: {_address.described(note)}'
+            f'sql {self.experiment.store} "SELECT status, count(*) FROM request_status GROUP '
+            f'BY ALL"); the run: {_address.described(note)}'
         )
 
     async def _go(self, begun: float) -> RunReport:

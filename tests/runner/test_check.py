@@ -82,6 +82,8 @@ def test_a_good_key_proves_each_decoding_once_and_estimates_from_the_measured_to
     # base and no-image share a decoding; thinking-off and temperature each have their own.
     assert [p.condition for p in report.probes] == ["base", "thinking-off", "temperature"]
     assert report.ok and sim.stats.answered == 3
+    # Each a call of its own, not the grid's first attempt, which the run makes and pays for.
+    assert all(":gb-check-" in call for call in sim.stats.paid)
     (cost,) = report.costs
     probes = report.probes
     assert cost.tokens.input == sum(p.input_tokens or 0 for p in probes) / 3

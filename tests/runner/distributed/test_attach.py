@@ -111,7 +111,10 @@ def test_monitor_and_sql_reach_a_local_runs_ray_beside_another_and_end_with_it(
         ray_head(tmp_path / "other", other_token) as other,  # another user's Ray
         _slow_run(run) as (path, sim),
     ):
-        driver = _groundbench("run", str(path), env=_env(Path.home(), **{KEY_ENV: KEY}))
+        # No pre-flight: its calls would reach the simulator before the run is going.
+        driver = _groundbench(
+            "run", str(path), "--no-check", env=_env(Path.home(), **{KEY_ENV: KEY})
+        )
         try:
             until(lambda: sim.stats.answered >= 1 or driver.poll() is not None)
             note = read_note(run.store)
@@ -142,7 +145,9 @@ def test_monitor_and_sql_reach_a_cluster_that_asks_for_a_token(
         ray_head(tmp_path / "head", auth) as head,
         _slow_run(run) as (path, sim),
     ):
-        driver = _groundbench("run", str(path), "--address", head, env=_env(tmp_path, **auth))
+        driver = _groundbench(
+            "run", str(path), "--no-check", "--address", head, env=_env(tmp_path, **auth)
+        )
         try:
             until(lambda: sim.stats.answered >= 1 or driver.poll() is not None)
             note = read_note(run.store)
