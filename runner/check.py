@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
@@ -70,6 +71,7 @@ class Probe:
     input_tokens: int | None = None
     output_tokens: int | None = None
     latency_s: float | None = None
+    dollars: float = 0.0  # its tokens at the backend's prices
 
     @property
     def ok(self) -> bool:
@@ -90,7 +92,13 @@ class CheckReport:
 
     @property
     def dollars(self) -> float:
+        """The estimated cost of the calls left."""
         return sum(c.dollars for c in self.costs)
+
+    @property
+    def spent(self) -> float:
+        """What the check's own calls cost."""
+        return sum(p.dollars for p in self.probes)
 
 
 async def check(
@@ -128,11 +136,17 @@ async def check(
                 for condition, request in requests[c.name]
             ]
             with _backend_log_quiet():
-                probes = list(await asyncio.gather(*calls))
+                probes = [_priced(experiment, p) for p in await asyncio.gather(*calls)]
     costs = _costs(experiment, questions, configurations, requests, probes, stored, stated_output)
     latencies = {p.configuration: p.latency_s for p in probes if p.latency_s is not None}
     walls = backend_walls(experiment.backends, costs, latencies)
     return CheckReport(tuple(probes), tuple(costs), tuple(walls))
+
+
+def _priced(experiment: Experiment, probe: Probe) -> Probe:
+    prices = experiment.backends[probe.backend].prices
+    dollars = prices.cost(probe.input_tokens or 0, probe.output_tokens or 0)
+    return dataclasses.replace(probe, dollars=dollars)
 
 
 def probe_requests(

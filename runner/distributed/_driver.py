@@ -104,9 +104,11 @@ class RunReport:
         the limit's."""
         return self.limited_left == 0 if self.limit is not None else self.complete
 
+    preflight_spent: float = 0.0  # dollars of the pre-flight's calls
+
     @property
     def spent(self) -> float:
-        return sum(b.spent for b in self.backends)
+        return self.preflight_spent + sum(b.spent for b in self.backends)
 
     @property
     def pending(self) -> int:
@@ -142,7 +144,8 @@ def run_experiment(
     started_ray = _ray.connect(options.address)
     try:
         run = _Run(experiment, questions, options, echo, experiment_file, show or _lines(echo))
-        run.estimate = estimate
+        if estimate is not None:
+            run.estimated(estimate)
         return asyncio.run(run.go())
     finally:
         if started_ray:
@@ -228,6 +231,15 @@ class _Run:
         self.estimate: CheckReport | None = None  # the pre-flight's: the cost per call
         self.cap = SpendCap(options.max_spend) if options.max_spend is not None else None
         self.allowed: frozenset[RequestId] | None = None  # with --limit: the requests to send
+        self.preflight_spent = 0.0
+
+    def estimated(self, estimate: CheckReport) -> None:
+        """The pre-flight's (or the cap's) estimate: the cost per call the cap starts from;
+        what the pre-flight's own calls cost is this run's spend."""
+        self.estimate = estimate
+        self.preflight_spent = estimate.spent
+        if self.cap is not None:
+            self.cap.spent += estimate.spent
 
     async def go(self) -> RunReport:
         begun = time.monotonic()
@@ -342,6 +354,7 @@ class _Run:
             max_spend=self.options.max_spend,
             limit=self.options.limit,
             limited_left=await self._limited_left(),
+            preflight_spent=self.preflight_spent,
         )
         for line in summary_lines(report, self.experiment_file):
             self.echo(line)

@@ -94,6 +94,8 @@ def test_a_good_key_proves_each_decoding_once_and_estimates_from_the_measured_to
     expected = (round(cost.tokens.input) * 2.0 + round(cost.tokens.output) * 10.0) / 1e6
     assert cost.per_call == pytest.approx(expected)
     assert report.dollars == pytest.approx(cost.left * expected)
+    paid = sum((p.input_tokens or 0) * 2.0 + (p.output_tokens or 0) * 10.0 for p in probes)
+    assert report.spent == pytest.approx(paid / 1e6) and report.spent > 0
     (wall,) = report.walls
     assert wall.calls == cost.left and wall.calls_per_minute <= 120
     lines = check_lines(report, max_spend=report.dollars / 2)

@@ -235,7 +235,8 @@ PIECES = st.one_of(
 )  # fmt: skip
 
 
-@settings(max_examples=10_000)
+# 4,000: the suite's slowest law at 10,000 (36 s); CI's whole run must stay under 20 minutes.
+@settings(max_examples=4_000)
 @given(st.lists(PIECES, max_size=60).map("".join), st.sampled_from([4, 8, 16]))
 def test_any_answer_shaped_text_parses_to_the_rule_or_to_nothing(text: str, count: int) -> None:
     parsed = parse_list(text, count)

@@ -54,7 +54,9 @@ images = st.none() | st.builds(
 )
 
 
-@settings(max_examples=10_000)
+# 4,000: at 10,000 the suite's second slowest test (52 s); CI's whole run must stay under 20
+# minutes.
+@settings(max_examples=4_000)
 @given(
     provider=st.sampled_from(sorted(PROVIDERS)),
     model=st.from_regex(r"[a-z0-9][a-z0-9.\-]{0,30}", fullmatch=True),

@@ -4,6 +4,8 @@ a plain run then completes it with no call paid twice."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ from runner.check import check
 from runner.distributed import RunOptions
 from runner.experiment import load_experiment
 from runner.plan import prepare
-from runner.simulator import Behaviour, SimSpec
+from runner.simulator import SimSpec, Simulator
 from tests.runner.distributed.conftest import (
     KEY_ENV,
     RunSetup,
@@ -20,14 +22,24 @@ from tests.runner.distributed.conftest import (
     write_experiment,
 )
 from tests.runner.distributed.runs import assert_every_key_once, query, run_once
+from tests.runner.distributed.test_worker import CLEAN  # one attempt per request
 
 pytestmark = pytest.mark.slow
 
-CLEAN = Behaviour(refusal=0.0, wrong_count=0.0, decimals=0.0)  # one attempt per request
 # Input only: the simulator's input tokens are counted as the estimate counts them, so the
 # cap's prior is near the truth.
 PRICES = {"input_per_mtok": 10.0, "output_per_mtok": 0.0}
 CONCURRENCY = 8
+
+
+@contextmanager
+def _grid(run: RunSetup) -> Iterator[tuple[Path, Simulator]]:
+    """The experiment at a simulator of its own, and that simulator."""
+    with simulator_thread(run.cohort, run.root, run.tmp / "c", SimSpec(behaviour=CLEAN)) as (
+        url,
+        sim,
+    ):
+        yield _experiment(run, url), sim
 
 
 def _experiment(run: RunSetup, url: str) -> Path:
@@ -52,11 +64,7 @@ def _experiment(run: RunSetup, url: str) -> Path:
 def test_a_limited_run_asks_the_first_questions_of_every_cell_and_a_full_run_the_rest(
     run: RunSetup,
 ) -> None:
-    with simulator_thread(run.cohort, run.root, run.tmp / "c", SimSpec(behaviour=CLEAN)) as (
-        url,
-        sim,
-    ):
-        path = _experiment(run, url)
+    with _grid(run) as (path, sim):
         lines: list[str] = []
         smoke = run_once(path, lines, RunOptions(limit=2, progress_every_s=0.5))
         assert smoke.done and not smoke.complete and smoke.limited_left == 0
@@ -81,11 +89,7 @@ def test_a_limited_run_asks_the_first_questions_of_every_cell_and_a_full_run_the
 def test_a_capped_run_stops_at_the_cap_and_a_rerun_completes_paying_nothing_twice(
     run: RunSetup,
 ) -> None:
-    with simulator_thread(run.cohort, run.root, run.tmp / "c", SimSpec(behaviour=CLEAN)) as (
-        url,
-        sim,
-    ):
-        path = _experiment(run, url)
+    with _grid(run) as (path, sim):
         experiment = load_experiment(path)
         estimate = asyncio.run(check(experiment, prepare(experiment), call=False))
         (cost,) = estimate.costs

@@ -65,10 +65,11 @@ def test_the_spend_is_said_for_this_run_and_the_store_and_a_cap_says_how_to_go_o
         max_spend=2.0,
         limit=5,
         limited_left=3,
+        preflight_spent=0.25,  # the pre-flight's calls are this run's spend too
     )
     lines = summary_lines(report, Path("exp.toml"))
     assert (
-        "  spend: $1.75 this run, $4.00 over every run of this store (answers' tokens at the "
+        "  spend: $2.00 this run, $4.00 over every run of this store (answers' tokens at the "
         "configured prices)"
     ) in lines
     assert (
