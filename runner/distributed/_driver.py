@@ -525,9 +525,14 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
         lines.extend(f"    {error_line(e)}" for e in report.errors)
     if report.unscored:
         lines.append(f"  {report.unscored:,} stored answers are not scored yet")
+    preflight = (
+        f" (its pre-flight's calls ${report.preflight_spent:,.2f})"
+        if report.preflight_spent
+        else ""
+    )
     lines.append(
-        f"  spend: ${report.spent:,.2f} this run, ${report.spent_total:,.2f} over every run of "
-        "this store (answers' tokens at the configured prices)"
+        f"  spend: ${report.spent:,.2f} this run{preflight}, ${report.spent_total:,.2f} for the "
+        "answers in the store over every run (tokens at the configured prices)"
     )
     if any(b.capped for b in report.backends):
         lines.append(

@@ -69,8 +69,8 @@ def test_the_spend_is_said_for_this_run_and_the_store_and_a_cap_says_how_to_go_o
     )
     lines = summary_lines(report, Path("exp.toml"))
     assert (
-        "  spend: $2.00 this run, $4.00 over every run of this store (answers' tokens at the "
-        "configured prices)"
+        "  spend: $2.00 this run (its pre-flight's calls $0.25), $4.00 for the answers in the "
+        "store over every run (tokens at the configured prices)"
     ) in lines
     assert (
         "  stopped at the spending cap (--max-spend $2.00); run again with a higher cap to go on"
