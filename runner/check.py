@@ -129,10 +129,10 @@ async def check(
                     backend_of[c.name],
                     condition,
                     request,
-                    sim_key if _simulated(experiment, c) else None,
+                    sim_key if experiment.backends[backend_of[c.name]].simulated else None,
                 )
                 for c in configurations
-                if not (only_real and _simulated(experiment, c))
+                if not (only_real and experiment.backends[backend_of[c.name]].simulated)
                 for condition, request in requests[c.name]
             ]
             with _backend_log_quiet():
@@ -268,11 +268,6 @@ def _rough(requests: Sequence[tuple[str, Request]]) -> Tokens:
         f"rough: prompt/4 + 28-px patches in, {DEFAULT_OUTPUT_ESTIMATE:,} out, "
         "--output-tokens states it",
     )
-
-
-def _simulated(experiment: Experiment, configuration: Configuration) -> bool:
-    spec = next(s for s in experiment.configurations if s.name == configuration.name)
-    return experiment.backends[spec.backend].simulated
 
 
 def _cache(experiment: Experiment) -> Path:
