@@ -72,6 +72,8 @@ class Transport(_Frozen):
     base_url: str | None = None
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     requests_per_minute: Rate = 60.0
+    # A per-second request limit, where the provider sets one besides the per-minute one.
+    requests_per_second: Rate | None = None
     tokens_per_minute: Annotated[float, Field(ge=1, le=1e12, allow_inf_nan=False)] | None = None
     max_concurrency: int = Field(default=8, ge=1, le=10_000)
     timeout_s: Seconds = 300.0

@@ -5,7 +5,8 @@ with tenacity (full-jitter exponential backoff; a throttle waits out the pause t
 imposed, which honours the server's retry-after), bounded by a number of tries and by time.
 Fatal errors and spent quota are never retried. Once a terminal error is seen (spent quota; a
 refused key, permission or model) the backend stops: every later call is refused before it is
-sent, so a run never pays for calls it knows fail.
+sent, and the calls already waiting for a rate slot leave it unsent (the limiter checks after
+the wait, not before), so a run never pays for calls it knows fail.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from runner.backends._errors import (
     Transient,
 )
 from runner.backends._gemini import GeminiGenerate
-from runner.backends._limits import Clock, RateLimiter, Slot
+from runner.backends._limits import Clock, RateLimiter, Slot, Stopped
 from runner.backends._openai import OpenAIChat
 from runner.backends._providers import Provider, provider_named, thinking_fields
 from runner.backends._secrets import KEY_SHAPED, ApiKey, holds_key, key_from_env, redact
@@ -150,12 +151,7 @@ class Backend:
         _refuse_key_in(configuration.name, {"model": configuration.model, "URL": self.url}, key)
         self._wait = waiting(transport.retry_backoff_s)
         # Configurations on one account share its limits: the caller passes one limiter to all.
-        self.limiter = limiter or RateLimiter(
-            transport.requests_per_minute,
-            transport.max_concurrency,
-            transport.tokens_per_minute,
-            clock=clock,
-        )
+        self.limiter = limiter or RateLimiter.for_transport(transport, clock=clock)
         self.clock = clock
         self._key = key
         self._timeout = aiohttp.ClientTimeout(total=transport.timeout_s)
@@ -262,37 +258,54 @@ class Backend:
         session = self._session
         if session is None:
             raise RuntimeError("use the backend inside 'async with'")
-        async with self.limiter.slot(estimate) as slot:
-            begun = self.clock()
-            try:
-                async with session.post(
-                    self.url,
-                    data=PartsPayload(body),
-                    headers=headers,
-                    timeout=self._timeout,
-                    allow_redirects=False,  # a redirect would carry the key to another server
-                ) as response:
-                    status, headers = response.status, response.headers
-                    raw = await _read_capped(response, self._max_bytes)
-            except TimeoutError:
-                raise Transient(f"no response within {self._timeout.total:g} s") from None
-            except aiohttp.ClientError as exc:
-                detail = redact(str(exc), self._key) or "connection failed"
-                raise Transient(f"{type(exc).__name__}: {detail}") from None
-            latency = self.clock() - begun
-            self.limiter.observe(headers)
-            if 300 <= status < 400:
-                raise self._redirected(status, headers)
-            if not 200 <= status < 300:
-                raise self._failed(status, headers, raw, slot, latency)
-            try:
-                reply = redact_reply(self.wire.decode(raw), self._key)
-            except CallError as exc:  # a broken body, quoted in the message
-                raise self._scrubbed(exc) from None
-            slot.settle(reply.usage.total)
-            self._output_tokens.add(reply.usage.output_tokens)
-            self.limiter.succeeded()
-            return Exchange(reply, status, latency, retries, started)
+        try:
+            async with self.limiter.slot(estimate, given_up=self._is_stopped) as slot:
+                return await self._exchange(session, body, headers, slot, retries, started)
+        except Stopped:  # stopped while this call waited for its slot: it never leaves
+            raise self._not_sent() from None
+
+    def _is_stopped(self) -> bool:
+        return self._stopped is not None
+
+    async def _exchange(
+        self,
+        session: aiohttp.ClientSession,
+        body: Body,
+        headers: Mapping[str, str],
+        slot: Slot,
+        retries: int,
+        started: datetime,
+    ) -> Exchange:
+        begun = self.clock()
+        try:
+            async with session.post(
+                self.url,
+                data=PartsPayload(body),
+                headers=headers,
+                timeout=self._timeout,
+                allow_redirects=False,  # a redirect would carry the key to another server
+            ) as response:
+                status, headers = response.status, response.headers
+                raw = await _read_capped(response, self._max_bytes)
+        except TimeoutError:
+            raise Transient(f"no response within {self._timeout.total:g} s") from None
+        except aiohttp.ClientError as exc:
+            detail = redact(str(exc), self._key) or "connection failed"
+            raise Transient(f"{type(exc).__name__}: {detail}") from None
+        latency = self.clock() - begun
+        self.limiter.observe(headers)
+        if 300 <= status < 400:
+            raise self._redirected(status, headers)
+        if not 200 <= status < 300:
+            raise self._failed(status, headers, raw, slot, latency)
+        try:
+            reply = redact_reply(self.wire.decode(raw), self._key)
+        except CallError as exc:  # a broken body, quoted in the message
+            raise self._scrubbed(exc) from None
+        slot.settle(reply.usage.total)
+        self._output_tokens.add(reply.usage.output_tokens)
+        self.limiter.succeeded()
+        return Exchange(reply, status, latency, retries, started)
 
     def _failed(
         self, status: int, headers: Mapping[str, str], raw: bytes, slot: Slot, latency: float
@@ -303,6 +316,7 @@ class Backend:
             error.retry_after = self.limiter.throttled(slot, error.retry_after)
         elif error.stops and self._stopped is None:
             self._stopped = error
+            self.limiter.wake()  # the calls waiting for a slot leave unsent, now
             name = self.configuration.name
             log.error("%s: %s, no further calls: %s", name, error.stopped_because, error)
         return error

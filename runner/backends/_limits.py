@@ -1,17 +1,28 @@
-"""One rate limiter per backend: requests per minute, tokens per minute, calls in flight.
+"""One rate limiter per backend: requests per minute (and per second), tokens per minute, calls
+in flight.
 
 Every request of a backend passes through its :class:`RateLimiter` before it is sent, one at a
 time and in arrival order (an :class:`asyncio.Lock` is FIFO), so a queue of thousands of
 requests wakes no thundering herd. A request is admitted when
 
 - the backend is not paused (a 429's retry-after, or a ``x-ratelimit-remaining-*`` of 0);
-- the request-rate schedule allows it (GCRA: evenly spaced at the configured rate, or the
-  server's stated limit when lower, which additive-increase / multiplicative-decrease lowers
-  on a throttle and restores over time);
+- the request windows allow it: never more than the limit in any 60 s (and, where a
+  per-second limit is set, any 1 s), counted on a log of the calls sent, so that a strict
+  sliding-window server at the same limit never throttles, from the first call on. The windows
+  are kept :data:`JITTER_SHARE` longer than the server's, as a call reaches the server a little
+  after it leaves;
+- the calls are evenly spaced at that limit (no burst to trip a token bucket);
 - the token bucket holds its estimated tokens, when a tokens-per-minute limit is set (the
   estimate is corrected from the usage the provider reports, see :meth:`Slot.settle`);
 - fewer calls are in flight than the ceiling, itself lowered on a throttle and then recovered
   additively (AIMD, as TCP does).
+
+The limit is the lowest of the configured one, the one the server states
+(``x-ratelimit-limit-requests``), and the one learnt from a throttle: the rate the server
+actually admitted, measured from the calls it let through and the retry-after it asked for
+(:meth:`RateLimiter.throttled`). A learnt limit is held, not regained while paused, so a limit
+configured too high settles instead of sawing; only after :data:`PROBE_AFTER_S` without a
+throttle does it rise by one eighth, to find a limit the provider has raised again.
 
 All of it is plain asyncio on one event loop: the Ray actor of the next layer owns one limiter.
 """
@@ -22,26 +33,43 @@ import asyncio
 import math
 import re
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+
+from conditions import Transport
 
 Clock = Callable[[], float]
 
-MIN_RATE_FACTOR = 1 / 64  # a throttled backend never slows below 1/64 of its configured rate
+MINUTE_S = 60.0
+JITTER_SHARE = 0.005  # windows 0.5% longer than the server's: 0.3 s a minute for a call's way
+LEARNT_SHARE = 0.99  # a learnt limit keeps 1% below the rate measured, for the measure's error
+RELEARNT_SHARE = 0.97  # a throttle at a learnt limit lowers it by 3% at least
+MIN_LIMIT_SHARE = 1 / 64  # a learnt limit never falls below 1/64 of the configured one
+PROBE_AFTER_S = 600.0  # a learnt limit held this long without a throttle rises by PROBE_STEP
+PROBE_STEP = 1 / 8
 MAX_BACKOFF_S = 60.0  # pause after repeated throttles that named no retry-after
-RATE_RECOVERY = 0.05  # share of the configured rate regained per second without a throttle
+# Waits shorter than this are none: a float's crumbs (1e-17 s) would be slept on for ever where
+# the clock cannot move by them.
+TIME_TOLERANCE_S = 1e-6
+
+
+class Stopped(Exception):
+    """The caller gave up waiting for a slot (its backend stopped): nothing was sent."""
 
 
 @dataclass
 class LimiterStats:
     """What the limiter did, for the progress view and the benchmarks."""
 
-    admitted: int = 0
+    admitted: int = 0  # calls let through to be sent
     throttles: int = 0
-    decreases: int = 0
+    decreases: int = 0  # throttles that lowered the limit (one per window of calls)
     header_pauses: int = 0
     paused_s: float = 0.0
+    released_unsent: int = 0  # calls waiting for a slot when their backend stopped
+    limit_per_minute: float = math.inf  # the limit in force: configured, stated or learnt
 
 
 @dataclass
@@ -51,6 +79,7 @@ class Slot:
     limiter: RateLimiter
     estimate: int
     number: int  # this backend's admissions so far, this one included
+    sent_at: float = 0.0
     settled: bool = field(default=False)
 
     def settle(self, actual_tokens: int | None) -> None:
@@ -72,8 +101,8 @@ class RateLimiter:
         The most calls in flight at once; the ceiling starts here and returns here.
     tokens_per_minute
         The provider's token-rate limit, or ``None`` where it sets none.
-    burst
-        How many requests may start back to back after an idle spell (1: evenly spaced).
+    requests_per_second
+        A per-second request limit, where the provider sets one as well (``None``: none).
     """
 
     def __init__(
@@ -81,73 +110,124 @@ class RateLimiter:
         requests_per_minute: float,
         max_concurrency: int,
         tokens_per_minute: float | None = None,
+        requests_per_second: float | None = None,
         *,
-        burst: int = 1,
         clock: Clock = time.monotonic,
     ) -> None:
-        self.interval = 60.0 / requests_per_minute
+        self.configured = requests_per_minute
         self.max_concurrency = max_concurrency
-        self.burst = burst
         self.clock = clock
         self.ceiling = float(max_concurrency)
-        self.rate_factor = 1.0
         self.in_flight = 0
-        self.stats = LimiterStats()
-        self._tat = -math.inf  # GCRA's theoretical arrival time of the next request
+        self.stats = LimiterStats(limit_per_minute=requests_per_minute)
+        self._minute = _Window(MINUTE_S, requests_per_minute)
+        self._second = _Window(1.0, requests_per_second) if requests_per_second else None
+        self._stated = math.inf  # from x-ratelimit-limit-requests, when a server sends it
+        self._learnt = math.inf  # from the last throttle (see throttled)
+        self._learnt_at = -math.inf
+        self._last_decrease: tuple[float, float] | None = None  # (sent, retry-after) of its call
+        self._tat = -math.inf  # the earliest time of the next call, for even spacing
         self._paused_until = -math.inf
+        self._observed_from = -math.inf  # start of the span a throttle measures the server on
+        self._throttled_at: list[float] = []  # when the calls answered 429 since were sent
         self._admitted_at_decrease = 0  # calls admitted up to the last decrease
         self._throttle_streak = 0
-        self._rate_checked = clock()
-        self._server_interval = 0.0  # from x-ratelimit-limit-requests, when a server sends it
         self._tokens = _TokenBucket(tokens_per_minute, clock) if tokens_per_minute else None
         self._admission = asyncio.Lock()
         self._freed = asyncio.Event()
 
+    @classmethod
+    def for_transport(cls, transport: Transport, *, clock: Clock = time.monotonic) -> RateLimiter:
+        """The limiter of a backend configured with ``transport``."""
+        return cls(
+            transport.requests_per_minute,
+            transport.max_concurrency,
+            transport.tokens_per_minute,
+            transport.requests_per_second,
+            clock=clock,
+        )
+
+    @property
+    def limit(self) -> float:
+        """Requests per minute in force: the lowest of configured, stated and learnt."""
+        return min(self.configured, self._stated, self._learnt)
+
     @asynccontextmanager
-    async def slot(self, tokens: int = 0) -> AsyncIterator[Slot]:
-        """Wait for admission, hold a slot for the call, and free it however the call ends."""
-        slot = await self._admit(tokens)
+    async def slot(
+        self, tokens: int = 0, *, given_up: Callable[[], bool] = lambda: False
+    ) -> AsyncIterator[Slot]:
+        """Wait for admission, hold a slot for the call, and free it however the call ends.
+
+        Raises
+        ------
+        Stopped
+            ``given_up()`` became true while the call waited: it leaves unsent, and takes
+            neither a place in the windows nor a slot.
+        """
+        slot = await self._admit(tokens, given_up)
         try:
             yield slot
         finally:
             self.in_flight -= 1
             self._freed.set()
 
-    async def _admit(self, tokens: int) -> Slot:
+    def wake(self) -> None:
+        """Wake the call waiting for admission, to look again at whether it is given up."""
+        self._freed.set()
+
+    async def _admit(self, tokens: int, given_up: Callable[[], bool]) -> Slot:
         async with self._admission:
             while True:
+                if given_up():
+                    self.stats.released_unsent += 1
+                    raise Stopped
                 now = self.clock()
-                wait = max(self._paused_until - now, self._rate_delay(now))
-                if self._tokens is not None:
-                    wait = max(wait, self._tokens.delay(tokens, now))
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                    continue
-                if self.in_flight >= max(1, math.floor(self.ceiling)):
-                    self._freed.clear()
-                    await self._freed.wait()
-                    continue
-                self._take(tokens, now)
-                return Slot(self, tokens, self.stats.admitted)
+                wait = self._delay(tokens, now)
+                if wait <= TIME_TOLERANCE_S and self.in_flight < max(1, math.floor(self.ceiling)):
+                    return self._take(tokens, now)
+                # A slot freed, a wake() or the time the windows name: whichever comes first.
+                self._freed.clear()
+                timeout = wait if wait > TIME_TOLERANCE_S else None
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self._freed.wait(), timeout)
 
-    def _rate_delay(self, now: float) -> float:
-        return self._tat - (self.burst - 1) * self._spacing - now
+    def _delay(self, tokens: int, now: float) -> float:
+        self._probe(now)
+        limit = self.limit
+        waits = [
+            self._paused_until - now,
+            self._tat - now,
+            self._minute.delay(limit, now),
+        ]
+        if self._second is not None:
+            waits.append(self._second.delay(self._second.limit, now))
+        if self._tokens is not None:
+            waits.append(self._tokens.delay(tokens, now))
+        return max(waits)
 
-    @property
     def _spacing(self) -> float:
-        return max(self.interval, self._server_interval) / self.rate_factor
+        spacing = self._minute.span / self.limit
+        if self._second is not None:
+            spacing = max(spacing, self._second.span / self._second.limit)
+        return spacing
 
-    def _take(self, tokens: int, now: float) -> None:
-        # Keep to the schedule when the admitter woke a little late (timer slack), so the
-        # slack does not add up over a long run; after an idle spell, start afresh from now.
+    def _take(self, tokens: int, now: float) -> Slot:
+        # Keep to the schedule when the admitter woke a little late (timer slack: a tenth of
+        # the spacing at most), so the slack does not add up over a long run; after a pause or
+        # a wait for a slot, start afresh from now, with no catching up that a bucket refuses.
+        spacing = self._spacing()
         late = now - self._tat
-        self._tat = (
-            self._tat if 0 <= late < self._spacing else max(self._tat, now)
-        ) + self._spacing
+        self._tat = (self._tat if 0 <= late < spacing / 10 else max(self._tat, now)) + spacing
+        self._minute.add(now)
+        if self._second is not None:
+            self._second.add(now)
         if self._tokens is not None:
             self._tokens.take(tokens, now)
+        if self._observed_from == -math.inf:
+            self._observed_from = now
         self.in_flight += 1
         self.stats.admitted += 1
+        return Slot(self, tokens, self.stats.admitted, sent_at=now)
 
     def _correct(self, tokens: int) -> None:
         if self._tokens is not None:
@@ -156,39 +236,105 @@ class RateLimiter:
     # -- what the server said ------------------------------------------------------------
 
     def succeeded(self) -> None:
-        """A call went through: grow the ceiling and the rate back additively.
-
-        The ceiling grows by one per ceiling's worth of successes (one per window, as TCP's
-        congestion window does); the rate by :data:`RATE_RECOVERY` of the configured rate per
-        second without a throttle.
-        """
+        """A call went through: grow the ceiling back additively, one per ceiling's worth of
+        successes (one per window, as TCP's congestion window does)."""
         self._throttle_streak = 0
         if self.ceiling < self.max_concurrency:
             self.ceiling = min(float(self.max_concurrency), self.ceiling + 1.0 / self.ceiling)
-        now = self.clock()
-        if self.rate_factor < 1.0:
-            recovered = RATE_RECOVERY * (now - self._rate_checked)
-            self.rate_factor = min(1.0, self.rate_factor + recovered)
-        self._rate_checked = now
 
     def throttled(self, slot: Slot, retry_after: float | None) -> float:
-        """A 429: pause the whole backend and halve ceiling and rate; returns the pause (s).
+        """A 429: pause the whole backend, halve the ceiling and learn the server's limit;
+        returns the pause (s).
 
-        Calls admitted before the last decrease were sent under the old settings, so their
-        throttles do not halve again (one decrease per window, as TCP counts one loss). They
+        The limit learnt is the rate the server admitted: the calls it let through since the
+        span began (the first call, the end of the last pause, or a minute ago, whichever is
+        latest), over that span and the retry-after, when it will admit again. A sliding or a
+        fixed window server admits exactly its limit in that time; a token bucket its rate,
+        give or take its burst, which the next throttles correct (each lowers a learnt limit by
+        :data:`RELEARNT_SHARE` at least). An integral retry-after (``Retry-After`` is whole
+        seconds, rounded up) counts half a second less.
+
+        Calls admitted before the last decrease were sent under the old limit, so their
+        throttles do not lower it again (one decrease per window, as TCP counts one loss). They
         are told apart by admission count, not time, which ties on a coarse clock.
         """
         self.stats.throttles += 1
         self._throttle_streak += 1
+        self._throttled_at.append(slot.sent_at)
+        if retry_after is None:
+            retry_after = min(MAX_BACKOFF_S, 0.5 * 2 ** (self._throttle_streak - 1))
         if slot.number > self._admitted_at_decrease:
             self._admitted_at_decrease = self.stats.admitted
             self.stats.decreases += 1
             self.ceiling = max(1.0, self.ceiling / 2)
-            self.rate_factor = max(MIN_RATE_FACTOR, self.rate_factor / 2)
-        if retry_after is None:
-            retry_after = min(MAX_BACKOFF_S, 0.5 * 2 ** (self._throttle_streak - 1))
+            self._learn(slot, retry_after)
+            self._throttled_at.clear()
+        if self._learnt < math.inf:
+            self._learnt_at = self.clock()  # a probe waits for a spell without throttles
         self.pause(retry_after)
+        self._observed_from = max(self._observed_from, self._paused_until)
         return retry_after
+
+    def _learn(self, slot: Slot, retry_after: float) -> None:
+        measured = self._measure(slot.sent_at, retry_after)
+        if measured is None:
+            return
+        measured *= LEARNT_SHARE
+        if self._learnt < math.inf:  # throttled again at a learnt limit: it was still too high
+            measured = min(measured, self._learnt * RELEARNT_SHARE)
+        floor = self.configured * MIN_LIMIT_SHARE
+        self._learnt = max(floor, min(measured, self.limit))
+        self._learnt_at = self.clock()
+        self.stats.limit_per_minute = self.limit
+
+    def _measure(self, before: float, retry_after: float) -> float | None:
+        """The rate (per minute) the server admitted up to a call sent at ``before`` that it
+        throttled, asking for ``retry_after`` (``None``: it let none through)."""
+        last = self._last_decrease
+        self._last_decrease = (before, retry_after)
+        if (
+            last is not None
+            and self._bucket_like(retry_after)
+            and not _integral(retry_after)
+            and before - last[0] < MINUTE_S
+        ):
+            return self._bucket_rate(last, before, retry_after)
+        start = max(self._observed_from, before - MINUTE_S)
+        admitted = self._admitted(start, before)
+        span = max(before - start, 0.0) + _expected(retry_after)  # decided as the call arrived
+        return admitted / span * MINUTE_S if admitted > 0 and span > 0 else None
+
+    def _bucket_like(self, retry_after: float) -> bool:
+        """Whether a retry-after is a token bucket's: about the time one call's token takes to
+        grow (a window's is the time its oldest call takes to leave it)."""
+        rounding = 1.0 if _integral(retry_after) else 0.0  # ``Retry-After``: whole seconds
+        return retry_after - rounding <= max(1.0, 2 * MINUTE_S / self.limit)
+
+    def _bucket_rate(
+        self, last: tuple[float, float], before: float, retry_after: float
+    ) -> float | None:
+        """A token bucket's rate from two throttles: at each, the bucket lacked ``rate ×
+        retry-after`` of a token, and in between it grew at its rate and paid for the calls it
+        admitted: ``1 − rate·wait₂ = 1 − rate·wait₁ + rate·(t₂ − t₁) − admitted``, so
+        ``rate = admitted / (t₂ − t₁ − wait₁ + wait₂)``."""
+        (t1, wait1) = last
+        admitted = self._admitted(t1, before) - 1  # the call throttled at t1 paid nothing
+        span = before - t1 - wait1 + retry_after
+        return admitted / span * MINUTE_S if admitted > 0 and span > 0 else None
+
+    def _admitted(self, start: float, before: float) -> int:
+        """The calls sent from ``start`` up to ``before`` that were not throttled."""
+        sent = sum(1 for t in self._minute.times if start <= t < before)
+        return sent - sum(1 for t in self._throttled_at if start < t < before)
+
+    def _probe(self, now: float) -> None:
+        """Raise a learnt limit held for :data:`PROBE_AFTER_S` without a throttle."""
+        if self._learnt == math.inf or now - self._learnt_at < PROBE_AFTER_S:
+            return
+        raised = self._learnt * (1 + PROBE_STEP)
+        self._learnt = math.inf if raised >= self.configured else raised
+        self._learnt_at = now
+        self.stats.limit_per_minute = self.limit
 
     def pause(self, seconds: float) -> None:
         """Admit nothing for ``seconds`` from now (a pause already longer stands)."""
@@ -202,7 +348,8 @@ class RateLimiter:
         and when nothing remains, wait for the reset."""
         limit = _number(headers.get("x-ratelimit-limit-requests"))
         if limit is not None and limit > 0:
-            self._server_interval = 60.0 / limit
+            self._stated = limit
+            self.stats.limit_per_minute = self.limit
         for kind in ("requests", "tokens"):
             remaining = _number(headers.get(f"x-ratelimit-remaining-{kind}"))
             if remaining is not None and remaining <= 0:
@@ -210,6 +357,41 @@ class RateLimiter:
                 if reset is not None:
                     self.stats.header_pauses += 1
                     self.pause(reset)
+
+
+def _integral(seconds: float) -> bool:
+    return seconds >= 1 and float(seconds).is_integer()
+
+
+def _expected(retry_after: float) -> float:
+    """The wait a retry-after stands for: ``Retry-After`` is whole seconds, rounded up, so a
+    whole number stands for half a second less."""
+    return retry_after - 0.5 if _integral(retry_after) else retry_after
+
+
+INTEGRAL_MODE = "bucket"
+
+
+class _Window:
+    """At most ``limit`` calls in any ``span`` seconds: a log of the times of the calls sent
+    within the last span."""
+
+    def __init__(self, server_span: float, limit: float) -> None:
+        self.span = server_span * (1 + JITTER_SHARE)
+        self.limit = limit
+        self.times: deque[float] = deque()
+
+    def delay(self, limit: float, now: float) -> float:
+        """Seconds until one more call fits (0: now)."""
+        while self.times and self.times[0] <= now - self.span:
+            self.times.popleft()
+        allowed = max(1, math.floor(limit))
+        if len(self.times) < allowed:
+            return 0.0
+        return self.times[-allowed] + self.span - now
+
+    def add(self, now: float) -> None:
+        self.times.append(now)
 
 
 class _TokenBucket:

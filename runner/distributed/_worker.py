@@ -94,11 +94,7 @@ class BackendWorker:
         first = configurations[0]
         transport = first.transport
         self.concurrency = transport.max_concurrency
-        self._limits = (
-            transport.requests_per_minute,
-            transport.max_concurrency,
-            transport.tokens_per_minute,
-        )
+        self._transport = transport
         self._builder = task_of(questions).builder(
             images, VariantCache(cache, memory=VARIANT_MEMORY)
         )
@@ -114,7 +110,7 @@ class BackendWorker:
         self._make_backends()
 
     def _make_backends(self) -> None:
-        limiter = RateLimiter(*self._limits)
+        limiter = RateLimiter.for_transport(self._transport)
         self._backends = {
             name: Backend(c, self._key_for(c), limiter=limiter)
             for name, c in self.configurations.items()

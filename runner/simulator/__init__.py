@@ -5,6 +5,7 @@ and benchmarks, a server on loopback with behaviour profiles and fault injection
 """
 
 from runner.simulator._boxes import box_answer
+from runner.simulator._limiters import LimiterKind, Limits, Verdict, make_limiter
 from runner.simulator._model import Answer, Seen, answer
 from runner.simulator._server import SimStats, Simulator, serving
 from runner.simulator._spec import Behaviour, BoxBehaviour, Faults, SimSpec
@@ -14,11 +15,15 @@ __all__ = [
     "Behaviour",
     "BoxBehaviour",
     "Faults",
+    "LimiterKind",
+    "Limits",
     "Seen",
     "SimSpec",
     "SimStats",
     "Simulator",
+    "Verdict",
     "answer",
     "box_answer",
+    "make_limiter",
     "serving",
 ]

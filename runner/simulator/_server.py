@@ -9,9 +9,9 @@ and the reasoning setting, and answers through :mod:`runner.simulator._model` (G
 questions) or :mod:`runner.simulator._boxes` (a box benchmark's, in its own answer form).
 
 Faults are decided per request in this order: authentication (when the spec names a key),
-the rate limit (a token bucket; 429 with retry-after, and ``x-ratelimit-*`` headers on every
-reply), spent quota after K answers, connection resets, latency, 5xx and overload, and last
-malformed or truncated bodies.
+the rate limit (a token bucket, a sliding or a fixed window: :mod:`runner.simulator._limiters`;
+429 with retry-after, and ``x-ratelimit-*`` headers on every reply), spent quota after K
+answers, connection resets, latency, 5xx and overload, and last malformed or truncated bodies.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,9 +42,10 @@ from conditions import (
     sent_scale,
 )
 from runner.simulator._boxes import box_answer
+from runner.simulator._limiters import Limits, Verdict, make_limiter
 from runner.simulator._model import Answer, Seen, Truth, answer
 from runner.simulator._prompts import BOX_PROMPTS, COLOUR, SPATIAL, expression_and_budget
-from runner.simulator._spec import SimSpec
+from runner.simulator._spec import Faults, SimSpec
 from runner.simulator._wires import WIRES, BadRequest, Parsed, Usage, WireFormat, wire_for
 
 _IMAGE_TOKEN = 28
@@ -86,6 +87,8 @@ class Simulator:
         images: Path | str,
         cache: VariantCache,
         spec: SimSpec | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.questions = questions
         self.images = Path(images)
@@ -100,11 +103,8 @@ class Simulator:
         self._occurrences: Counter[str] = Counter()
         self._arrivals: Counter[str] = Counter()
         self._calls = 0
-        faults = spec.faults
-        self._rate = (faults.requests_per_minute or 0.0) / 60.0
-        self._capacity = float(faults.burst or max(1, math.floor(self._rate)))
-        self._tokens = self._capacity
-        self._refilled = time.monotonic()
+        self.clock = clock
+        self._limits = _limits(spec.faults)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -120,9 +120,10 @@ class Simulator:
         if not self._authorised(request, wire):
             status, doc = wire.bad_key(self._bad_key_message(request))
             return self._send(status, json.dumps(doc).encode(), {})
-        headers = self._admit()
-        if headers is None:
-            return self._throttle(wire)
+        verdict = self._admit()
+        if verdict is not None and not verdict.admitted:
+            return self._throttle(wire, verdict)
+        headers = self._limit_headers(verdict)
         self._calls += 1
         if self.spec.faults.quota_after is not None and self._calls > self.spec.faults.quota_after:
             self.stats.faults["quota"] += 1
@@ -296,35 +297,29 @@ class Simulator:
 
     # -- the rate limit ------------------------------------------------------------------
 
-    def _admit(self) -> dict[str, str] | None:
-        """Take a token; the rate-limit headers, or ``None`` when the call is throttled."""
-        now = time.monotonic()
-        if not self._rate:
+    def _admit(self) -> Verdict | None:
+        """The rate limits' verdict on a call arriving now (``None``: no limit is set)."""
+        now = self.clock()
+        verdict = self._limits.admit(now) if self._limits is not None else None
+        if verdict is None or verdict.admitted:
             self.stats.admitted_at.append(now)
-            return {}
-        self._tokens = min(self._capacity, self._tokens + (now - self._refilled) * self._rate)
-        self._refilled = now
-        if self._tokens < 1.0:
-            return None
-        self._tokens -= 1.0
-        self.stats.admitted_at.append(now)
-        return self._limit_headers()
+        else:
+            self.stats.throttled_at.append(now)
+        return verdict
 
-    def _limit_headers(self) -> dict[str, str]:
-        if not self.spec.faults.ratelimit_headers or not self._rate:
+    def _limit_headers(self, verdict: Verdict | None) -> dict[str, str]:
+        if not self.spec.faults.ratelimit_headers or verdict is None:
             return {}
-        full_in = (self._capacity - self._tokens) / self._rate
         return {
-            "x-ratelimit-limit-requests": str(round(self._rate * 60)),
-            "x-ratelimit-remaining-requests": str(math.floor(self._tokens)),
-            "x-ratelimit-reset-requests": f"{full_in:.3f}s",
+            "x-ratelimit-limit-requests": f"{verdict.limit:g}",
+            "x-ratelimit-remaining-requests": str(verdict.remaining),
+            "x-ratelimit-reset-requests": f"{verdict.reset_s:.3f}s",
         }
 
-    def _throttle(self, wire: WireFormat) -> web.Response:
+    def _throttle(self, wire: WireFormat, verdict: Verdict) -> web.Response:
         self.stats.faults["rate-limited"] += 1
-        self.stats.throttled_at.append(time.monotonic())
-        wait = (1.0 - self._tokens) / self._rate
-        headers = self._limit_headers()
+        wait = verdict.wait_s
+        headers = self._limit_headers(verdict)
         style = self.spec.faults.retry_after
         if style == "ms":
             headers["retry-after-ms"] = str(max(1, math.ceil(wait * 1000)))
@@ -372,6 +367,16 @@ class Simulator:
         if request.transport is not None:
             request.transport.abort()
         return response
+
+
+def _limits(faults: Faults) -> Limits | None:
+    """The server's rate limits, of the kind the faults name (``None``: none)."""
+    made = [
+        make_limiter(faults.limiter, rate, span, faults.burst if span == 60.0 else None)
+        for rate, span in ((faults.requests_per_minute, 60.0), (faults.requests_per_second, 1.0))
+        if rate is not None
+    ]
+    return Limits(made) if made else None
 
 
 def _truth(same: bool) -> Truth:

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
+from runner.simulator._limiters import LimiterKind
 from scoring import Convention
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -63,6 +64,10 @@ class Faults(_Frozen):
     """What the server does wrong on purpose."""
 
     requests_per_minute: PositiveFloat | None = None  # None: no rate limit
+    requests_per_second: PositiveFloat | None = None  # a second limit, of the same kind
+    # How the server counts (PROTOCOL-free: the providers differ): a token bucket, a sliding
+    # 60 s window, or a fixed window reset on the minute. See runner.simulator._limiters.
+    limiter: LimiterKind = "token-bucket"
     burst: PositiveInt | None = None  # bucket size; default: one second's requests (≥ 1)
     retry_after: Literal["seconds", "ms", "none"] = "seconds"  # how a 429 says when to retry
     ratelimit_headers: bool = True  # send x-ratelimit-limit/remaining/reset-requests

@@ -26,7 +26,8 @@ def test_requests_are_spaced_at_the_configured_rate() -> None:
 
     starts = run_virtual(main)
     gaps = [b - a for a, b in itertools.pairwise(starts)]
-    assert gaps == pytest.approx([0.05] * 7)  # one per 50 ms, the first at once
+    # One per 50 ms, the window kept 0.5% longer than the server's for the way; the first at once.
+    assert gaps == pytest.approx([0.05 * 1.005] * 7)
     assert starts[0] == 0.0
 
 
@@ -47,31 +48,55 @@ def test_calls_in_flight_never_exceed_the_ceiling() -> None:
     assert asyncio.run(main()) == 3
 
 
-def test_a_throttle_pauses_halves_once_per_window_and_recovers_additively() -> None:
+def test_a_throttle_pauses_halves_once_per_window_and_learns_the_limit() -> None:
     async def main() -> None:
         clock = virtual_clock()
-        limiter = RateLimiter(requests_per_minute=1e6, max_concurrency=16, clock=clock)
+        limiter = RateLimiter(requests_per_minute=600, max_concurrency=16, clock=clock)
         slots = []
-        for _ in range(4):
+        for _ in range(10):  # ten calls in 0.9 s; the server admitted six, then throttled four
             async with limiter.slot() as slot:
                 slots.append(slot)
         # Four calls of one window throttled: one decrease, not four.
-        for slot in slots:
-            limiter.throttled(slot, retry_after=0.05)
+        for slot in slots[6:]:
+            limiter.throttled(slot, retry_after=0.15)
         assert limiter.ceiling == 8 and limiter.stats.decreases == 1
-        assert limiter.rate_factor == 0.5
+        # Six calls let through before the seventh left, and the server admits again 0.15 s
+        # after it: six in that span, the rate learnt (1% held back).
+        span = slots[6].sent_at - slots[0].sent_at + 0.15
+        assert limiter.limit == pytest.approx(6 / span * 60 * 0.99)
         begun = clock()
         async with limiter.slot():
             waited = clock() - begun
-        assert waited == pytest.approx(0.05)  # the whole backend waited out the retry-after
+        assert waited == pytest.approx(0.15)  # the whole backend waited out the retry-after
         for _ in range(120):  # the ceiling regains one per ceiling's worth of successes
             limiter.succeeded()
-        assert limiter.ceiling == 16 and limiter.rate_factor < 0.6
-        await asyncio.sleep(10.0)  # the rate regains 5% of the configured rate a second
-        limiter.succeeded()
-        assert limiter.rate_factor == 1.0
+        await asyncio.sleep(300.0)
+        assert limiter.ceiling == 16
+        assert limiter.limit < 600  # the limit learnt is held, not regained while idle
 
     run_virtual(main)
+
+
+def test_a_learnt_limit_rises_an_eighth_after_ten_minutes_without_a_throttle() -> None:
+    async def main() -> list[float]:
+        clock = virtual_clock()
+        limiter = RateLimiter(requests_per_minute=600, max_concurrency=4, clock=clock)
+        async with limiter.slot() as first:
+            pass
+        await asyncio.sleep(1.0)
+        async with limiter.slot() as second:
+            pass
+        limiter.throttled(second, retry_after=1.0)  # one call let through in 1.5 s: 40/min
+        learnt = limiter.limit
+        await asyncio.sleep(601.0)
+        async with limiter.slot():
+            pass
+        del first
+        return [learnt, limiter.limit]
+
+    learnt, raised = run_virtual(main)
+    assert learnt == pytest.approx(40 * 0.99)
+    assert raised == pytest.approx(learnt * 9 / 8)
 
 
 def test_a_throttle_without_retry_after_backs_off_exponentially() -> None:
