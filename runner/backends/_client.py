@@ -14,6 +14,7 @@ import dataclasses
 import logging
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -164,6 +165,8 @@ class Backend:
         self._owns_session = False
         self._stopped: CallError | None = None  # the terminal error that stopped it
         self._output_tokens = _RunningMean(DEFAULT_OUTPUT_ESTIMATE)
+        self.calls_sent = 0  # HTTP calls posted: every try of every attempt, for the counters
+        self.retried: Counter[str] = Counter()  # failures tried again, by kind
 
     @classmethod
     def from_env(
@@ -263,6 +266,7 @@ class Backend:
         if session is None:
             raise RuntimeError("use the backend inside 'async with'")
         async with self.limiter.slot(estimate) as slot:
+            self.calls_sent += 1
             begun = self.clock()
             try:
                 async with session.post(
@@ -343,6 +347,8 @@ class Backend:
     def _log_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome is not None else None
         wait = state.next_action.sleep if state.next_action is not None else 0.0
+        if isinstance(exc, CallError):
+            self.retried[exc.kind] += 1
         log.info(
             "%s: retry %d in %.2f s after %s",
             self.configuration.name,
