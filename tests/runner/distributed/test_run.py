@@ -9,8 +9,11 @@ going elsewhere; Ctrl-C ends a run in one line. Crashes and every injected fault
 from __future__ import annotations
 
 import itertools
+import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -344,3 +347,34 @@ def _signal_state(pid: int) -> list[str]:
     except OSError as exc:
         return [f"unreadable: {exc.strerror}"]
     return [line for line in lines if line.startswith(("SigBlk", "SigIgn", "SigCgt", "SigPnd"))]
+
+
+def test_the_counters_match_the_server_and_piped_output_holds_no_escape_code(
+    run: RunSetup,
+) -> None:
+    """5xx and resets retried, then a quota that stops the backend (its worker logs why,
+    through Ray's prefix): the summary's HTTP calls are the calls the server saw, and
+    nothing written to the pipes is coloured."""
+    faults = Faults(server_error=0.2, reset=0.2, quota_after=20)
+    spec = SimSpec(behaviour=CLEAN, faults=faults)
+    with simulator_thread(run.cohort, run.root, run.tmp / "v", spec) as (url, sim):
+        backend = {**_at(url), "max_transport_retries": 1, "retry_backoff_s": 0.001}
+        path = write_experiment(
+            run.tmp / "exp.toml", run.store, run.root, {"a": backend},
+            [{"name": "qa", "backend": "a", "conditions": ["base"]}],
+        )  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if k != "RAY_COLOR_PREFIX"}
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[3])
+        done = subprocess.run(
+            [sys.executable, "-c", "from runner.cli import main; main()", "run", str(path),
+             "--address", run.ray_address, "--no-check", "--progress-every", "0.3"],
+            capture_output=True, text=True, env=env, cwd=run.tmp, timeout=300,
+        )  # fmt: skip
+    output = done.stdout + done.stderr
+    assert "pid=" in output, output  # a worker's line came through Ray, prefixed
+    assert "\x1b[" not in output, output
+    (summary,) = [line for line in done.stdout.splitlines() if line.startswith("run ended")]
+    calls = int(summary.split(": ")[1].split(" HTTP calls sent")[0].replace(",", ""))
+    assert calls == sum(sim.stats.statuses.values())  # resets (status 0) included
+    assert sim.stats.faults["server_error"] > 0 and sim.stats.faults["reset"] > 0
+    assert "transient failures (5xx, resets, timeouts, broken bodies): " in done.stdout
