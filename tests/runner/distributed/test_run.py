@@ -2,7 +2,8 @@
 
 A small grid completes with every key once and live scores equal to offline ones; quota stops
 one backend only and a rerun sends exactly what is missing; SQL and the monitor reach a run
-going elsewhere; Ctrl-C ends a run in one line. Crashes and every injected fault are
+going elsewhere; Ctrl-C ends a run in one line; the summary's HTTP calls are the server's, and
+piped output holds no escape code. Crashes and every injected fault are
 ``test_faults.py``'s; a cluster of several nodes is ``test_multinode.py``'s.
 """
 
