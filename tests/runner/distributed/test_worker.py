@@ -25,7 +25,9 @@ CLEAN = Behaviour(refusal=0.0, wrong_count=0.0, decimals=0.0)  # every answer pa
 
 
 def _configuration(url: str, **settings: float) -> Configuration:
-    transport = Transport(base_url=url, requests_per_minute=60000.0, max_concurrency=8, **settings)
+    transport = Transport.model_validate(
+        {"base_url": url, "requests_per_minute": 60000.0, "max_concurrency": 8, **settings}
+    )
     return QWEN.model_copy(update={"conditions": ("base",), "transport": transport})
 
 
