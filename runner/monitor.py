@@ -37,15 +37,25 @@ class Reading:
 
 @dataclass(frozen=True)
 class BackendView:
+    """One backend's counters since its worker started, and its rates since the last reading.
+
+    Each request takes one or more attempts, each attempt one or more HTTP calls (a failure
+    retried within the attempt is another call): ``calls_sent`` ≥ attempts ≥ ``finished``.
+    """
+
     name: str
-    requests_per_s: float
+    requests_per_s: float  # requests finished per second
     tokens_per_min: float
     in_flight: int
-    ceiling: float
-    throttled: int  # 429s met (each pauses the backend)
-    transient: int  # attempts that ended in a transient error
+    ceiling: int  # the most calls admitted in flight now (lowered on a throttle)
     quota: str | None
     spend: float  # from the configured prices
+    calls_sent: int = 0  # HTTP calls: every try of every attempt
+    answered: int = 0  # attempts that got an answer
+    finished: int = 0  # requests whose attempts ended
+    throttled: int = 0  # 429s met (each pauses the backend)
+    transient_retried: int = 0  # transient failures tried again within their attempt
+    transient_ended: int = 0  # attempts that a transient failure ended (stored as errors)
     reachable: bool = True
     refused: str | None = None  # the refusal of its key or model that stopped it
 
@@ -98,7 +108,7 @@ def _backend_view(
     name: str, stats: WorkerStats | None, old: WorkerStats | None, span: float, prices: Prices
 ) -> BackendView:
     if stats is None:
-        return BackendView(name, 0.0, 0.0, 0, 0.0, 0, 0, None, 0.0, reachable=False)
+        return BackendView(name, 0.0, 0.0, 0, 0, None, 0.0, reachable=False)
     per_s = tokens = 0.0
     if old is not None and span > 0:
         per_s = (stats.requests - old.requests) / span
@@ -110,10 +120,14 @@ def _backend_view(
         tokens_per_min=max(tokens, 0.0),
         in_flight=stats.in_flight,
         ceiling=stats.ceiling,
-        throttled=stats.limiter.throttles,
-        transient=stats.errors.get("transient", 0),
         quota=stats.quota,
         spend=prices.cost(stats.input_tokens, stats.output_tokens),
+        calls_sent=stats.traffic.http_calls,
+        answered=stats.answered,
+        finished=stats.requests,
+        throttled=stats.limiter.throttles,
+        transient_retried=stats.traffic.transient_retried,
+        transient_ended=stats.errors.get("transient", 0),
         refused=stats.refused,
     )
 
@@ -174,22 +188,31 @@ def _table(title: str, narrow: bool, caption: str | None = None) -> Table:
 def _backends(view: Snapshot, narrow: bool = False) -> Table:
     backends = _table("Backends", narrow)
     for column, short in _BACKEND_COLUMNS:
+        header = short if narrow else column
+        if header is None:
+            continue
         backends.add_column(
-            short if narrow else column,
+            header,
             justify="left" if column in ("backend", "quota") else "right",
             overflow="fold",  # a name folds onto a second line, never ends in "…"
         )
     for b in view.backends:
-        quota = "—" if b.quota is None else Text("EXHAUSTED", style="bold red")
+        quota = (
+            "—" if b.quota is None else Text("SPENT" if narrow else "EXHAUSTED", style="bold red")
+        )
         if b.refused is not None:  # the key or model: stopped as for quota
             quota = Text("REFUSED" if narrow else "KEY/MODEL REFUSED", style="bold red")
+        rates = [] if narrow else [f"{b.requests_per_s:,.1f}", f"{b.tokens_per_min:,.0f}"]
         backends.add_row(
             b.name if b.reachable else f"{b.name} (restarting)",
-            f"{b.requests_per_s:,.1f}",
-            f"{b.tokens_per_min:,.0f}",
-            f"{b.in_flight}/{b.ceiling:g}",
+            *rates,
+            f"{b.in_flight}/{b.ceiling}",
+            f"{b.calls_sent:,}",
+            f"{b.answered:,}",
+            f"{b.finished:,}",
             f"{b.throttled:,}",
-            f"{b.transient:,}",
+            f"{b.transient_retried:,}",
+            f"{b.transient_ended:,}",
             quota,
             f"{b.spend:,.2f}",
         )
@@ -229,13 +252,15 @@ def _cells(view: Snapshot, max_cells: int, narrow: bool) -> Table:
     return cells
 
 
-_BACKEND_COLUMNS = (("backend", "backend"), ("req/s", "req/s"), ("tokens/min", "tok/min"),
-                    ("in flight", "flight"), ("429s", "429s"), ("transient", "trans."),
-                    ("quota", "quota"), ("spend $", "$"))  # fmt: skip
+_BACKEND_COLUMNS = (("backend", "backend"), ("req/s", None), ("tokens/min", None),
+                    ("in flight", "flight"), ("HTTP calls", "calls"), ("answered", "answ"),
+                    ("finished", "done"), ("429s", "429s"), ("transient retried", "retried"),
+                    ("transient ended", "ended"), ("quota", "quota"), ("spend $", "$"))  # fmt: skip
 _CELL_COLUMNS = (("configuration", "config"), ("condition", "condition"), ("N", "N"),
                  ("progress", ""), ("done", "done"), ("pending", "left"),
                  ("errored", "err"), ("parse %", "parse%"), ("fixed IoU", "IoU"))  # fmt: skip
-"""The tables' columns: header, and header on a narrow screen (below :data:`NARROW`)."""
+"""The tables' columns: header, and header on a narrow screen (below :data:`NARROW`). None: not
+there, for 80 columns to hold the counts whole; the totals line gives the run's requests/s."""
 
 
 def _cell_order(c: CellProgress) -> tuple[int, str, str, int]:
@@ -270,8 +295,10 @@ def plain_lines(view: Snapshot) -> list[str]:
     for b in view.backends:
         lines.append(
             f"  {b.name}: {b.requests_per_s:,.1f} req/s, {b.tokens_per_min:,.0f} tokens/min, "
-            f"{b.in_flight}/{b.ceiling:g} in flight, {b.throttled:,} × 429, "
-            f"{b.transient:,} transient, spend ${b.spend:,.2f}"
+            f"{b.in_flight}/{b.ceiling} in flight; {b.calls_sent:,} HTTP calls sent, "
+            f"{b.answered:,} attempts answered, {b.finished:,} requests finished; "
+            f"{b.throttled:,} × 429; transient failures: {b.transient_retried:,} retried, "
+            f"{b.transient_ended:,} ended an attempt; spend ${b.spend:,.2f}"
             + (f", QUOTA EXHAUSTED ({b.quota})" if b.quota else "")
             + (f", STOPPED: {b.refused}" if b.refused else "")
         )

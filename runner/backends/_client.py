@@ -15,6 +15,7 @@ import dataclasses
 import logging
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -160,6 +161,8 @@ class Backend:
         self._owns_session = False
         self._stopped: CallError | None = None  # the terminal error that stopped it
         self._output_tokens = _RunningMean(DEFAULT_OUTPUT_ESTIMATE)
+        self.calls_sent = 0  # HTTP calls posted: every try of every attempt, for the counters
+        self.retried: Counter[str] = Counter()  # failures tried again, by kind
 
     @classmethod
     def from_env(
@@ -276,6 +279,7 @@ class Backend:
         retries: int,
         started: datetime,
     ) -> Exchange:
+        self.calls_sent += 1  # the POST goes on the wire now
         begun = self.clock()
         try:
             async with session.post(
@@ -357,6 +361,8 @@ class Backend:
     def _log_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome is not None else None
         wait = state.next_action.sleep if state.next_action is not None else 0.0
+        if isinstance(exc, CallError):
+            self.retried[exc.kind] += 1
         log.info(
             "%s: retry %d in %.2f s after %s",
             self.configuration.name,

@@ -31,7 +31,7 @@ from runner.distributed._feeder import (
 from runner.distributed._ray import query_running_store
 from runner.distributed._scorer import BoxScorer, Scorer, scorer_for
 from runner.distributed._watch import read_run, watch_run
-from runner.distributed._worker import BackendWorker, ChunkOutcome, WorkerStats
+from runner.distributed._worker import BackendWorker, ChunkOutcome, Traffic, WorkerStats
 
 __all__ = [
     "QUERIES",
@@ -49,6 +49,7 @@ __all__ = [
     "RunOptions",
     "RunReport",
     "Scorer",
+    "Traffic",
     "WorkerLost",
     "WorkerStats",
     "query_running_store",

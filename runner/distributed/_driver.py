@@ -14,7 +14,7 @@ import itertools
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from runner.distributed._feeder import (
 from runner.distributed._scorer import scorer_for
 from runner.distributed._spend import SpendCap
 from runner.distributed._watch import read_run
+from runner.distributed._worker import Traffic
 from runner.experiment import Experiment
 from runner.monitor import Reading, Snapshot, plain_lines, snapshot
 from runner.plan import RequestId, first_questions, grid_of, prepare
@@ -85,9 +86,13 @@ class RunReport:
     progress: tuple[Progress, ...]
     backends: tuple[BackendReport, ...]
     elapsed_s: float
-    sent_requests: int
+    requests_finished: int  # requests whose attempts ended (answered, or an error stored)
     unscored: int
     simulator_calls: int | None = None
+    # HTTP calls sent, and failures retried within an attempt
+    traffic: Traffic = field(default_factory=Traffic)
+    attempts_answered: int = 0
+    transient_ended: int = 0  # attempts that a transient failure ended (stored as errors)
     errors: tuple[ErrorCount, ...] = ()  # what keeps the requests left from completing
     spent_total: float = 0.0  # dollars of every answer in the store, this run's and earlier
     max_spend: float | None = None
@@ -346,9 +351,12 @@ class _Run:
                 for f in self.feeds
             ),
             elapsed_s=time.monotonic() - begun,
-            sent_requests=sum(f.sent for f in self.feeds),
+            requests_finished=sum(f.finished for f in self.feeds),
             unscored=unscored,
             simulator_calls=calls,
+            traffic=sum((f.traffic for f in self.feeds), Traffic()),
+            attempts_answered=sum(f.answered for f in self.feeds),
+            transient_ended=sum(f.transient_ended for f in self.feeds),
             errors=errors,
             spent_total=self._spent_in_store(progress),
             max_spend=self.options.max_spend,
@@ -506,9 +514,18 @@ class _Run:
 
 def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
     """What the run did, what is left, and how to resume."""
+    traffic = report.traffic
     lines = [
-        f"run ended after {report.elapsed_s:.1f} s: {report.sent_requests:,} requests sent",
+        f"run ended after {report.elapsed_s:.1f} s: {traffic.http_calls:,} HTTP calls sent, "
+        f"{report.attempts_answered:,} attempts answered, {report.requests_finished:,} "
+        "requests finished",
     ]
+    if traffic.transient_retried or traffic.throttles_retried or report.transient_ended:
+        lines.append(
+            f"  transient failures (5xx, resets, timeouts, broken bodies): "
+            f"{traffic.transient_retried:,} retried, {report.transient_ended:,} ended an attempt; "
+            f"throttles (429): {traffic.throttles_retried:,} retried"
+        )
     for p in report.progress:
         state = "complete" if p.pending == 0 else f"{p.pending:,} pending ({p.errored:,} errored)"
         lines.append(

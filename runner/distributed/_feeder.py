@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from runner._errors import RunnerError
 from runner.distributed._spend import SpendCap, per_call
-from runner.distributed._worker import ChunkOutcome
+from runner.distributed._worker import ChunkOutcome, Traffic
 from runner.store import Pending
 
 Echo = Callable[[str], None]
@@ -113,7 +113,13 @@ class Feed:
     quota: str | None = None  # the quota error that stopped it, if one did
     refused: str | None = None  # the refusal of its key or model that stopped it, if one did
     restarts: int = 0
-    sent: int = 0  # requests whose attempts finished
+    finished: int = 0  # requests whose attempts finished
+    answered: int = 0  # attempts that got an answer
+    transient_ended: int = 0  # attempts that a transient failure ended
+    # HTTP calls sent and failures retried: the latest totals of the worker serving it now,
+    # and those of the workers that died before it
+    worker_traffic: Traffic = field(default_factory=Traffic)
+    earlier_traffic: Traffic = field(default_factory=Traffic)
     cost: Callable[[int, int], float] = lambda _input, _output: 0.0  # dollars of tokens
     call_cost: float = 0.0  # dollars a call is expected to cost before any is measured
     spent: float = 0.0  # dollars this run, from the tokens of its answers
@@ -122,7 +128,13 @@ class Feed:
     capped: bool = False  # stopped by the run's spending cap
 
     def next_call_cost(self) -> float:
-        return per_call(self.spent, self.sent, self.call_cost)
+        return per_call(self.spent, self.finished, self.call_cost)
+
+    @property
+    def traffic(self) -> Traffic:
+        """HTTP calls sent and failures retried, as far as this feed's workers reported them
+        (a worker that dies takes the calls it made after its last finished chunk with it)."""
+        return self.earlier_traffic + self.worker_traffic
 
 
 @dataclass
@@ -207,6 +219,7 @@ class Feeder:
         if feed.restarts > self._policy.max_restarts:
             raise RunFailed(f"backend {feed.name}: its actor died {feed.restarts} times")
         feed.port = await feed.restart()
+        feed.earlier_traffic, feed.worker_traffic = feed.traffic, Traffic()
         # Only what the store still lacks: a call whose record landed before the worker died
         # was paid for, and is not sent again.
         keys = {_key(p) for p in lost}
@@ -243,7 +256,10 @@ class Feeder:
         return chunk, cost * size
 
     def _settle(self, feed: Feed, outcome: ChunkOutcome, reserved: float) -> None:
-        feed.sent += outcome.calls
+        feed.finished += outcome.calls
+        feed.answered += outcome.answered
+        feed.transient_ended += outcome.transient
+        feed.worker_traffic = feed.worker_traffic.latest(outcome.traffic)
         feed.input_tokens += outcome.input_tokens
         feed.output_tokens += outcome.output_tokens
         spent = feed.cost(outcome.input_tokens, outcome.output_tokens)

@@ -45,12 +45,21 @@ from scoring import ScoringError
 NAME_WAIT_S = 20.0  # how long a named actor of an ended run may take to go away
 
 
+def _plain_prefixes() -> None:
+    """Ray colours the "(BackendActor pid=…)" it puts before each line its workers print,
+    terminal or not; where this process writes to no terminal (a log, a pipe), the prefix
+    goes plain. Ray reads RAY_COLOR_PREFIX as it prints each line; one set by the user stands."""
+    if not (sys.stdout.isatty() and sys.stderr.isatty()):
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")
+
+
 def connect(address: str | None, *, attach: bool = False, namespace: str | None = None) -> bool:
     """Join the Ray cluster at ``address`` (else ``RAY_ADDRESS``, as under ``ray job submit``);
     a run with neither starts a local one, ``attach`` (watching or querying a run) looks for
     one on this machine. True if this call started Ray (the caller shuts it down)."""
     if ray.is_initialized():
         return False
+    _plain_prefixes()
     # Ray's own notices (token set-up, start-up) would drown the progress lines; errors stay.
     kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": not attach}
     if namespace is not None:

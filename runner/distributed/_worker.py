@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+import math
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +46,45 @@ Write = Callable[[list[ResponseRow]], Awaitable[object]]
 
 
 @dataclass(frozen=True)
+class Traffic:
+    """What a worker's backends put on the wire since the worker started: running totals.
+
+    An attempt is one or more HTTP calls: the first, and one more for each failure retried
+    within it (a transient one, or a throttle).
+    """
+
+    http_calls: int = 0  # POSTs sent, every try of every attempt
+    transient_retried: int = 0  # 5xx, resets, timeouts, broken bodies: tried again
+    throttles_retried: int = 0  # 429s: tried again after the pause
+
+    @classmethod
+    def of(cls, backends: Iterable[Backend]) -> Traffic:
+        """The totals of ``backends`` (one limiter's configurations)."""
+        calls = transient = throttles = 0
+        for b in backends:
+            calls += b.calls_sent
+            transient += b.retried["transient"]
+            throttles += b.retried["rate-limited"]
+        return cls(calls, transient, throttles)
+
+    def __add__(self, other: Traffic) -> Traffic:
+        return Traffic(
+            self.http_calls + other.http_calls,
+            self.transient_retried + other.transient_retried,
+            self.throttles_retried + other.throttles_retried,
+        )
+
+    def latest(self, other: Traffic) -> Traffic:
+        """The later of two readings of one worker's totals (each only grows), whichever
+        order they arrive in."""
+        return Traffic(
+            max(self.http_calls, other.http_calls),
+            max(self.transient_retried, other.transient_retried),
+            max(self.throttles_retried, other.throttles_retried),
+        )
+
+
+@dataclass(frozen=True)
 class ChunkOutcome:
     """What became of one chunk of calls."""
 
@@ -52,10 +92,14 @@ class ChunkOutcome:
     attempts: int  # records stored (answers and errors)
     answered: int
     errored: int
+    transient: int = 0  # of the errored: attempts that a transient failure ended
     quota: str | None = None  # the quota error that stopped the backend, if one did
     refused: str | None = None  # the refusal of its key or model that stopped it, if one did
     input_tokens: int = 0  # of its answers: what the provider bills
     output_tokens: int = 0  # reasoning included, as both wires report it
+    # The worker's running totals as the chunk ended, not the chunk's own: chunks run at once
+    # and share the backends, so a call is never told to one chunk.
+    traffic: Traffic = Traffic()
 
 
 @dataclass
@@ -66,11 +110,12 @@ class WorkerStats:
     attempts: int = 0
     answered: int = 0
     errored: int = 0
+    traffic: Traffic = Traffic()  # HTTP calls sent and failures retried
     input_tokens: int = 0
     output_tokens: int = 0
     errors: dict[str, int] = field(default_factory=dict)  # errored attempts by class
     in_flight: int = 0
-    ceiling: float = 0.0  # the limiter's current ceiling on calls in flight (AIMD)
+    ceiling: int = 0  # the most calls the limiter admits in flight now (AIMD lowers it)
     limiter: LimiterStats = field(default_factory=LimiterStats)
     quota: str | None = None
     refused: str | None = None
@@ -105,11 +150,13 @@ class BackendWorker:
         self._slots: asyncio.Semaphore | None = None
         self._stopped: CallError | None = None  # the terminal error that stopped the backend
         self._stats = WorkerStats()
+        self._traffic_before = Traffic()  # of the backends a quota wait replaced
         # The backends are made now (a missing key or an unmappable setting fails at once),
         # but their session only on the loop that sends.
         self._make_backends()
 
     def _make_backends(self) -> None:
+        self._traffic_before = self.traffic()
         limiter = RateLimiter.for_transport(self._transport)
         self._backends = {
             name: Backend(c, self._key_for(c), limiter=limiter)
@@ -143,12 +190,15 @@ class BackendWorker:
         assert slots is not None
         queue = iter(calls)
         counts = dict.fromkeys(
-            ("calls", "attempts", "answered", "errored", "input_tokens", "output_tokens"), 0
-        )
+            ("calls", "attempts", "answered", "errored", "transient", "input_tokens",
+             "output_tokens"),
+            0,
+        )  # fmt: skip
 
         async def counted(record: AttemptRecord) -> None:
             counts["attempts"] += 1
             counts["answered" if record.outcome == "answer" else "errored"] += 1
+            counts["transient"] += record.outcome == "transient"
             if record.outcome == "answer":
                 counts["input_tokens"] += record.input_tokens or 0
                 counts["output_tokens"] += record.output_tokens or 0
@@ -180,7 +230,10 @@ class BackendWorker:
                     group.create_task(take())
         except ExceptionGroup as failed:  # the first failure, as itself (a missing image, ...)
             raise failed.exceptions[0] from None
-        return ChunkOutcome(**counts, quota=self._stats.quota, refused=self._stats.refused)
+        stats = self._stats
+        return ChunkOutcome(
+            **counts, quota=stats.quota, refused=stats.refused, traffic=self.traffic()
+        )
 
     async def _ask(
         self, call: Pending, sink: Callable[[AttemptRecord], Awaitable[None]]
@@ -224,9 +277,15 @@ class BackendWorker:
         self._stats.quota = self._stats.refused = None
         self._make_backends()
 
+    def traffic(self) -> Traffic:
+        """HTTP calls sent and failures retried since the worker started."""
+        return self._traffic_before + Traffic.of(self._backends.values())
+
     def stats(self) -> WorkerStats:
         limiter = next(iter(self._backends.values())).limiter
         self._stats.limiter = limiter.stats
         self._stats.in_flight = limiter.in_flight
-        self._stats.ceiling = limiter.ceiling
+        # Whole calls, as admission counts them (RateLimiter._admit): AIMD's 8.49 admits 8.
+        self._stats.ceiling = max(1, math.floor(limiter.ceiling))
+        self._stats.traffic = self.traffic()
         return self._stats

@@ -25,7 +25,7 @@ def test_the_demo_runs_the_grid_reports_and_resumes(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert "requests complete" in first.stdout  # the progress view (no terminal: plain lines)
     sent = next(line for line in first.stdout.splitlines() if line.startswith("run ended"))
-    assert " 0 requests sent" not in sent
+    assert " 0 HTTP calls sent" not in sent
     assert "…" not in first.stdout  # piped: the tables print whole (Table 1 has 14 columns)
     for name in ("table1.md", "table3.csv", "table5.tex", "iou_by_n.png", "iou_by_n.pdf",
                  "results.csv", "results.parquet"):  # fmt: skip
@@ -34,7 +34,7 @@ def test_the_demo_runs_the_grid_reports_and_resumes(tmp_path: Path) -> None:
 
     again = _demo(folder)  # a rerun resumes: nothing left to send
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "run ended after" in again.stdout and ": 0 requests sent" in again.stdout
+    assert "run ended after" in again.stdout and ": 0 HTTP calls sent" in again.stdout
 
 
 def test_the_box_demo_runs_a_benchmark_reports_its_table_and_resumes(tmp_path: Path) -> None:
@@ -44,9 +44,9 @@ def test_the_box_demo_runs_a_benchmark_reports_its_table_and_resumes(tmp_path: P
     first = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     # The paper's four configurations, each without and with reasoning, 12 questions each.
-    assert "run ended after" in first.stdout and ": 96 requests sent" in first.stdout
+    assert "run ended after" in first.stdout and ", 96 requests finished" in first.stdout
     table = (folder / "report-groundingme" / "box-groundingme.md").read_text()
     assert "| Discriminative | Spatial | Limited | Rejection | Total |" in table
     assert table.count("| qwen-max |") == 2
     again = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert again.returncode == 0 and ": 0 requests sent" in again.stdout, again.stderr[-3000:]
+    assert again.returncode == 0 and ": 0 HTTP calls sent" in again.stdout, again.stderr[-3000:]

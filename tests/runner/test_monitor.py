@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 
 from runner.backends import LimiterStats
-from runner.distributed import WorkerStats
+from runner.distributed import Traffic, WorkerStats
 from runner.experiment import Prices
 from runner.monitor import Reading, plain_lines, render, snapshot
 from runner.store import CellProgress, Progress
@@ -26,9 +26,10 @@ def _cells(complete: int) -> list[CellProgress]:
 
 def _stats(requests: int, tokens: int, quota: str | None = None) -> WorkerStats:
     return WorkerStats(
-        requests=requests, input_tokens=tokens, output_tokens=tokens,
-        errors={"transient": 2}, in_flight=7, ceiling=16.0,
-        limiter=LimiterStats(throttles=5), quota=quota,
+        requests=requests, attempts=requests + 3, answered=requests + 1, errored=2,
+        input_tokens=tokens, output_tokens=tokens, errors={"transient": 2}, in_flight=7,
+        ceiling=16, traffic=Traffic(requests + 12, 6, 3), limiter=LimiterStats(throttles=5),
+        quota=quota,
     )  # fmt: skip
 
 
@@ -41,7 +42,11 @@ def test_rates_eta_and_spend_come_from_two_readings() -> None:
     assert qwen.requests_per_s == 21.0
     assert qwen.tokens_per_min == 60 * 200_000 / 10
     assert qwen.spend == 0.45  # 150k in at $1/M + 150k out at $2/M
-    assert (qwen.in_flight, qwen.ceiling, qwen.throttled, qwen.transient) == (7, 16.0, 5, 2)
+    assert (qwen.in_flight, qwen.ceiling, qwen.throttled) == (7, 16, 5)
+    # Calls, attempts answered and requests finished apart; transient failures retried apart
+    # from those that ended an attempt.
+    assert (qwen.calls_sent, qwen.answered, qwen.finished) == (342, 331, 330)
+    assert (qwen.transient_retried, qwen.transient_ended) == (6, 2)
     kimi = next(b for b in view.backends if b.name == "kimi")
     assert not kimi.reachable
     assert snapshot(now, None, 0.0, {}).rate is None  # one reading: no rate yet
@@ -63,7 +68,11 @@ def test_the_view_draws_backends_cells_and_the_totals() -> None:
     assert "61.2" in out.getvalue()
     lines = plain_lines(view)
     assert lines[0].startswith("[   10.0 s] 300/1,000 requests complete (30.0%)")
-    assert "QUOTA EXHAUSTED (spent)" in lines[1]
+    assert lines[1] == (
+        "  qwen: 21.0 req/s, 120 tokens/min, 7/16 in flight; 222 HTTP calls sent, 211 attempts "
+        "answered, 210 requests finished; 5 × 429; transient failures: 6 retried, 2 ended an "
+        "attempt; spend $0.00, QUOTA EXHAUSTED (spent)"
+    )
 
 
 def test_a_backend_stopped_by_a_refused_key_says_so() -> None:

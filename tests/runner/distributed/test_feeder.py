@@ -141,7 +141,7 @@ def test_every_call_is_sent_once_with_at_most_the_chunks_in_flight() -> None:
     _drive(store, feed)
     assert sorted(backend.sent) == [p.qid for p in store.calls]  # each once
     assert backend.chunks == 10 and backend.most_running == 2  # ceil(37 / 4), two at a time
-    assert feed.sent == 37 and feed.restarts == 0 and store.asked == 1
+    assert feed.finished == 37 and feed.restarts == 0 and store.asked == 1
 
 
 @pytest.mark.parametrize("die_on", [1, 2, 5, 10])

@@ -2,15 +2,19 @@
 
 A small grid completes with every key once and live scores equal to offline ones; quota stops
 one backend only and a rerun sends exactly what is missing; SQL and the monitor reach a run
-going elsewhere; Ctrl-C ends a run in one line. Crashes and every injected fault are
+going elsewhere; Ctrl-C ends a run in one line; the summary's HTTP calls are the server's, and
+piped output holds no escape code. Crashes and every injected fault are
 ``test_faults.py``'s; a cluster of several nodes is ``test_multinode.py``'s.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -100,7 +104,7 @@ def test_a_small_grid_completes_once_with_live_scores_equal_to_offline(run: RunS
     assert controls == 5 * boxes > 0
 
     again = run_once(path)  # a rerun of a complete grid sends nothing
-    assert again.complete and again.sent_requests == 0 and again.simulator_calls == 0
+    assert again.complete and again.requests_finished == 0 and again.simulator_calls == 0
 
     # Another model under the same configuration name is another protocol: refused, and the
     # store is left as it was.
@@ -146,7 +150,7 @@ def test_a_wrong_key_stops_its_backend_and_the_run_says_why(run: RunSetup) -> No
         report = run_once(path, lines)
     # Only the calls in flight when the first 401 came back were sent (the concurrency, 8).
     sent = sim.stats.statuses[401]
-    assert 1 <= sent <= 8 and sum(sim.stats.statuses.values()) == sent == report.sent_requests
+    assert 1 <= sent <= 8 and sum(sim.stats.statuses.values()) == sent == report.requests_finished
     assert not report.complete and report.pending == report.progress[0].requests
     assert report.backends[0].refused is not None and report.backends[0].quota is None
     assert any("backend a: stopped, no call of it can succeed" in line for line in lines)
@@ -344,3 +348,34 @@ def _signal_state(pid: int) -> list[str]:
     except OSError as exc:
         return [f"unreadable: {exc.strerror}"]
     return [line for line in lines if line.startswith(("SigBlk", "SigIgn", "SigCgt", "SigPnd"))]
+
+
+def test_the_counters_match_the_server_and_piped_output_holds_no_escape_code(
+    run: RunSetup,
+) -> None:
+    """5xx and resets retried, then a quota that stops the backend (its worker logs why,
+    through Ray's prefix): the summary's HTTP calls are the calls the server saw, and
+    nothing written to the pipes is coloured."""
+    faults = Faults(server_error=0.2, reset=0.2, quota_after=20)
+    spec = SimSpec(behaviour=CLEAN, faults=faults)
+    with simulator_thread(run.cohort, run.root, run.tmp / "v", spec) as (url, sim):
+        backend = {**_at(url), "max_transport_retries": 1, "retry_backoff_s": 0.001}
+        path = write_experiment(
+            run.tmp / "exp.toml", run.store, run.root, {"a": backend},
+            [{"name": "qa", "backend": "a", "conditions": ["base"]}],
+        )  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if k != "RAY_COLOR_PREFIX"}
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[3])
+        done = subprocess.run(
+            [sys.executable, "-c", "from runner.cli import main; main()", "run", str(path),
+             "--address", run.ray_address, "--no-check", "--progress-every", "0.3"],
+            capture_output=True, text=True, env=env, cwd=run.tmp, timeout=300,
+        )  # fmt: skip
+    output = done.stdout + done.stderr
+    assert "pid=" in output, output  # a worker's line came through Ray, prefixed
+    assert "\x1b[" not in output, output
+    (summary,) = [line for line in done.stdout.splitlines() if line.startswith("run ended")]
+    calls = int(summary.split(": ")[1].split(" HTTP calls sent")[0].replace(",", ""))
+    assert calls == sum(sim.stats.statuses.values())  # resets (status 0) included
+    assert sim.stats.faults["server_error"] > 0 and sim.stats.faults["reset"] > 0
+    assert "transient failures (5xx, resets, timeouts, broken bodies): " in done.stdout

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from runner.distributed import BackendReport, RunReport, summary_lines
+from runner.distributed import BackendReport, RunReport, Traffic, summary_lines
 from runner.store import ErrorCount, Progress
 
 
@@ -85,3 +85,20 @@ def test_the_spend_is_said_for_this_run_and_the_store_and_a_cap_says_how_to_go_o
     assert done[-1] == (
         "100 requests left: run groundbench run exp.toml without --limit to send exactly those"
     )
+
+
+def test_calls_attempts_and_requests_are_said_apart_and_retries_apart_from_ends() -> None:
+    report = dataclasses.replace(
+        _report((BackendReport("a", ("qa",), None, 0),), ()),
+        elapsed_s=14.1,
+        requests_finished=94,
+        traffic=Traffic(http_calls=116, transient_retried=14, throttles_retried=2),
+        attempts_answered=98,
+        transient_ended=2,
+    )
+    lines = summary_lines(report, Path("exp.toml"))
+    assert lines[:2] == [
+        "run ended after 14.1 s: 116 HTTP calls sent, 98 attempts answered, 94 requests finished",
+        "  transient failures (5xx, resets, timeouts, broken bodies): 14 retried, 2 ended an "
+        "attempt; throttles (429): 2 retried",
+    ]

@@ -24,8 +24,10 @@ QWEN = next(c for c in PAPER_CONFIGURATIONS if c.provider == "qwen")
 CLEAN = Behaviour(refusal=0.0, wrong_count=0.0, decimals=0.0)  # every answer parses
 
 
-def _configuration(url: str) -> Configuration:
-    transport = Transport(base_url=url, requests_per_minute=60000.0, max_concurrency=8)
+def _configuration(url: str, **settings: float) -> Configuration:
+    transport = Transport.model_validate(
+        {"base_url": url, "requests_per_minute": 60000.0, "max_concurrency": 8, **settings}
+    )
     return QWEN.model_copy(update={"conditions": ("base",), "transport": transport})
 
 
@@ -40,7 +42,13 @@ def _store(path: Path, cohort: Cohort) -> Store:
 
 
 def _run_worker(
-    store: Store, cohort: Cohort, root: DataRoot, tmp: Path, spec: SimSpec, key: str = "sk-test"
+    store: Store,
+    cohort: Cohort,
+    root: DataRoot,
+    tmp: Path,
+    spec: SimSpec,
+    key: str = "sk-test",
+    **transport: float,
 ) -> tuple[ChunkOutcome, Simulator]:
     simulator = Simulator(cohort, root.images, VariantCache(tmp / "variants"), spec)
 
@@ -50,7 +58,7 @@ def _run_worker(
     async def main() -> ChunkOutcome:
         async with serving(simulator) as url:
             worker = BackendWorker(
-                [_configuration(url)], cohort, root.images, tmp / "variants", write,
+                [_configuration(url, **transport)], cohort, root.images, tmp / "variants", write,
                 lambda _: ApiKey(key),
             )  # fmt: skip
             try:
@@ -88,7 +96,7 @@ def test_quota_stops_the_worker_and_a_second_run_sends_exactly_the_rest(
     assert stored["answer"] == 25 == sim.stats.answered  # every paid answer is stored
     # Every call the simulator saw is stored: the answers, and the quota errors of the calls
     # that were in flight when the quota ran out (at most the concurrency).
-    assert sum(stored.values()) == sum(sim.stats.statuses.values())
+    assert sum(stored.values()) == sum(sim.stats.statuses.values()) == outcome.traffic.http_calls
     assert stored["quota"] <= 8
     left = store.pending()
     assert len(left) == requests - 25
@@ -102,6 +110,29 @@ def test_quota_stops_the_worker_and_a_second_run_sends_exactly_the_rest(
         "WHERE outcome = 'answer'"
     )
     assert answers == keys == requests
+
+
+def test_http_calls_attempts_and_requests_are_counted_apart_and_retries_counted(
+    small_cohort: Cohort, small_root: DataRoot, tmp_path: Path
+) -> None:
+    """Every call the server saw is one the worker counts; each 5xx or reset is either retried
+    within its attempt or ends it, and is counted as one or the other."""
+    store = _store(tmp_path / "exp.duckdb", small_cohort)
+    requests = len(store.pending())
+    faulty = SimSpec(behaviour=CLEAN, faults=Faults(server_error=0.25, reset=0.25))
+    outcome, sim = _run_worker(
+        store, small_cohort, small_root, tmp_path, faulty,
+        max_transport_retries=1, retry_backoff_s=0.001,
+    )  # fmt: skip
+    statuses = sim.stats.statuses
+    failed = statuses[0] + statuses[500] + statuses[503]  # a reset is status 0
+    traffic = outcome.traffic
+    assert traffic.http_calls == sum(statuses.values())
+    assert traffic.http_calls == outcome.attempts + traffic.transient_retried  # one more each
+    assert traffic.transient_retried > 0 and outcome.transient > 0  # both happened
+    assert traffic.transient_retried + outcome.transient == failed
+    assert traffic.throttles_retried == 0
+    assert outcome.answered == statuses[200] and outcome.calls == requests
 
 
 def test_a_wrong_key_stops_the_worker_after_the_calls_in_flight(
