@@ -148,6 +148,11 @@ class RateLimiter:
         )
 
     @property
+    def learnt(self) -> float | None:
+        """The limit (per minute) a throttle taught and the limiter keeps to, if one did."""
+        return self._learnt if self._learnt < self.configured else None
+
+    @property
     def limit(self) -> float:
         """Requests per minute in force: the lowest of configured, stated and learnt."""
         return min(self.configured, self._stated, self._learnt)

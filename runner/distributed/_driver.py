@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -77,6 +78,7 @@ class BackendReport:
     refused: str | None = None  # the refusal of its key or model that stopped it
     spent: float = 0.0  # dollars this run, from its answers' tokens and the prices
     capped: bool = False  # stopped by the spending cap
+    learnt_per_minute: float | None = None  # the limit its 429s taught, below the configured
 
 
 @dataclass(frozen=True)
@@ -346,7 +348,14 @@ class _Run:
             progress=progress,
             backends=tuple(
                 BackendReport(
-                    f.name, f.configurations, f.quota, f.restarts, f.refused, f.spent, f.capped
+                    f.name,
+                    f.configurations,
+                    f.quota,
+                    f.restarts,
+                    f.refused,
+                    f.spent,
+                    f.capped,
+                    f.learnt_per_minute,
                 )
                 for f in self.feeds
             ),
@@ -537,6 +546,13 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
             lines.append(f"  backend {b.name} stopped: quota exhausted ({b.quota})")
         if b.refused is not None:
             lines.append(f"  backend {b.name} stopped: no call of it can succeed ({b.refused})")
+        if b.learnt_per_minute is not None:
+            learnt = math.floor(b.learnt_per_minute)
+            lines.append(
+                f"  backend {b.name}: its server admits about {learnt:,} requests/min, below its "
+                f"requests_per_minute (learnt from its 429s, and kept to); set "
+                f"requests_per_minute = {learnt} to start there"
+            )
     if report.errors:
         lines.append("  errors that keep requests from completing, most frequent first:")
         lines.extend(f"    {error_line(e)}" for e in report.errors)

@@ -126,6 +126,7 @@ class Feed:
     input_tokens: int = 0
     output_tokens: int = 0
     capped: bool = False  # stopped by the run's spending cap
+    learnt_per_minute: float | None = None  # the limit its 429s taught, as last reported
 
     def next_call_cost(self) -> float:
         return per_call(self.spent, self.finished, self.call_cost)
@@ -260,6 +261,7 @@ class Feeder:
         feed.answered += outcome.answered
         feed.transient_ended += outcome.transient
         feed.worker_traffic = feed.worker_traffic.latest(outcome.traffic)
+        feed.learnt_per_minute = outcome.learnt_per_minute
         feed.input_tokens += outcome.input_tokens
         feed.output_tokens += outcome.output_tokens
         spent = feed.cost(outcome.input_tokens, outcome.output_tokens)

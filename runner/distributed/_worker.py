@@ -100,6 +100,7 @@ class ChunkOutcome:
     # The worker's running totals as the chunk ended, not the chunk's own: chunks run at once
     # and share the backends, so a call is never told to one chunk.
     traffic: Traffic = Traffic()
+    learnt_per_minute: float | None = None  # the limit its 429s taught the backend, if any
 
 
 @dataclass
@@ -231,9 +232,11 @@ class BackendWorker:
         except ExceptionGroup as failed:  # the first failure, as itself (a missing image, ...)
             raise failed.exceptions[0] from None
         stats = self._stats
+        limiter = next(iter(self._backends.values())).limiter
         return ChunkOutcome(
-            **counts, quota=stats.quota, refused=stats.refused, traffic=self.traffic()
-        )
+            **counts, quota=stats.quota, refused=stats.refused, traffic=self.traffic(),
+            learnt_per_minute=limiter.learnt,
+        )  # fmt: skip
 
     async def _ask(
         self, call: Pending, sink: Callable[[AttemptRecord], Awaitable[None]]

@@ -102,3 +102,14 @@ def test_calls_attempts_and_requests_are_said_apart_and_retries_apart_from_ends(
         "  transient failures (5xx, resets, timeouts, broken bodies): 14 retried, 2 ended an "
         "attempt; throttles (429): 2 retried",
     ]
+
+
+def test_a_limit_learnt_from_429s_is_said_with_the_setting_to_start_there() -> None:
+    backends = (BackendReport("a", ("qa",), None, 0, learnt_per_minute=148.6),)
+    lines = summary_lines(_report(backends, ()), Path("exp.toml"))
+    assert (
+        "  backend a: its server admits about 148 requests/min, below its requests_per_minute "
+        "(learnt from its 429s, and kept to); set requests_per_minute = 148 to start there"
+    ) in lines
+    quiet = summary_lines(_report((BackendReport("a", ("qa",), None, 0),), ()), None)
+    assert not any("learnt" in line for line in quiet)
