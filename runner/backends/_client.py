@@ -45,6 +45,7 @@ from runner._errors import ConfigError
 from runner.backends._errors import (
     CallError,
     Fatal,
+    QuotaExhausted,
     RateLimited,
     TooLarge,
     Transient,
@@ -201,8 +202,9 @@ class Backend:
 
     @property
     def stopped(self) -> CallError | None:
-        """The terminal error (spent quota, a refused key or model) that stopped this backend,
-        if one has."""
+        """The terminal error (spent quota, its account's or a refused key or model) that
+        stopped this backend, if one has."""
+        self._is_stopped()
         return self._stopped
 
     async def send(
@@ -219,7 +221,7 @@ class Backend:
             failure once the tries or the time allowed are used up. ``transport_retries``
             on the error says how many retries were made.
         """
-        if self._stopped is not None:
+        if self._is_stopped():
             raise self._not_sent()
         body = self.wire.encode(request)
         headers = {
@@ -256,7 +258,7 @@ class Backend:
         retries: int,
         started: datetime,
     ) -> Exchange:
-        if self._stopped is not None:  # stopped while this request waited to retry
+        if self._is_stopped():  # stopped while this request waited to retry
             raise self._not_sent()
         session = self._session
         if session is None:
@@ -268,6 +270,10 @@ class Backend:
             raise self._not_sent() from None
 
     def _is_stopped(self) -> bool:
+        """Whether this backend, or its account's quota, stopped it."""
+        halted = self.limiter.halted
+        if self._stopped is None and isinstance(halted, CallError):
+            self._stopped = halted  # another configuration of the account met its quota
         return self._stopped is not None
 
     async def _exchange(
@@ -320,6 +326,8 @@ class Backend:
             error.retry_after = self.limiter.throttled(slot, error.retry_after)
         elif error.stops and self._stopped is None:
             self._stopped = error
+            if isinstance(error, QuotaExhausted):  # the account's: every configuration on it
+                self.limiter.halt(error)
             self.limiter.wake()  # the calls waiting for a slot leave unsent, now
             name = self.configuration.name
             log.error("%s: %s, no further calls: %s", name, error.stopped_because, error)

@@ -135,6 +135,7 @@ class RateLimiter:
         self._tokens = _TokenBucket(tokens_per_minute, clock) if tokens_per_minute else None
         self._admission = asyncio.Lock()
         self._freed = asyncio.Event()
+        self.halted: BaseException | None = None  # what stopped every call of the account
 
     @classmethod
     def for_transport(cls, transport: Transport, *, clock: Clock = time.monotonic) -> RateLimiter:
@@ -166,8 +167,8 @@ class RateLimiter:
         Raises
         ------
         Stopped
-            ``given_up()`` became true while the call waited: it leaves unsent, and takes
-            neither a place in the windows nor a slot.
+            ``given_up()`` became true, or the limiter was halted, while the call waited: it
+            leaves unsent, and takes neither a place in the windows nor a slot.
         """
         slot = await self._admit(tokens, given_up)
         try:
@@ -180,10 +181,16 @@ class RateLimiter:
         """Wake the call waiting for admission, to look again at whether it is given up."""
         self._freed.set()
 
+    def halt(self, why: BaseException) -> None:
+        """Admit nothing more, for any configuration on this limiter (its account's quota is
+        spent): every call waiting leaves unsent."""
+        self.halted = why
+        self.wake()
+
     async def _admit(self, tokens: int, given_up: Callable[[], bool]) -> Slot:
         async with self._admission:
             while True:
-                if given_up():
+                if given_up() or self.halted is not None:
                     self.stats.released_unsent += 1
                     raise Stopped
                 now = self.clock()

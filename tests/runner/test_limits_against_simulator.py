@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 
 from conditions import Cohort, DataRoot, Request, VariantCache
-from runner.backends import ApiKey, AttemptRecord, Backend, CallError, ask
+from runner.backends import ApiKey, AttemptRecord, Backend, CallError, RateLimiter, ask
 from runner.simulator import Faults, LimiterKind, SimSpec, Simulator, serving
 from tests.runner.test_against_simulator import CLEAN, KEY, QWEN, _requests, _with
 from tests.virtual_time import run_virtual, virtual_clock
@@ -118,3 +118,27 @@ def test_no_call_leaves_after_a_quota_error_and_the_waiting_ones_are_not_sent(
     errors = [o for o in outcomes if isinstance(o, CallError)]
     assert len(errors) == 35 and sum(e.sent for e in errors) == 1
     assert [r.outcome for r in records] == ["answer"] * 5 + ["quota"]  # unsent: not stored
+
+
+def test_a_quota_error_stops_every_configuration_of_the_account(
+    small_cohort: Cohort, small_root: DataRoot, requests: tuple[list[Request], VariantCache],
+) -> None:  # fmt: skip
+    batch, cache = requests
+    sim = Simulator(small_cohort, small_root.images, cache,
+                    SimSpec(behaviour=CLEAN, faults=Faults(quota_after=3)))  # fmt: skip
+
+    async def main() -> list[BaseException | list[AttemptRecord]]:
+        async with serving(sim) as url:
+            first = _with(QWEN, url, requests_per_minute=6000, max_concurrency=1)
+            second = first.model_copy(update={"name": "qwen-second"})
+            shared = RateLimiter.for_transport(first.transport)  # one account, one limiter
+            async with (
+                Backend(first, ApiKey(KEY), limiter=shared) as a,
+                Backend(second, ApiKey(KEY), limiter=shared) as b,
+            ):
+                asks = [ask(backend, r, lambda _: None) for r in batch[:20] for backend in (a, b)]
+                return await asyncio.gather(*asks, return_exceptions=True)
+
+    outcomes = asyncio.run(main())
+    assert sim.stats.statuses == Counter({200: 3, 429: 1})  # then nothing, from either
+    assert sum(isinstance(o, CallError) and o.sent for o in outcomes) == 1
