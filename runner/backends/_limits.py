@@ -356,12 +356,15 @@ class RateLimiter:
             self._paused_until = until
 
     def observe(self, headers: Mapping[str, str]) -> None:
-        """Honour ``x-ratelimit-*``: never schedule faster than the limit the server states,
-        and when nothing remains, wait for the reset."""
+        """Honour ``x-ratelimit-*``: never schedule faster than the limits the server states
+        (requests and tokens a minute), and when nothing remains, wait for the reset."""
         limit = _number(headers.get("x-ratelimit-limit-requests"))
         if limit is not None and limit > 0:
             self._stated = limit
             self.stats.limit_per_minute = self.limit
+        tokens = _number(headers.get("x-ratelimit-limit-tokens"))
+        if tokens is not None and tokens > 0:
+            self._state_tokens(tokens, _number(headers.get("x-ratelimit-remaining-tokens")))
         for kind in ("requests", "tokens"):
             remaining = _number(headers.get(f"x-ratelimit-remaining-{kind}"))
             if remaining is not None and remaining <= 0:
@@ -369,6 +372,17 @@ class RateLimiter:
                 if reset is not None:
                     self.stats.header_pauses += 1
                     self.pause(reset)
+
+    def _state_tokens(self, per_minute: float, remaining: float | None) -> None:
+        """A tokens-a-minute limit the server states, where it is lower than the one kept (or
+        none was configured): a bucket at it, holding what the server says remains."""
+        now = self.clock()
+        if self._tokens is not None and self._tokens.capacity <= per_minute:
+            return
+        level = per_minute if remaining is None else remaining
+        if self._tokens is not None:
+            level = min(level, self._tokens.level_at(now))
+        self._tokens = _TokenBucket(per_minute, self.clock, level=level)
 
 
 def _integral(seconds: float) -> bool:
@@ -379,9 +393,6 @@ def _expected(retry_after: float) -> float:
     """The wait a retry-after stands for: ``Retry-After`` is whole seconds, rounded up, so a
     whole number stands for half a second less."""
     return retry_after - 0.5 if _integral(retry_after) else retry_after
-
-
-INTEGRAL_MODE = "bucket"
 
 
 class _Window:
@@ -409,12 +420,16 @@ class _Window:
 class _TokenBucket:
     """Tokens per minute: a bucket of one minute's tokens, refilled continuously."""
 
-    def __init__(self, per_minute: float, clock: Clock) -> None:
+    def __init__(self, per_minute: float, clock: Clock, *, level: float | None = None) -> None:
         self.capacity = per_minute
         self.rate = per_minute / 60.0
-        self.level = per_minute
+        self.level = per_minute if level is None else min(level, per_minute)
         self.clock = clock
         self.updated = clock()
+
+    def level_at(self, now: float) -> float:
+        self._refill(now)
+        return self.level
 
     def _refill(self, now: float) -> None:
         self.level = min(self.capacity, self.level + (now - self.updated) * self.rate)

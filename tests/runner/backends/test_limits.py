@@ -144,3 +144,19 @@ def test_the_token_bucket_holds_back_a_call_larger_than_what_is_left() -> None:
 )
 def test_reset_headers_in_every_spelling(header: str, seconds: float | None) -> None:
     assert parse_reset(header) == seconds
+
+
+def test_a_stated_token_limit_is_kept_from_what_the_server_says_remains() -> None:
+    async def main() -> float:
+        clock = virtual_clock()
+        limiter = RateLimiter(requests_per_minute=1e6, max_concurrency=4, clock=clock)
+        limiter.observe(
+            {"x-ratelimit-limit-tokens": "6000", "x-ratelimit-remaining-tokens": "100"}
+        )
+        async with limiter.slot(100):  # what remains: at once
+            pass
+        begun = clock()
+        async with limiter.slot(50):  # 50 more at 100 tokens a second
+            return clock() - begun
+
+    assert run_virtual(main) == pytest.approx(0.5)
