@@ -357,21 +357,29 @@ class RateLimiter:
 
     def observe(self, headers: Mapping[str, str]) -> None:
         """Honour ``x-ratelimit-*``: never schedule faster than the limits the server states
-        (requests and tokens a minute), and when nothing remains, wait for the reset."""
-        limit = _number(headers.get("x-ratelimit-limit-requests"))
-        if limit is not None and limit > 0:
-            self._stated = limit
+        (requests and tokens a minute), and when nothing remains, wait.
+
+        ``x-ratelimit-reset-*`` is the time until the whole allowance is back. Where the
+        server states its limit, the window log and the token bucket keep to it already, and
+        nothing remaining needs only the wait for one call: the reset over the limit (a
+        bucket holding what the server says remains waits the tokens' own time). Where it
+        states none, the whole reset is waited.
+        """
+        requests = _positive(headers.get("x-ratelimit-limit-requests"))
+        if requests is not None:
+            self._stated = requests
             self.stats.limit_per_minute = self.limit
-        tokens = _number(headers.get("x-ratelimit-limit-tokens"))
-        if tokens is not None and tokens > 0:
+        tokens = _positive(headers.get("x-ratelimit-limit-tokens"))
+        if tokens is not None:
             self._state_tokens(tokens, _number(headers.get("x-ratelimit-remaining-tokens")))
-        for kind in ("requests", "tokens"):
+        for kind, stated in (("requests", requests), ("tokens", tokens)):
             remaining = _number(headers.get(f"x-ratelimit-remaining-{kind}"))
-            if remaining is not None and remaining <= 0:
-                reset = parse_reset(headers.get(f"x-ratelimit-reset-{kind}"))
-                if reset is not None:
-                    self.stats.header_pauses += 1
-                    self.pause(reset)
+            if remaining is None or remaining > 0 or (kind == "tokens" and stated):
+                continue
+            reset = parse_reset(headers.get(f"x-ratelimit-reset-{kind}"))
+            if reset is not None:
+                self.stats.header_pauses += 1
+                self.pause(reset / stated if stated else reset)
 
     def _state_tokens(self, per_minute: float, remaining: float | None) -> None:
         """A tokens-a-minute limit the server states, where it is lower than the one kept (or
@@ -473,6 +481,11 @@ def parse_reset(value: str | None, now_epoch: float | None = None) -> float | No
     if not parts or "".join(a + u for a, u in parts) != value:
         return None
     return sum(float(amount) * _UNIT_S[unit] for amount, unit in parts)
+
+
+def _positive(value: str | None) -> float | None:
+    number = _number(value)
+    return number if number is not None and number > 0 else None
 
 
 def _number(value: str | None) -> float | None:

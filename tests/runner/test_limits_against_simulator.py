@@ -36,11 +36,14 @@ def _paced(
     real: float,
     told: float,
     count: int,
+    *,
+    stated: bool = False,
 ) -> tuple[Simulator, float]:
     """Send ``count`` calls (the requests again and again) through a backend told ``told`` a
-    minute to a simulator allowing ``real``; the simulator and the virtual seconds it took."""
+    minute to a simulator allowing ``real`` (and saying so in ``x-ratelimit-*`` headers where
+    ``stated``); the simulator and the virtual seconds it took."""
     batch, cache = made
-    faults = _faults(kind, real)
+    faults = _faults(kind, real).model_copy(update={"ratelimit_headers": stated})
 
     async def main() -> tuple[Simulator, float]:
         clock = virtual_clock()
@@ -94,6 +97,16 @@ def test_told_four_times_the_limit_few_429s_and_95_percent_over_five_minutes(
     assert sim.stats.statuses[200] == 300 and sim.stats.statuses[429] <= 3
     assert seconds >= 4 * 60  # the first minute's 60, then 60 a minute
     assert 300 / (seconds / 60) >= 0.95 * 60
+
+
+@pytest.mark.parametrize("kind", ["sliding-window", "token-bucket", "fixed-window"])
+def test_a_limit_the_server_states_is_kept_to_from_its_first_answer(
+    small_cohort: Cohort, small_root: DataRoot, requests: tuple[list[Request], VariantCache],
+    kind: LimiterKind,
+) -> None:  # fmt: skip
+    sim, seconds = _paced(small_cohort, small_root, requests, kind, 60, 240, 120, stated=True)
+    assert sim.stats.statuses == Counter({200: 120})
+    assert 119 / (seconds / 60) >= 0.99 * 60
 
 
 def test_no_call_leaves_after_a_quota_error_and_the_waiting_ones_are_not_sent(

@@ -160,3 +160,21 @@ def test_a_stated_token_limit_is_kept_from_what_the_server_says_remains() -> Non
             return clock() - begun
 
     assert run_virtual(main) == pytest.approx(0.5)
+
+
+def test_nothing_remaining_under_a_stated_limit_waits_for_one_call_not_the_whole_reset() -> None:
+    async def main() -> float:
+        clock = virtual_clock()
+        limiter = RateLimiter(requests_per_minute=1e6, max_concurrency=4, clock=clock)
+        limiter.observe(
+            {
+                "x-ratelimit-limit-requests": "60",
+                "x-ratelimit-remaining-requests": "0",
+                "x-ratelimit-reset-requests": "1m0s",  # the whole allowance back in a minute
+            }
+        )
+        begun = clock()
+        async with limiter.slot():
+            return clock() - begun
+
+    assert run_virtual(main) == pytest.approx(1.0)  # one call's share: 60 s over 60
