@@ -37,7 +37,7 @@ from conditions import SynthSpec, VariantCache, generate_synthetic
 from runner.demo import experiment_text
 from runner.experiment import load_experiment
 from runner.plan import ensure_questions
-from runner.simulator import SimSpec, Simulator, serving
+from runner.simulator import Simulator, serving
 
 KEY_VARIABLE = "GROUNDBENCH_STARTUP_KEY"
 ATTACH_LINE = "attach from another terminal"
@@ -69,8 +69,8 @@ def main() -> None:
             for k in range(args.runs):
                 start = measure(path, sim)
                 starts.append(start)
-                attach = f"{start.attach_s:.2f} s" if start.attach_s is not None else "not seen"
-                print(f"run {k + 1}: first call at {start.first_call_s:.2f} s (attach line {attach})")
+                seen = f"{start.attach_s:.2f} s" if start.attach_s is not None else "not seen"
+                print(f"run {k + 1}: first call at {start.first_call_s:.2f} s (attach {seen})")
     first = statistics.median(s.first_call_s for s in starts)
     attach_times = [s.attach_s for s in starts if s.attach_s is not None]
     attach = statistics.median(attach_times) if attach_times else float("nan")

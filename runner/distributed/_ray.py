@@ -328,6 +328,26 @@ async def when_name_free(
             await asyncio.sleep(0.2)
 
 
+async def named(start: Callable[[], Any], failure: str) -> Any:
+    """Start a named actor, without waiting for it to serve; while an actor of that name is
+    still going away, try again for a while (Ray says the name is taken as it starts one)."""
+    deadline = time.monotonic() + NAME_WAIT_S
+    while True:
+        try:
+            return start()
+        except ValueError as exc:  # Ray: the name is taken
+            if time.monotonic() >= deadline:
+                raise RunFailed(f"{failure}: {exc}") from None
+            await asyncio.sleep(0.2)
+
+
+async def ready(handles: Sequence[Any], timeout_s: float = 30.0) -> None:
+    """Wait until each actor of ``handles`` serves, has died, or ``timeout_s`` has passed."""
+    waits = [asyncio.wrap_future(h.__ray_ready__.remote().future()) for h in handles]
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(asyncio.gather(*waits, return_exceptions=True), timeout_s)
+
+
 # -- the feeder's ports over actors -------------------------------------------------------------
 
 
