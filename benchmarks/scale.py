@@ -37,7 +37,7 @@ from conditions import SynthSpec, generate_synthetic, write_cohort
 from runner.demo import experiment_text
 from runner.experiment import Experiment, load_experiment
 from runner.plan import ensure_cohort, ensure_questions, grid_of
-from runner.store import ScoreRow, Store
+from runner.store import ScoreRow, Store, grid_table, pending_rows
 
 PAPER_REQUESTS = 120_000  # the paper's configurations on the 1,500-question cohort
 WRITE_BATCH = 20_000
@@ -119,13 +119,14 @@ def resume_of(path: Path) -> Resume:
         store.call("open")
         open_s = time.perf_counter() - begun
         begun = time.perf_counter()
-        store.call("register", list(grid.registrations), list(grid.rows))
+        store.call("register", list(grid.registrations), grid_table(grid.rows))
         register_s = time.perf_counter() - begun
         begun = time.perf_counter()
         pending = []
         for backend in experiment.backends:
             names = [c.name for c in experiment.configurations_of(backend)]
-            pending.append(store.call("pending", names))
+            # As the driver's store port does: the columns cross, the rows are made here.
+            pending.append(pending_rows(store.call("pending_table", names)))
         scan_s = time.perf_counter() - begun
         store_mb = store.call("peak_mb")
     return Resume(

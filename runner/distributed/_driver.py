@@ -47,7 +47,7 @@ from runner.distributed._watch import read_run
 from runner.experiment import Experiment
 from runner.monitor import Reading, Snapshot, plain_lines, snapshot
 from runner.plan import RequestId, check_backends, ensure_questions, first_questions, grid_of
-from runner.store import ErrorCount, Pending, Progress
+from runner.store import ErrorCount, Pending, Progress, grid_table
 
 Echo = Callable[[str], None]
 Show = Callable[[Snapshot], None]
@@ -337,7 +337,7 @@ class _Run:
         await _ray.call(opening)
         self._note_where(note)
         grid = grid_of(self.experiment, self.questions, configurations)
-        registering = self.store.register.remote(list(grid.registrations), list(grid.rows))
+        registering = self.store.register.remote(list(grid.registrations), grid_table(grid.rows))
         reread = await _ray.call(registering)
         for name, was, answers in reread:
             self.echo(

@@ -39,7 +39,14 @@ from runner.distributed._address import (
 )
 from runner.distributed._feeder import RunFailed, WorkerLost
 from runner.distributed._worker import ChunkOutcome
-from runner.store import QUERY_TIMEOUT_S, Pending, Result, StoreError, first_line
+from runner.store import (
+    QUERY_TIMEOUT_S,
+    Pending,
+    Result,
+    StoreError,
+    first_line,
+    pending_rows,
+)
 from scoring import ScoringError
 
 NAME_WAIT_S = 20.0  # how long a named actor of an ended run may take to go away
@@ -372,8 +379,8 @@ class ActorStore:
         self.handle = handle
 
     async def pending(self, configurations: Sequence[str]) -> list[Pending]:
-        calls: list[Pending] = await call(self.handle.pending.remote(list(configurations)))
-        return calls
+        table = await call(self.handle.pending_table.remote(list(configurations)))
+        return pending_rows(table)
 
     async def unscored(self) -> int:
         left: int = await call(self.handle.unscored.remote())
