@@ -2,7 +2,9 @@
 built on the first run, checked against the experiment on every later one), the backends'
 keys and settings, and the grid each configuration is registered with.
 
-Plain Python: no Ray. The driver calls :func:`prepare` and runs the plan it returns.
+Plain Python: no Ray. The driver checks the backends (:func:`check_backends`) before Ray
+starts and reads the questions (:func:`ensure_questions`) while it starts; ``groundbench
+check`` calls :func:`prepare`, which does both.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import ray
 
 from conditions import Configuration, Questions, VariantCache
@@ -72,12 +73,16 @@ class StoreActor:
         return self._opened
 
     def register(
-        self, configurations: Sequence[Registration], grid: Sequence[GridRow]
+        self, configurations: Sequence[Registration], grid: Sequence[GridRow] | pa.Table
     ) -> list[tuple[str, str | None, int]]:
         return self._store.register(configurations, grid)
 
     def pending(self, configurations: Sequence[str] | None = None) -> list[Pending]:
         return self._store.pending(configurations)
+
+    def pending_table(self, configurations: Sequence[str] | None = None) -> pa.Table:
+        """:meth:`pending` as the driver takes it: columns (``runner.store.pending_rows``)."""
+        return self._store.pending_table(configurations)
 
     def write_responses(self, rows: Sequence[ResponseRow]) -> int:
         return self._store.write_responses(rows)

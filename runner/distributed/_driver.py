@@ -1,7 +1,7 @@
 """The driver: the run's lifecycle on Ray — start the actors, let the feeder drive them, report,
 and end cleanly.
 
-What a run asks is settled before Ray starts (:mod:`runner.plan`); which calls go where, and
+What a run asks is settled before any actor starts (:mod:`runner.plan`); which calls go where, and
 what happens when an actor dies or a quota runs out, is the feeder's policy
 (:mod:`._feeder`); every Ray call goes through :mod:`._ray`. The store is the only record of
 what is done; the report says what is left and how to resume.
@@ -13,11 +13,13 @@ import asyncio
 import itertools
 import math
 import secrets
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from conditions import Configuration, Questions
 from runner._errors import RunnerError
@@ -46,11 +48,12 @@ from runner.distributed._watch import read_run
 from runner.distributed._worker import Traffic
 from runner.experiment import Experiment
 from runner.monitor import Reading, Snapshot, plain_lines, snapshot
-from runner.plan import RequestId, first_questions, grid_of, prepare
-from runner.store import ErrorCount, Pending, Progress
+from runner.plan import RequestId, check_backends, ensure_questions, first_questions, grid_of
+from runner.store import ErrorCount, Pending, Progress, grid_table
 
 Echo = Callable[[str], None]
 Show = Callable[[Snapshot], None]
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -137,19 +140,18 @@ def run_experiment(
     Joins the Ray cluster at ``options.address`` (or ``RAY_ADDRESS``, as under ``ray job
     submit``), else starts a local one; one already initialised in this process is used as is.
     """
-    questions = prepare(experiment)
-    estimate = None
-    if options.preflight:
-        estimate = preflight(experiment, questions, options, echo)
-    elif options.max_spend is not None:  # the cap needs a cost per call before any is measured
-        stored = stored_progress(experiment)
-        estimate = asyncio.run(
-            check(experiment, questions, stored, stated_output=options.output_tokens, call=False)
-        )
-        for line in cap_lines(estimate.costs, options.max_spend):
-            echo(line)
-    started_ray = _ray.connect(options.address)
+    check_backends(experiment)  # a key missing fails before Ray starts
+    # Ray takes seconds to start, most of them spent waiting on its own processes: the
+    # questions are read (or built) and the pre-flight's calls made meanwhile, on a thread.
+    prepared = _beside(lambda: _prepared(experiment, options, echo))
+    started_ray = False
     try:
+        try:
+            started_ray = _ray.connect(options.address)
+        except Exception:
+            prepared.result()  # its error, if any, is the one a user would have seen first
+            raise
+        questions, estimate = prepared.result()
         run = _Run(experiment, questions, options, echo, experiment_file, show or _lines(echo))
         if estimate is not None:
             run.estimated(estimate)
@@ -157,6 +159,40 @@ def run_experiment(
     finally:
         if started_ray:
             _ray.shutdown()
+
+
+def _prepared(
+    experiment: Experiment, options: RunOptions, echo: Echo
+) -> tuple[Questions, CheckReport | None]:
+    """The experiment's questions, and the estimate the spending cap starts from: the
+    pre-flight's (its calls made), else the cap's, else None."""
+    questions = ensure_questions(experiment)
+    if options.preflight:
+        return questions, preflight(experiment, questions, options, echo)
+    if options.max_spend is None:
+        return questions, None
+    # The cap needs a cost per call before any is measured.
+    stored = stored_progress(experiment)
+    estimate = asyncio.run(
+        check(experiment, questions, stored, stated_output=options.output_tokens, call=False)
+    )
+    for line in cap_lines(estimate.costs, options.max_spend):
+        echo(line)
+    return questions, estimate
+
+
+def _beside(work: Callable[[], _T]) -> Future[_T]:
+    """``work`` on a thread of its own. A daemon: Ctrl-C ends the run without waiting for it."""
+    future: Future[_T] = Future()
+
+    def target() -> None:
+        try:
+            future.set_result(work())
+        except BaseException as exc:  # handed to whoever reads the result
+            future.set_exception(exc)
+
+    threading.Thread(target=target, name="groundbench-prepare", daemon=True).start()
+    return future
 
 
 def preflight(
@@ -231,6 +267,7 @@ class _Run:
         self.feeds: list[Feed] = []
         self.scorers: list[Any] = []
         self.scoring: list[asyncio.Task[Any]] = []  # every scorer run started
+        self._scorers_starting: list[asyncio.Task[Any]] = []  # waits for the backends first
         token = secrets.token_hex(3)
         self._turn = itertools.count()  # backends take the cluster's nodes in turn
         self._scorer_names = (f"scorer-{token}-{n}" for n in itertools.count())
@@ -256,23 +293,20 @@ class _Run:
             name=actor_name(self.tag, "store"),
             namespace=NAMESPACE,
         )
-        # Opening is the store actor's readiness: its errors (lock, schema) come back whole.
-        self.store = await _ray.when_name_free(
+        self.store = await _ray.named(
             lambda: options.remote(self.experiment.store),
-            lambda store: store.open.remote(),
             "another run of this experiment is still going (its store actor is alive); "
             "wait for it or stop it",
         )
         note = _address.here(_ray.cluster_address(), NAMESPACE, _ray.token_auth())
         try:
-            self._note_where(note)
-            return await self._go(begun)
+            return await self._go(begun, note)
         finally:
             _address.remove_note(self.experiment.store, note)
             # Whatever happened, no actor of this run outlives it (their names would block
             # the next run of the experiment), and no scorer run is left to report its
             # actor's death after the run has ended.
-            forget(self.scoring)
+            forget([*self.scoring, *self._scorers_starting])
             for b in self.actors:
                 _ray.kill(b.handle)
             for scorer in self.scorers:
@@ -293,29 +327,36 @@ class _Run:
             f'BY ALL"); the run: {_address.described(note)}'
         )
 
-    async def _go(self, begun: float) -> RunReport:
+    async def _go(self, begun: float, note: _address.RunAddress) -> RunReport:
+        # The actors' processes start while the store opens: each is a Python process that
+        # imports the runner, seconds on a small machine, and the first call waits for them.
+        opening = self.store.open.remote()
         questions_ref = _ray.put(self.questions)
         url = await self._start_simulator(questions_ref)
         configurations = [
             self.experiment.configuration(c, url) for c in self.experiment.configurations
         ]
+        # Backends build requests: the questions are all they need of the cohort.
+        asking_ref = _ray.put(self.questions.for_asking())
+        self.actors = self._start_backends(configurations, asking_ref)
+        # Opening is the store actor's readiness: its errors (lock, schema) come back whole,
+        # before the run says where it is or registers anything.
+        await _ray.call(opening)
+        self._note_where(note)
         grid = grid_of(self.experiment, self.questions, configurations)
-        registering = self.store.register.remote(list(grid.registrations), list(grid.rows))
+        registering = self.store.register.remote(list(grid.registrations), grid_table(grid.rows))
         reread = await _ray.call(registering)
         for name, was, answers in reread:
             self.echo(
                 f"configuration {name}: its answers are read by {self.experiment.reading(name)} "
                 f"now (were {was}): {answers:,} scores made again, no call sent again"
             )
-        # Backends build requests: the questions are all they need of the cohort.
-        asking_ref = _ray.put(self.questions.for_asking())
-        self.actors = self._start_backends(configurations, asking_ref)
         self.feeds = [self._feed_of(actor) for actor in self.actors]
         boxes = self.experiment.boxes
         reader = boxes.reading if boxes is not None else None
         scorer_ref = _ray.put(scorer_for(self.questions, self.experiment.conventions, reader))
-        self.scorers = self._start_scorers(scorer_ref, self.experiment.scorers)
-        scoring = [self._scoring(s) for s in self.scorers]  # live: scored as they land
+        starting = asyncio.ensure_future(self._start_scoring(scorer_ref))
+        self._scorers_starting.append(starting)
         store: PendingSource = _ray.ActorStore(self.store)
         if self.options.limit is not None:
             self.allowed = first_questions(grid.rows, self.questions, self.options.limit)
@@ -326,7 +367,7 @@ class _Run:
             await asyncio.gather(*(feeder.drive(f) for f in self.feeds))
             await _ray.call(self.store.finish.remote())
             unscored = await score_to_the_end(
-                store, scoring, lambda i, lost: self._score_again(i, lost, scorer_ref)
+                store, await starting, lambda i, lost: self._score_again(i, lost, scorer_ref)
             )
         finally:
             watcher.cancel()
@@ -478,6 +519,14 @@ class _Run:
         return order[next(self._turn) % len(order)]
 
     # -- scorers ----------------------------------------------------------------------------
+
+    async def _start_scoring(self, scorer_ref: Any) -> list[asyncio.Task[Any]]:
+        """Start the scorers once the backends serve (the first call waits for the backends'
+        processes, not the scorers', which only have work once answers land), and their runs:
+        live from then on, scoring answers as they land."""
+        await _ray.ready([b.handle for b in self.actors])
+        self.scorers = self._start_scorers(scorer_ref, self.experiment.scorers)
+        return [self._scoring(s) for s in self.scorers]
 
     def _start_scorers(self, scorer_ref: Any, wanted: int) -> list[Any]:
         # Each scorer holds a CPU; never ask for more than the cluster has, or some would wait

@@ -39,7 +39,14 @@ from runner.distributed._address import (
 )
 from runner.distributed._feeder import RunFailed, WorkerLost
 from runner.distributed._worker import ChunkOutcome
-from runner.store import QUERY_TIMEOUT_S, Pending, Result, StoreError, first_line
+from runner.store import (
+    QUERY_TIMEOUT_S,
+    Pending,
+    Result,
+    StoreError,
+    first_line,
+    pending_rows,
+)
 from scoring import ScoringError
 
 NAME_WAIT_S = 20.0  # how long a named actor of an ended run may take to go away
@@ -337,6 +344,26 @@ async def when_name_free(
             await asyncio.sleep(0.2)
 
 
+async def named(start: Callable[[], Any], failure: str) -> Any:
+    """Start a named actor, without waiting for it to serve; while an actor of that name is
+    still going away, try again for a while (Ray says the name is taken as it starts one)."""
+    deadline = time.monotonic() + NAME_WAIT_S
+    while True:
+        try:
+            return start()
+        except ValueError as exc:  # Ray: the name is taken
+            if time.monotonic() >= deadline:
+                raise RunFailed(f"{failure}: {exc}") from None
+            await asyncio.sleep(0.2)
+
+
+async def ready(handles: Sequence[Any], timeout_s: float = 30.0) -> None:
+    """Wait until each actor of ``handles`` serves, has died, or ``timeout_s`` has passed."""
+    waits = [asyncio.wrap_future(h.__ray_ready__.remote().future()) for h in handles]
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(asyncio.gather(*waits, return_exceptions=True), timeout_s)
+
+
 # -- the feeder's ports over actors -------------------------------------------------------------
 
 
@@ -361,8 +388,8 @@ class ActorStore:
         self.handle = handle
 
     async def pending(self, configurations: Sequence[str]) -> list[Pending]:
-        calls: list[Pending] = await call(self.handle.pending.remote(list(configurations)))
-        return calls
+        table = await call(self.handle.pending_table.remote(list(configurations)))
+        return pending_rows(table)
 
     async def unscored(self) -> int:
         left: int = await call(self.handle.unscored.remote())

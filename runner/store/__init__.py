@@ -42,6 +42,8 @@ from runner.store._store import (
     Registration,
     ScoreJob,
     Store,
+    grid_table,
+    pending_rows,
 )
 
 __all__ = [
@@ -74,6 +76,8 @@ __all__ = [
     "ThroughRun",
     "check_query",
     "first_line",
+    "grid_table",
+    "pending_rows",
     "query_store",
     "read_only",
     "response_row",

@@ -28,6 +28,8 @@ from runner.store import (
     Store,
     StoreError,
     check_query,
+    grid_table,
+    pending_rows,
     read_only,
 )
 from tests.runner.store.rows import attempt_row
@@ -218,6 +220,39 @@ def test_a_file_that_is_not_duckdb_is_one_clear_error(tmp_path: Path) -> None:
 def test_the_pending_set_is_the_grid_at_first(store: Store) -> None:
     pending = store.pending()
     assert [(p.qid, p.next_attempt) for p in pending] == [("q1", 0), ("q2", 0), ("q3", 0)]
+
+
+@pytest.mark.parametrize(
+    "grid",
+    [
+        _grid(["q1", "q2", "q3"]),  # the same again: nothing changes
+        _grid(["q2", "q4"]),  # a question dropped, one added
+        _grid(["q1", "q2", "q3"], attempts=2),  # the same keys, fewer attempts
+        [],
+    ],
+)
+def test_registering_a_grid_leaves_exactly_that_grid(store: Store, grid: list[GridRow]) -> None:
+    store.register([_registration()], grid)
+    store.register([_registration()], grid_table(grid))  # as the driver ships it: the same
+    stored = store.query("SELECT * FROM grid ORDER BY ALL")[1]
+    assert stored == sorted(grid)
+
+
+def test_the_pending_columns_name_each_configuration_once_and_select_by_name(
+    store: Store,
+) -> None:
+    store.register(
+        [_registration(), _registration("other")],
+        [*_grid(["q1", "q2", "q3"]), *(g._replace(configuration="other") for g in _grid(["q1"]))],
+    )
+    table = store.pending_table(["cfg"])
+    assert table.num_rows == 3
+    rows = pending_rows(table)
+    assert (
+        rows == store.pending(["cfg"]) == [p for p in store.pending() if p.configuration == "cfg"]
+    )
+    assert rows[0].configuration is rows[2].configuration  # one string, not one per request
+    assert pending_rows(store.pending_table([])) == []
 
 
 def test_a_key_written_twice_keeps_its_first_answer(store: Store) -> None:
