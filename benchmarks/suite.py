@@ -5,7 +5,8 @@ next), in this order: scoring throughput against its baseline, the targets' cons
 cohort build, store writes against their baseline, the resume scan, how cost grows (grids of
 120,000 and 1,200,000 requests stored and resumed, about 3 minutes), re-scoring a
 120,000-answer store against every reference (about 3 minutes more), the client ceiling, the
-end-to-end ceiling, rate-limit utilisation (two minutes against a 600/min server), a box
+end-to-end ceiling, rate-limit utilisation (two minutes against a 600/min sliding window),
+the three server limiters at the limit and told 4× (virtual time, about 20 seconds), a box
 benchmark (import, reading, a run of 8,000 requests), the start-up time of `groundbench run`
 (three runs, about a minute), and the paper-sized grid (about 120,000 calls on a
 1,500-question synthetic cohort, simulator flat out) with its wall time and peak memory. Their
