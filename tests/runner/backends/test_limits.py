@@ -1,4 +1,5 @@
-"""The limiter spaces requests, caps calls in flight, and backs off and recovers (AIMD)."""
+"""The limiter spaces requests, caps calls in flight (AIMD on the ceiling), learns a limit from
+a throttle and keeps to what the server states."""
 
 from __future__ import annotations
 
