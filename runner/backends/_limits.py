@@ -262,7 +262,9 @@ class RateLimiter:
         span began (the first call, the end of the last pause, or a minute ago, whichever is
         latest), over that span and the retry-after, when it will admit again. A sliding or a
         fixed window server admits exactly its limit in that time; a token bucket its rate,
-        give or take its burst, which the next throttles correct (each lowers a learnt limit by
+        give or take its burst. A bucket that says its wait in fractions of a second is then
+        measured from two throttles (:meth:`_bucket_rate`); one that says whole seconds, by
+        the window, the next throttles correcting it (each lowers a learnt limit by
         :data:`RELEARNT_SHARE` at least). An integral retry-after (``Retry-After`` is whole
         seconds, rounded up) counts half a second less.
 
@@ -319,8 +321,7 @@ class RateLimiter:
     def _bucket_like(self, retry_after: float) -> bool:
         """Whether a retry-after is a token bucket's: about the time one call's token takes to
         grow (a window's is the time its oldest call takes to leave it)."""
-        rounding = 1.0 if _integral(retry_after) else 0.0  # ``Retry-After``: whole seconds
-        return retry_after - rounding <= max(1.0, 2 * MINUTE_S / self.limit)
+        return retry_after <= max(1.0, 2 * MINUTE_S / self.limit)
 
     def _bucket_rate(
         self, last: tuple[float, float], before: float, retry_after: float
