@@ -326,9 +326,12 @@ class Backend:
             error.retry_after = self.limiter.throttled(slot, error.retry_after)
         elif error.stops and self._stopped is None:
             self._stopped = error
-            if isinstance(error, QuotaExhausted):  # the account's: every configuration on it
+            # The calls waiting for a slot leave unsent, now: for spent quota (the account's)
+            # every configuration's on the limiter, else this configuration's.
+            if isinstance(error, QuotaExhausted):
                 self.limiter.halt(error)
-            self.limiter.wake()  # the calls waiting for a slot leave unsent, now
+            else:
+                self.limiter.wake()
             name = self.configuration.name
             log.error("%s: %s, no further calls: %s", name, error.stopped_because, error)
         return error

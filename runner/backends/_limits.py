@@ -69,7 +69,6 @@ class LimiterStats:
     header_pauses: int = 0
     paused_s: float = 0.0
     released_unsent: int = 0  # calls waiting for a slot when their backend stopped
-    limit_per_minute: float = math.inf  # the limit in force: configured, stated or learnt
 
 
 @dataclass
@@ -119,9 +118,10 @@ class RateLimiter:
         self.clock = clock
         self.ceiling = float(max_concurrency)
         self.in_flight = 0
-        self.stats = LimiterStats(limit_per_minute=requests_per_minute)
-        self._minute = _Window(MINUTE_S, requests_per_minute)
-        self._second = _Window(1.0, requests_per_second) if requests_per_second else None
+        self.stats = LimiterStats()
+        self.per_second = requests_per_second
+        self._minute = _Window(MINUTE_S)
+        self._second = _Window(1.0) if requests_per_second else None
         self._stated = math.inf  # from x-ratelimit-limit-requests, when a server sends it
         self._learnt = math.inf  # from the last throttle (see throttled)
         self._learnt_at = -math.inf
@@ -211,16 +211,16 @@ class RateLimiter:
             self._tat - now,
             self._minute.delay(limit, now),
         ]
-        if self._second is not None:
-            waits.append(self._second.delay(self._second.limit, now))
+        if self._second is not None and self.per_second is not None:
+            waits.append(self._second.delay(self.per_second, now))
         if self._tokens is not None:
             waits.append(self._tokens.delay(tokens, now))
         return max(waits)
 
     def _spacing(self) -> float:
         spacing = self._minute.span / self.limit
-        if self._second is not None:
-            spacing = max(spacing, self._second.span / self._second.limit)
+        if self._second is not None and self.per_second is not None:
+            spacing = max(spacing, self._second.span / self.per_second)
         return spacing
 
     def _take(self, tokens: int, now: float) -> Slot:
@@ -298,8 +298,6 @@ class RateLimiter:
             measured = min(measured, self._learnt * RELEARNT_SHARE)
         floor = self.configured * MIN_LIMIT_SHARE
         self._learnt = max(floor, min(measured, self.limit))
-        self._learnt_at = self.clock()
-        self.stats.limit_per_minute = self.limit
 
     def _measure(self, before: float, retry_after: float) -> float | None:
         """The rate (per minute) the server admitted up to a call sent at ``before`` that it
@@ -347,7 +345,6 @@ class RateLimiter:
         raised = self._learnt * (1 + PROBE_STEP)
         self._learnt = math.inf if raised >= self.configured else raised
         self._learnt_at = now
-        self.stats.limit_per_minute = self.limit
 
     def pause(self, seconds: float) -> None:
         """Admit nothing for ``seconds`` from now (a pause already longer stands)."""
@@ -369,7 +366,6 @@ class RateLimiter:
         requests = _positive(headers.get("x-ratelimit-limit-requests"))
         if requests is not None:
             self._stated = requests
-            self.stats.limit_per_minute = self.limit
         tokens = _positive(headers.get("x-ratelimit-limit-tokens"))
         if tokens is not None:
             self._state_tokens(tokens, _number(headers.get("x-ratelimit-remaining-tokens")))
@@ -405,12 +401,11 @@ def _expected(retry_after: float) -> float:
 
 
 class _Window:
-    """At most ``limit`` calls in any ``span`` seconds: a log of the times of the calls sent
-    within the last span."""
+    """A limit's calls in any ``span`` seconds: a log of the times of the calls sent within
+    the last span."""
 
-    def __init__(self, server_span: float, limit: float) -> None:
+    def __init__(self, server_span: float) -> None:
         self.span = server_span * (1 + JITTER_SHARE)
-        self.limit = limit
         self.times: deque[float] = deque()
 
     def delay(self, limit: float, now: float) -> float:

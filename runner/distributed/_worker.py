@@ -232,10 +232,9 @@ class BackendWorker:
         except ExceptionGroup as failed:  # the first failure, as itself (a missing image, ...)
             raise failed.exceptions[0] from None
         stats = self._stats
-        limiter = next(iter(self._backends.values())).limiter
         return ChunkOutcome(
             **counts, quota=stats.quota, refused=stats.refused, traffic=self.traffic(),
-            learnt_per_minute=limiter.learnt,
+            learnt_per_minute=self._limiter.learnt,
         )  # fmt: skip
 
     async def _ask(
@@ -284,8 +283,13 @@ class BackendWorker:
         """HTTP calls sent and failures retried since the worker started."""
         return self._traffic_before + Traffic.of(self._backends.values())
 
+    @property
+    def _limiter(self) -> RateLimiter:
+        """The one limiter the backends share (one account)."""
+        return next(iter(self._backends.values())).limiter
+
     def stats(self) -> WorkerStats:
-        limiter = next(iter(self._backends.values())).limiter
+        limiter = self._limiter
         self._stats.limiter = limiter.stats
         self._stats.in_flight = limiter.in_flight
         # Whole calls, as admission counts them (RateLimiter._admit): AIMD's 8.49 admits 8.

@@ -151,9 +151,7 @@ def test_a_stated_token_limit_is_kept_from_what_the_server_says_remains() -> Non
     async def main() -> float:
         clock = virtual_clock()
         limiter = RateLimiter(requests_per_minute=1e6, max_concurrency=4, clock=clock)
-        limiter.observe(
-            {"x-ratelimit-limit-tokens": "6000", "x-ratelimit-remaining-tokens": "100"}
-        )
+        limiter.observe({"x-ratelimit-limit-tokens": "6000", "x-ratelimit-remaining-tokens": "100"})
         async with limiter.slot(100):  # what remains: at once
             pass
         begun = clock()
