@@ -267,7 +267,6 @@ class _Run:
         self.feeds: list[Feed] = []
         self.scorers: list[Any] = []
         self.scoring: list[asyncio.Task[Any]] = []  # every scorer run started
-        self._scorers_starting: list[asyncio.Task[Any]] = []  # waits for the backends first
         token = secrets.token_hex(3)
         self._turn = itertools.count()  # backends take the cluster's nodes in turn
         self._scorer_names = (f"scorer-{token}-{n}" for n in itertools.count())
@@ -306,7 +305,7 @@ class _Run:
             # Whatever happened, no actor of this run outlives it (their names would block
             # the next run of the experiment), and no scorer run is left to report its
             # actor's death after the run has ended.
-            forget([*self.scoring, *self._scorers_starting])
+            forget(self.scoring)
             for b in self.actors:
                 _ray.kill(b.handle)
             for scorer in self.scorers:
@@ -355,8 +354,10 @@ class _Run:
         boxes = self.experiment.boxes
         reader = boxes.reading if boxes is not None else None
         scorer_ref = _ray.put(scorer_for(self.questions, self.experiment.conventions, reader))
-        starting = asyncio.ensure_future(self._start_scoring(scorer_ref))
-        self._scorers_starting.append(starting)
+        # The scorers start with the backends, not once they serve: answers are scored live
+        # from the first that lands, however slowly a busy machine starts processes.
+        self.scorers = self._start_scorers(scorer_ref, self.experiment.scorers)
+        scoring = [self._scoring(s) for s in self.scorers]
         store: PendingSource = _ray.ActorStore(self.store)
         if self.options.limit is not None:
             self.allowed = first_questions(grid.rows, self.questions, self.options.limit)
@@ -367,7 +368,7 @@ class _Run:
             await asyncio.gather(*(feeder.drive(f) for f in self.feeds))
             await _ray.call(self.store.finish.remote())
             unscored = await score_to_the_end(
-                store, await starting, lambda i, lost: self._score_again(i, lost, scorer_ref)
+                store, scoring, lambda i, lost: self._score_again(i, lost, scorer_ref)
             )
         finally:
             watcher.cancel()
@@ -519,14 +520,6 @@ class _Run:
         return order[next(self._turn) % len(order)]
 
     # -- scorers ----------------------------------------------------------------------------
-
-    async def _start_scoring(self, scorer_ref: Any) -> list[asyncio.Task[Any]]:
-        """Start the scorers once the backends serve (the first call waits for the backends'
-        processes, not the scorers', which only have work once answers land), and their runs:
-        live from then on, scoring answers as they land."""
-        await _ray.ready([b.handle for b in self.actors])
-        self.scorers = self._start_scorers(scorer_ref, self.experiment.scorers)
-        return [self._scoring(s) for s in self.scorers]
 
     def _start_scorers(self, scorer_ref: Any, wanted: int) -> list[Any]:
         # Each scorer holds a CPU; never ask for more than the cluster has, or some would wait

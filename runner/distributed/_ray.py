@@ -357,13 +357,6 @@ async def named(start: Callable[[], Any], failure: str) -> Any:
             await asyncio.sleep(0.2)
 
 
-async def ready(handles: Sequence[Any], timeout_s: float = 30.0) -> None:
-    """Wait until each actor of ``handles`` serves, has died, or ``timeout_s`` has passed."""
-    waits = [asyncio.wrap_future(h.__ray_ready__.remote().future()) for h in handles]
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(asyncio.gather(*waits, return_exceptions=True), timeout_s)
-
-
 # -- the feeder's ports over actors -------------------------------------------------------------
 
 
