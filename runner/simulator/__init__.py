@@ -8,10 +8,11 @@ from runner.simulator._boxes import box_answer
 from runner.simulator._limiters import LimiterKind, Limits, Verdict, make_limiter
 from runner.simulator._model import Answer, Seen, answer
 from runner.simulator._server import SimStats, Simulator, serving
-from runner.simulator._spec import Behaviour, BoxBehaviour, Faults, SimSpec
+from runner.simulator._spec import BatchFaults, Behaviour, BoxBehaviour, Faults, SimSpec
 
 __all__ = [
     "Answer",
+    "BatchFaults",
     "Behaviour",
     "BoxBehaviour",
     "Faults",

@@ -46,7 +46,15 @@ from runner.simulator._limiters import Limits, Verdict, make_limiter
 from runner.simulator._model import Answer, Seen, Truth, answer
 from runner.simulator._prompts import BOX_PROMPTS, COLOUR, SPATIAL, expression_and_budget
 from runner.simulator._spec import Faults, SimSpec
-from runner.simulator._wires import WIRES, BadRequest, Parsed, Usage, WireFormat, wire_for
+from runner.simulator._wires import (
+    WIRES,
+    BadRequest,
+    Doc,
+    Parsed,
+    Usage,
+    WireFormat,
+    wire_for,
+)
 
 _IMAGE_TOKEN = 28
 # The request id a client may choose (OpenAI's name for it): one per call, kept on retries.
@@ -150,15 +158,41 @@ class Simulator:
             return self._error(wire, luck.choice((500, 503)), "server_error", "internal", headers)
         if fault == "overloaded":
             return self._overloaded(wire, headers)
-        reply, image_tokens = self._reply(parsed, image, rng)
-        self.stats.answered += 1
-        self.stats.paid[call] += 1  # the model did the work: billed, whatever reaches the client
-        body = _reply_body(wire, parsed, reply, self.stats.answered, image_tokens)
+        body = json.dumps(self._answered(wire, parsed, image, call, rng)).encode()
         if fault == "malformed":
             return self._send(200, body[: len(body) // 3].replace(b"{", b"<"), headers)
         if fault == "truncated":
             return await self._truncated(request, body, headers)
         return self._send(200, body, headers)
+
+    def answer_line(self, path: str, raw: bytes, call_id: str | None) -> tuple[int, Doc]:
+        """What the online endpoint at ``path`` answers to the body ``raw`` sent as
+        ``call_id``, with no fault and no limit: a batch's line (status, JSON body).
+
+        The answer is the online call's (the same seed and call), and is counted as paid.
+        """
+        wire = wire_for(path)
+        if wire is None:
+            return 404, WIRES[0].error(404, "not_found", f"no such endpoint: {path}")
+        try:
+            parsed = _parse(wire, path, raw)
+        except BadRequest as exc:
+            return 400, wire.error(400, "invalid_request_error", str(exc))
+        models = self.spec.models
+        if models is not None and parsed.model not in models:
+            return wire.unknown_model(parsed.model)
+        image = _digest(parsed.image_b64) if parsed.image_b64 is not None else None
+        call, rng, _ = self._generators(parsed, image, call_id)
+        return 200, self._answered(wire, parsed, image, call, rng)
+
+    def _answered(
+        self, wire: WireFormat, parsed: Parsed, image: str | None, call: str, rng: random.Random
+    ) -> Doc:
+        """The model's answer to ``parsed``, as ``wire`` writes it; counted as paid."""
+        reply, image_tokens = self._reply(parsed, image, rng)
+        self.stats.answered += 1
+        self.stats.paid[call] += 1  # the model did the work: billed, whatever reaches the client
+        return _reply_doc(wire, parsed, reply, self.stats.answered, image_tokens)
 
     def _authorised(self, request: web.Request, wire: WireFormat) -> bool:
         given = wire.given_key(request.headers)
@@ -442,15 +476,15 @@ def _lift_image(marker_text: bytes, raw: bytes) -> tuple[bytes, bytes | None]:
     return raw[:start] + raw[end:], raw[start:end]
 
 
-def _reply_body(
+def _reply_doc(
     wire: WireFormat, parsed: Parsed, reply: Answer, serial: int, image_tokens: int
-) -> bytes:
+) -> Doc:
     usage = Usage(
         input=len(parsed.prompt) // 4 + image_tokens,
         output=max(1, len(reply.text) // 3),
         reasoning=len(reply.reasoning) // 4,
     )
-    return json.dumps(wire.answer(parsed, reply, serial, usage)).encode()
+    return wire.answer(parsed, reply, serial, usage)
 
 
 @asynccontextmanager

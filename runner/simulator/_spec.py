@@ -80,6 +80,25 @@ class Faults(_Frozen):
     latency_s: tuple[NonNegativeFloat, NonNegativeFloat] = (0.0, 0.0)  # uniform between
 
 
+class BatchFaults(_Frozen):
+    """How the simulator's batch endpoints behave: OpenAI's files and batches (which DashScope
+    copies), and Gemini's ``batchGenerateContent``. Lines are answered as the online endpoint
+    answers the same call (its custom id or key), so a grid run in batch mode scores as online.
+
+    Per-line draws are seeded by the spec's seed and the line's id, so they repeat across runs.
+    """
+
+    turnaround_s: NonNegativeFloat = 1.0  # from creation until the batch has ended
+    line_error: Probability = 0.0  # a line answered with a server error (500), not an answer
+    malformed_line: Probability = 0.0  # a result line cut short: not JSON
+    expire_first: int = Field(default=0, ge=0)  # the first K batches created expire ...
+    expired_share: Probability = 0.5  # ... having answered this share of their lines
+    fail_first: int = Field(default=0, ge=0)  # the first K batches fail, answering nothing
+    quota_after_batches: int | None = Field(default=None, ge=0)  # then creating one: quota error
+    max_requests: PositiveInt = 50_000  # lines per input file; more is refused (400)
+    max_file_bytes: PositiveInt = 200 * 1024 * 1024  # bytes per uploaded file; more is refused
+
+
 class SimSpec(_Frozen):
     """A simulator: seed, behaviour, faults, the key it accepts (None: any key) and the models
     it serves (None: any model; another is answered 404, as the providers answer a model they
@@ -88,5 +107,6 @@ class SimSpec(_Frozen):
     seed: int = 0
     behaviour: Behaviour = Behaviour()
     faults: Faults = Faults()
+    batch: BatchFaults = BatchFaults()
     api_key: str | None = None
     models: tuple[str, ...] | None = None

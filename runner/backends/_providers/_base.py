@@ -34,6 +34,9 @@ class Provider:
     thinking: Callable[[Thinking], dict[str, Any]]
     errors: ErrorCodes = ErrorCodes()
     max_tokens_field: str = "max_tokens"
+    # Its batch API (files + batches, or Gemini's batchGenerateContent), where it has one that
+    # groundbench speaks; None: the provider runs online only.
+    batch: Wire | None = None
 
 
 def refuse(provider: str, what: str) -> ConfigError:

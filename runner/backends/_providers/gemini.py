@@ -34,4 +34,5 @@ PROVIDER = Provider(
     "https://generativelanguage.googleapis.com/v1beta",
     "GEMINI_API_KEY",
     thinking,
+    batch="gemini",
 )

@@ -43,4 +43,5 @@ PROVIDER = Provider(
         transient=codes("engine_overloaded", "server_error", "timeout"),
     ),
     max_tokens_field="max_completion_tokens",
+    batch="openai",
 )

@@ -42,4 +42,5 @@ PROVIDER = Provider(
         ),
         transient=codes("InternalError", "InternalError.Algo", "ServiceUnavailable"),
     ),
+    batch="openai",
 )
