@@ -49,6 +49,17 @@ provider's endpoint), ``api_key_env``, ``requests_per_minute``, ``tokens_per_min
 ``retry_backoff_s``.
 ``base_url = "simulator"`` points a backend at the built-in simulator, which the run starts
 (``[simulator]`` holds its :class:`SimSpec`): a dry run of the whole grid that costs nothing.
+
+``mode = "batch"`` sends a backend's calls through its provider's batch API (OpenAI, DashScope,
+Gemini) at ``prices.batch_rate`` of the online price (default 0.5), answers within the
+provider's completion window (24 h); ``batch = { poll_s = 30, max_open = 50 }`` tunes it
+(:class:`runner.batch.BatchSettings`)::
+
+    [backends.qwen-batch]
+    provider = "qwen"
+    model = "qwen3-vl-plus"
+    mode = "batch"
+    prices = { input_per_mtok = 0.2, output_per_mtok = 1.6, batch_rate = 0.5 }
 """
 
 from __future__ import annotations
@@ -81,6 +92,7 @@ from conditions import (
     one_line,
 )
 from runner._errors import ConfigError
+from runner.batch import BatchSettings
 from runner.backends import KEY_SHAPED, provider_named
 from runner.simulator import SimSpec
 from scoring import BOX_READERS, BUDGETS, Convention, ReaderName
@@ -102,13 +114,18 @@ class _Frozen(BaseModel):
 
 
 class Prices(_Frozen):
-    """US dollars per million tokens; reasoning tokens are billed as output."""
+    """US dollars per million tokens; reasoning tokens are billed as output. A batch's tokens
+    cost ``batch_rate`` of the online price (OpenAI, DashScope and Gemini bill half)."""
 
     input_per_mtok: NonNegativeFloat = 0.0
     output_per_mtok: NonNegativeFloat = 0.0
+    batch_rate: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+
+    def batch_cost(self, input_tokens: int, output_tokens: int) -> float:
+        return self.batch_rate * self.cost(input_tokens, output_tokens)
 
 
 class BackendSpec(Transport):
@@ -118,13 +135,22 @@ class BackendSpec(Transport):
     provider: str
     model: str = Field(min_length=1)
     prices: Prices = Prices()
+    # "batch": the provider's batch API, at its batch price (runner.batch); online: one call
+    # at a time, as answers are wanted now.
+    mode: Literal["online", "batch"] = "online"
+    batch: BatchSettings = BatchSettings()
 
     @model_validator(mode="after")
     def _known_provider(self) -> Self:
         try:
-            provider_named(self.provider)
+            provider = provider_named(self.provider)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
+        if self.mode == "batch" and provider.batch is None:
+            raise ValueError(
+                f"provider {self.provider} has no batch API that groundbench speaks (batch: "
+                "openai, qwen, gemini); set mode = \"online\""
+            )
         return self
 
     @model_validator(mode="after")

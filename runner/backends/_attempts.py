@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from conditions import Request
@@ -77,13 +78,13 @@ async def ask(
             exchange = await backend.send(request, attempt)
         except CallError as exc:
             if exc.sent:
-                record = error_record(backend, request, attempt, exc, started)
+                record = error_record(Sender.of(backend), request, attempt, exc, started)
                 records.append(await _keep(sink, record))
             if exc.stops:
                 raise
             break
         ok = parses(request, exchange.reply.answer)
-        record = answer_record(backend, request, attempt, exchange, ok)
+        record = answer_record(Sender.of(backend), request, attempt, exchange, ok)
         records.append(await _keep(sink, record))
         if ok:
             break
@@ -97,7 +98,19 @@ async def _keep(sink: Sink, record: AttemptRecord) -> AttemptRecord:
     return record
 
 
-def _common(backend: Backend, request: Request, attempt: int) -> dict[str, object]:
+@dataclass(frozen=True)
+class Sender:
+    """Who answered an attempt, as its record names it: the provider and the model asked."""
+
+    provider: str
+    model: str
+
+    @classmethod
+    def of(cls, backend: Backend) -> Sender:
+        return cls(backend.provider.name, backend.configuration.model)
+
+
+def _common(sender: Sender, request: Request, attempt: int) -> dict[str, object]:
     key = request.key
     return {
         "configuration": key.configuration,
@@ -108,20 +121,20 @@ def _common(backend: Backend, request: Request, attempt: int) -> dict[str, objec
         "attempt": attempt,
         "protocol": request.protocol,
         "fingerprint": request.fingerprint,
-        "provider": backend.provider.name,
-        "model": backend.configuration.model,
+        "provider": sender.provider,
+        "model": sender.model,
         "image_sha256": request.image.sha256 if request.image is not None else None,
     }
 
 
 def answer_record(
-    backend: Backend, request: Request, attempt: int, exchange: Exchange, parseable: bool
+    sender: Sender, request: Request, attempt: int, exchange: Exchange, parseable: bool
 ) -> AttemptRecord:
     """The record of an attempt that got a response."""
     reply = exchange.reply
     return AttemptRecord.model_validate(
         {
-            **_common(backend, request, attempt),
+            **_common(sender, request, attempt),
             "outcome": "answer",
             "parseable": parseable,
             "answer": reply.answer,
@@ -141,12 +154,12 @@ def answer_record(
 
 
 def error_record(
-    backend: Backend, request: Request, attempt: int, error: CallError, started: datetime
+    sender: Sender, request: Request, attempt: int, error: CallError, started: datetime
 ) -> AttemptRecord:
     """The record of an attempt whose call failed: the error, and no answer."""
     return AttemptRecord.model_validate(
         {
-            **_common(backend, request, attempt),
+            **_common(sender, request, attempt),
             "outcome": error.kind,
             "http_status": error.status,
             "error_code": error.code,

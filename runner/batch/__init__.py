@@ -7,5 +7,30 @@ store before going on, polling, reading results into ``responses``, resume — i
 """
 
 from runner.batch._api import ENDED, BatchApi, BatchLimits, BatchState, RemoteBatch, ResultLine
+from runner.batch._ledger import StoreLedger
+from runner.batch._runner import (
+    BatchOutcome,
+    BatchRunner,
+    BatchSettings,
+    Ledger,
+    MakeApi,
+    OpenBatch,
+    Where,
+)
 
-__all__ = ["ENDED", "BatchApi", "BatchLimits", "BatchState", "RemoteBatch", "ResultLine"]
+__all__ = [
+    "ENDED",
+    "BatchApi",
+    "BatchLimits",
+    "BatchOutcome",
+    "BatchRunner",
+    "BatchSettings",
+    "BatchState",
+    "Ledger",
+    "MakeApi",
+    "OpenBatch",
+    "RemoteBatch",
+    "ResultLine",
+    "StoreLedger",
+    "Where",
+]

@@ -5,6 +5,14 @@ Plain Python over DuckDB and Arrow; the run's store actor is a thin wrapper over
 and ``groundbench sql`` opens the same file read-only once no run holds it.
 """
 
+from runner.store._batches import (
+    OPEN_PHASES,
+    BatchKey,
+    BatchProblem,
+    BatchRecord,
+    Phase,
+    batch_records,
+)
 from runner.store._errors import DAMAGED_FILE, StoreError, first_line
 from runner.store._rows import (
     AttemptKey,
@@ -52,6 +60,7 @@ __all__ = [
     "KEY",
     "LOCKED",
     "MIGRATIONS",
+    "OPEN_PHASES",
     "POLYGON_METRIC_NAMES",
     "QUERY_TIMEOUT_S",
     "REFERENCE_SCHEMA",
@@ -59,11 +68,15 @@ __all__ = [
     "SCHEMA_VERSION",
     "SCORE_SCHEMA",
     "AttemptKey",
+    "BatchKey",
+    "BatchProblem",
+    "BatchRecord",
     "CellProgress",
     "ControlRow",
     "ErrorCount",
     "GridRow",
     "Pending",
+    "Phase",
     "Progress",
     "ReferenceRow",
     "Registration",
@@ -74,6 +87,7 @@ __all__ = [
     "Store",
     "StoreError",
     "ThroughRun",
+    "batch_records",
     "check_query",
     "first_line",
     "grid_table",

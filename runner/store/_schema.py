@@ -13,6 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from conditions import Migration
+from runner.store._batches import BATCHES
 
 KEY = ("configuration", "condition", "budget", "qid", "attempt")
 """Every attempt row, response or score, is keyed by these columns."""
@@ -265,5 +266,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     _VIEWS_OF_SCORES,
     _BOX_BENCHMARKS,
     _REFERENCE_SCORES,
+    BATCHES,
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

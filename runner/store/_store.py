@@ -32,6 +32,16 @@ from conditions import (
     opening_repaired,
     pending_migrations,
 )
+from runner.store._batches import (
+    BATCH_COLUMNS,
+    BATCH_KEY_SCHEMA,
+    CHANGEABLE,
+    OPEN_PHASES,
+    BatchKey,
+    BatchProblem,
+    BatchRecord,
+    batch_records,
+)
 from runner.store._errors import StoreError, first_line
 from runner.store._rows import AttemptKey, ControlRow, ReferenceRow, ResponseRow, ScoreRow
 from runner.store._schema import (
@@ -40,12 +50,14 @@ from runner.store._schema import (
     KEY,
     MIGRATIONS,
     REFERENCE_SCHEMA,
+    REQUEST,
     RESPONSE_COLUMNS,
     RESPONSE_SCHEMA,
     SCORE_SCHEMA,
 )
 from runner.store._sql import QUERY_TIMEOUT_S, check_query, lock_down, run_query
 
+_OPEN = f"({', '.join(repr(p) for p in OPEN_PHASES)})"
 KEY_SCHEMA = pa.schema([RESPONSE_SCHEMA.field(c) for c in KEY])
 # The answers re-scoring reads: parseable answers to GroundBench's polygon questions.
 _POLYGON_ANSWERS = f"r.outcome = 'answer' AND r.parseable AND r.budget <> {BOX}"
@@ -319,6 +331,9 @@ class Store:
             # Not `IN (SELECT unnest(?))`: that semi-join takes twice as long on a large grid.
             where = "AND list_contains(?::VARCHAR[], configuration)"
             params = [list(configurations)]
+        if self._scalar(f"SELECT count(*) FROM batches WHERE phase IN {_OPEN}"):
+            # A request an open batch holds is collected from it, never sent again.
+            where += f" AND ({', '.join(REQUEST)}) NOT IN (SELECT * FROM held_requests)"
         # On a cursor of its own: DuckDB reads a relation into Arrow without an extra copy, but
         # not on a connection that another statement's unfinished result holds.
         with self._con.cursor() as cursor:
@@ -335,6 +350,87 @@ class Store:
             [pc.dictionary_encode(c) if c.type == pa.string() else c for c in table.columns],
             names=table.column_names,
         )
+
+    # -- batches ----------------------------------------------------------------------------
+
+    def record_batch(self, batch: BatchRecord, keys: Sequence[BatchKey]) -> None:
+        """Record a batch and the attempts it holds, together, before anything is sent for it."""
+        with self._transaction():
+            self._con.execute(
+                f"INSERT INTO batches ({', '.join(BATCH_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(BATCH_COLUMNS))})",
+                list(batch.model_dump().values()),
+            )
+            self._con.register("batch_keys", _arrow(keys, BATCH_KEY_SCHEMA))
+            try:
+                self._con.execute("INSERT INTO batch_requests SELECT * FROM batch_keys")
+            finally:
+                self._con.unregister("batch_keys")
+
+    def update_batch(self, batch: str, **changes: object) -> BatchRecord:
+        """Record a step of ``batch`` (its phase, the provider's ids and counts); the batch as
+        recorded now.
+
+        Raises
+        ------
+        StoreError
+            No such batch, or a field a step cannot change.
+        """
+        wrong = sorted(set(changes) - CHANGEABLE)
+        if wrong:
+            raise StoreError(f"batch {batch}: cannot change {', '.join(wrong)}")
+        if changes:
+            sets = ", ".join(f"{name} = ?" for name in changes)
+            self._con.execute(
+                f"UPDATE batches SET {sets}, updated_at = current_timestamp WHERE id = ?",
+                [*changes.values(), batch],
+            )
+        found = self.batches(ids=[batch])
+        if not found:
+            raise StoreError(f"no batch {batch} in {self.path}")
+        return found[0]
+
+    def batches(
+        self,
+        backend: str | None = None,
+        *,
+        open_only: bool = False,
+        ids: Sequence[str] | None = None,
+    ) -> list[BatchRecord]:
+        """The batches recorded (of ``backend``; only those still open; only ``ids``),
+        oldest first."""
+        where: list[str] = ["true"]
+        params: list[object] = []
+        if backend is not None:
+            where.append("backend = ?")
+            params.append(backend)
+        if open_only:
+            where.append(f"phase IN {_OPEN}")
+        if ids is not None:
+            where.append("list_contains(?::VARCHAR[], id)")
+            params.append(list(ids))
+        return batch_records(self._con, " AND ".join(where), params)
+
+    def batch_keys(self, batch: str) -> list[BatchKey]:
+        """The attempts ``batch`` holds, under the ids its lines carry."""
+        rows = self._con.execute(
+            f"SELECT {', '.join(BatchKey._fields)} FROM batch_requests WHERE batch = ? "
+            "ORDER BY custom_id",
+            [batch],
+        ).fetchall()
+        return [BatchKey(*r) for r in rows]
+
+    def record_problems(self, problems: Sequence[BatchProblem]) -> int:
+        """Keep result lines that could not be read (once each, however often they are read);
+        how many were new."""
+        before = self._scalar("SELECT count(*) FROM batch_problems")
+        for problem in problems:
+            self._con.execute(
+                "INSERT OR IGNORE INTO batch_problems (batch, line, custom_id, message) "
+                "VALUES (?, ?, ?, ?)",
+                list(problem),
+            )
+        return self._scalar("SELECT count(*) FROM batch_problems") - before
 
     # -- responses --------------------------------------------------------------------------
 

@@ -114,7 +114,7 @@ def test_a_file_of_an_older_groundbench_is_brought_up_to_date_keeping_its_rows(
         con.execute("INSERT INTO scores (configuration, condition, budget, qid, attempt, iou) "
                     "VALUES ('cfg', 'base', 8, 'q1', 0, 0.5)")  # fmt: skip
     with Store(path) as s:
-        assert s.version() == SCHEMA_VERSION == 4
+        assert s.version() == SCHEMA_VERSION == 5
         _, rows = s.query("SELECT iou, says_absent FROM scores")
         assert rows == [(0.5, None)]  # kept, with the new column empty
         _, rows = s.query("SELECT name, reading FROM configurations")
@@ -138,7 +138,7 @@ def test_a_file_before_re_scoring_gets_its_table_and_keeps_its_rows(tmp_path: Pa
         con.execute("INSERT INTO scores (configuration, condition, budget, qid, attempt, iou, "
                     "says_absent) VALUES ('cfg', 'base', 8, 'q1', 0, 0.5, false)")  # fmt: skip
     with Store(path) as s:
-        assert s.version() == 4
+        assert s.version() == SCHEMA_VERSION
         assert s.query("SELECT iou, says_absent FROM scores")[1] == [(0.5, False)]
         assert s.query("SELECT count(*) FROM reference_scores")[1] == [(0,)]
         assert s.polygon_answers() == 1
