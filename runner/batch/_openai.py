@@ -317,7 +317,7 @@ async def _lines(stream: aiohttp.StreamReader, cap: int) -> AsyncIterator[bytes 
     async for chunk in stream.iter_chunked(_CHUNK):
         start = 0
         while (end := chunk.find(b"\n", start)) >= 0:
-            if skipping:
+            if skipping or len(held) + end - start > cap:
                 yield None
                 skipping = False
             else:
