@@ -37,7 +37,11 @@ ENDPOINT = "/v1/chat/completions"  # the lines' url and the batch's endpoint (Op
 COMPLETION_WINDOW = "24h"  # OpenAI accepts only this; DashScope accepts 24h up to 336h
 TAG_KEY = "groundbench"  # the metadata key that names the batch to groundbench
 MB = 1_000_000  # decimal: under the documented limit whichever megabyte the provider means
-# Per provider, from its documentation (see the module docstring of each provider unit).
+# Per provider, from its documentation. OpenAI (API reference, "Create batch"): 50,000
+# requests and 200 MB per input file. DashScope (Model Studio, "OpenAI compatible - Batch (file
+# input)"): 50,000 requests and 500 MB per file (6 MB per line), completion windows 24h-336h,
+# statuses spelt as OpenAI's; its Singapore endpoint lists only text models for batch, Beijing's
+# the Qwen-VL family too.
 LIMITS: Mapping[str, BatchLimits] = {
     "openai": BatchLimits(max_requests=50_000, max_bytes=200 * MB),
     "qwen": BatchLimits(max_requests=50_000, max_bytes=500 * MB),
