@@ -44,6 +44,7 @@ from conditions import (
 from runner.simulator._boxes import box_answer
 from runner.simulator._limiters import Limits, Verdict, make_limiter
 from runner.simulator._model import Answer, Seen, Truth, answer
+from runner.simulator._openai_batches import OpenAIBatchService
 from runner.simulator._prompts import BOX_PROMPTS, COLOUR, SPATIAL, expression_and_budget
 from runner.simulator._spec import Faults, SimSpec
 from runner.simulator._wires import (
@@ -74,6 +75,8 @@ class SimStats:
     answered: int = 0
     paid: Counter[str] = field(default_factory=Counter)  # answers made, per call
     delays_s: list[float] = field(default_factory=list)  # injected latencies
+    batches_created: int = 0  # batches the batch endpoints created (any wire)
+    submitted: Counter[str] = field(default_factory=Counter)  # batches each custom id was in
 
     @property
     def paid_twice(self) -> int:
@@ -113,9 +116,11 @@ class Simulator:
         self._calls = 0
         self.clock = clock
         self._limits = _limits(spec.faults)
+        self.openai_batches = OpenAIBatchService(self)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
+        self.openai_batches.add_routes(app)
         app.router.add_post("/{path:.*}", self._handle)
         return app
 

@@ -1,0 +1,367 @@
+"""OpenAI's Batch API (files + batches), which DashScope's compatible mode copies.
+
+Documented wire (platform.openai.com, API reference "Batch" and "Files"):
+
+- ``POST {base}/files`` (multipart: ``purpose=batch`` and the JSONL ``file``) → a file object;
+- ``POST {base}/batches`` (``input_file_id``, ``endpoint``, ``completion_window`` "24h",
+  ``metadata``) → a batch object; ``GET {base}/batches/{id}``; ``POST …/{id}/cancel``;
+  ``GET {base}/batches?limit&after`` (newest first, ``has_more``);
+- ``GET {base}/files/{id}/content`` (the output or error JSONL); ``DELETE {base}/files/{id}``.
+
+An input line is ``{custom_id, method, url, body}``; a result line is ``{id, custom_id,
+response: {status_code, request_id, body}, error}``, and a request that never ran has
+``error.code`` ``batch_expired`` or ``batch_cancelled``. The body of each line is the online
+wire's (:class:`~runner.backends.OpenAIChat`), so a batch asks exactly what an online call asks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any, get_args
+from urllib.parse import quote
+
+import aiohttp
+
+from conditions import Request
+from runner.backends._client import _read_capped, redact_reply
+from runner.backends._errors import CallError, Fatal, Transient
+from runner.backends._openai import OpenAIChat, classify_openai
+from runner.backends._providers import Provider
+from runner.backends._secrets import ApiKey, redact
+from runner.backends._wire import Body, field_dict, load_json, splice_json
+from runner.batch._api import BatchLimits, BatchState, RemoteBatch, ResultLine
+
+ENDPOINT = "/v1/chat/completions"  # the lines' url and the batch's endpoint (OpenAI, DashScope)
+COMPLETION_WINDOW = "24h"  # OpenAI accepts only this; DashScope accepts 24h up to 336h
+TAG_KEY = "groundbench"  # the metadata key that names the batch to groundbench
+MB = 1_000_000  # decimal: under the documented limit whichever megabyte the provider means
+# Per provider, from its documentation. OpenAI (API reference, "Create batch"): 50,000
+# requests and 200 MB per input file. DashScope (Model Studio, "OpenAI compatible - Batch (file
+# input)"): 50,000 requests and 500 MB per file (6 MB per line), completion windows 24h-336h,
+# statuses spelt as OpenAI's; its Singapore endpoint lists only text models for batch, Beijing's
+# the Qwen-VL family too.
+LIMITS: Mapping[str, BatchLimits] = {
+    "openai": BatchLimits(max_requests=50_000, max_bytes=200 * MB),
+    "qwen": BatchLimits(max_requests=50_000, max_bytes=500 * MB),
+}
+# OpenAI spells its states as groundbench normalises them; DashScope spells them alike.
+_STATES: Mapping[str, BatchState] = {s: s for s in get_args(BatchState)}
+NEVER_RAN = frozenset({"batch_expired", "batch_cancelled"})
+MAX_OBJECT_BYTES = 4 * 1024 * 1024  # a batch object or a page of 100 of them
+MAX_LINE_BYTES = 32 * 1024 * 1024  # a result line: an answer is ~50 KB; past this it is junk
+FIND_PAGES = 10  # pages of the batch list searched by find (100 batches each)
+_CHUNK = 1 << 16
+
+
+class OpenAIBatches:
+    """The batch endpoints of one OpenAI-compatible provider, for one model and key.
+
+    ``base_url`` is the provider's OpenAI-compatible base (``https://api.openai.com/v1``,
+    DashScope's ``…/compatible-mode/v1``, or the simulator's address): endpoints are appended
+    to it as the online wire appends ``/chat/completions``.
+    """
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        provider: Provider,
+        model: str,
+        base_url: str,
+        key: ApiKey,
+        *,
+        read_timeout_s: float = 300.0,
+    ) -> None:
+        self.provider = provider
+        self.limits = LIMITS.get(provider.name, LIMITS["openai"])
+        self._chat = OpenAIChat(provider, model)
+        self._session = session
+        self._base = base_url.rstrip("/")
+        self._key = key
+        # No total: a 200 MB upload or download may take long, but no read may stall.
+        self._timeout = aiohttp.ClientTimeout(total=None, connect=60.0, sock_read=read_timeout_s)
+
+    def __repr__(self) -> str:
+        return f"OpenAIBatches({self.provider.name}, {self._chat.model}, {self._base})"
+
+    # -- the input file -------------------------------------------------------------------
+
+    def line(self, custom_id: str, request: Request) -> Body:
+        """``request`` as one JSONL line; its body is byte for byte the online call's."""
+        doc = {
+            "custom_id": custom_id,
+            "method": "POST",
+            "url": ENDPOINT,
+            "body": self._chat.payload(request),
+        }
+        image = request.image.data_url if request.image is not None else None
+        spliced = splice_json(doc, image)
+        return Body((*spliced.parts, b"\n"))
+
+    async def upload(self, path: Path, display_name: str) -> str:
+        """Upload the file at ``path``, streamed from disk by aiohttp (never read whole)."""
+        name = display_name if display_name.endswith(".jsonl") else f"{display_name}.jsonl"
+        with path.open("rb") as file:
+            form = aiohttp.FormData()
+            form.add_field("purpose", "batch")
+            form.add_field("file", file, filename=name, content_type="application/jsonl")
+            doc = await self._call("POST", "/files", "file object", data=form)
+        return _id(doc, "file object")
+
+    # -- batches --------------------------------------------------------------------------
+
+    async def create(self, file_id: str, tag: str) -> RemoteBatch:
+        """Create the batch; ``tag`` goes in its metadata, which both providers echo back."""
+        body = {
+            "input_file_id": file_id,
+            "endpoint": ENDPOINT,
+            "completion_window": COMPLETION_WINDOW,
+            "metadata": {TAG_KEY: tag},
+        }
+        return self._batch(await self._call("POST", "/batches", "batch", json=body))
+
+    async def get(self, batch_id: str) -> RemoteBatch:
+        return self._batch(await self._call("GET", f"/batches/{_seg(batch_id)}", "batch"))
+
+    async def cancel(self, batch_id: str) -> RemoteBatch:
+        path = f"/batches/{_seg(batch_id)}/cancel"
+        return self._batch(await self._call("POST", path, "batch"))
+
+    async def find(self, tag: str, file_id: str | None) -> RemoteBatch | None:
+        """The newest batch tagged ``tag`` or made of ``file_id``, among the account's last
+        :data:`FIND_PAGES` hundred batches (the list is newest first)."""
+        after: str | None = None
+        for _ in range(FIND_PAGES):
+            params = {"limit": "100"} | ({"after": after} if after else {})
+            page = await self._call("GET", "/batches", "batch list", params=params)
+            data = page.get("data")
+            batches = [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
+            for doc in batches:
+                if _tag_of(doc) == tag or (file_id and doc.get("input_file_id") == file_id):
+                    return self._batch(doc)
+            last = page.get("last_id") or (batches[-1].get("id") if batches else None)
+            if not page.get("has_more") or not isinstance(last, str) or not batches:
+                return None
+            after = last
+        return None
+
+    async def delete_file(self, file_id: str) -> None:
+        """Delete the file; one already gone (404) is deleted."""
+        try:
+            await self._call("DELETE", f"/files/{_seg(file_id)}", "file deletion")
+        except CallError as exc:
+            if exc.status != 404:
+                raise
+
+    # -- results --------------------------------------------------------------------------
+
+    async def results(self, batch: RemoteBatch) -> AsyncIterator[ResultLine]:
+        """The output file's lines, then the error file's, each read as it arrives."""
+        for file_id in (batch.output_file, batch.error_file):
+            if file_id:
+                async for line in self._file_lines(file_id):
+                    yield line
+
+    async def _file_lines(self, file_id: str) -> AsyncIterator[ResultLine]:
+        url = f"{self._base}/files/{_seg(file_id)}/content"
+        try:
+            async with self._session.get(
+                url, headers=self._headers(), timeout=self._timeout, allow_redirects=False
+            ) as response:
+                if not 200 <= response.status < 300:
+                    raw = await _read_capped(response, MAX_OBJECT_BYTES)
+                    raise self._failed(response.status, response.headers, raw)
+                n = 0
+                async for raw_line in _lines(response.content, MAX_LINE_BYTES):
+                    n += 1
+                    if raw_line is None:
+                        yield ResultLine(f"{file_id} line {n}", None, problem=_TOO_LONG)
+                    elif raw_line.strip():
+                        yield self._result(raw_line, f"{file_id} line {n}")
+        except TimeoutError:
+            raise Transient(f"no data within {self._timeout.sock_read:g} s") from None
+        except aiohttp.ClientError as exc:
+            raise self._transport(exc) from None
+
+    def _result(self, raw: bytes, where: str) -> ResultLine:
+        """One result line read: an answer, an error, a request that never ran, or why the
+        line cannot be read. Never raises."""
+        try:
+            doc = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            return ResultLine(where, None, problem=f"not JSON ({len(raw)} bytes; cut short?)")
+        custom_id = doc.get("custom_id") if isinstance(doc, dict) else None
+        if not isinstance(custom_id, str) or not custom_id:
+            return ResultLine(where, None, problem="no custom_id")
+        assert isinstance(doc, dict)
+        error = doc.get("error")
+        if isinstance(error, dict) and error:
+            return self._error_line(where, custom_id, error)
+        response = doc.get("response")
+        if not isinstance(response, dict):
+            return ResultLine(where, custom_id, problem="neither a response nor an error")
+        status = response.get("status_code")
+        if not isinstance(status, int) or isinstance(status, bool):
+            return ResultLine(where, custom_id, problem="the response has no status_code")
+        body = json.dumps(response.get("body")).encode()
+        if status != 200:
+            failed = self._scrubbed(classify_openai(status, {}, body))
+            return ResultLine(where, custom_id, status=status, error=failed)
+        try:
+            reply = redact_reply(self._chat.decode(body), self._key)
+        except CallError as exc:
+            reason = redact(exc.message, self._key)
+            return ResultLine(where, custom_id, status=status, problem=f"the body: {reason}")
+        return ResultLine(where, custom_id, reply=reply, status=status)
+
+    def _error_line(self, where: str, custom_id: str, error: dict[str, Any]) -> ResultLine:
+        """A line whose ``error`` is set: never ran (expired, cancelled), or failed."""
+        code = error.get("code")
+        if code in NEVER_RAN:
+            return ResultLine(where, custom_id, ran=False)
+        failed = self._scrubbed(classify_openai(0, {}, json.dumps({"error": error}).encode()))
+        failed.status = None  # the line has no HTTP status of its own
+        return ResultLine(where, custom_id, error=failed)
+
+    # -- the exchange ---------------------------------------------------------------------
+
+    async def _call(self, method: str, path: str, what: str, **send: Any) -> dict[str, Any]:
+        """One exchange: its JSON object, or the :class:`CallError` of its failure."""
+        try:
+            async with self._session.request(
+                method,
+                self._base + path,
+                headers=self._headers(),
+                timeout=self._timeout,
+                allow_redirects=False,  # a redirect would carry the key to another server
+                **send,
+            ) as response:
+                status, headers = response.status, response.headers
+                raw = await _read_capped(response, MAX_OBJECT_BYTES)
+        except TimeoutError:
+            raise Transient(f"no response within {self._timeout.sock_read:g} s") from None
+        except aiohttp.ClientError as exc:
+            raise self._transport(exc) from None
+        if not 200 <= status < 300:
+            raise self._failed(status, headers, raw)
+        try:
+            return load_json(raw, what)
+        except CallError as exc:
+            raise self._scrubbed(exc) from None
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._key.reveal()}"}
+
+    def _failed(self, status: int, headers: Mapping[str, str], raw: bytes) -> CallError:
+        if 300 <= status < 400:
+            location = redact(headers.get("Location", "(no Location header)"), self._key)
+            return Fatal(
+                f"the server redirects to {location}: groundbench sends a key to no address "
+                "but the configured one; if that address is right, set base_url to it",
+                status=status,
+                code="redirect",
+            )
+        return self._scrubbed(classify_openai(status, headers, raw))
+
+    def _transport(self, exc: aiohttp.ClientError) -> Transient:
+        detail = redact(str(exc), self._key) or "connection failed"
+        return Transient(f"{type(exc).__name__}: {detail}")
+
+    def _scrubbed(self, error: CallError) -> CallError:
+        """``error`` with every text from the server redacted of the key."""
+        error.message = redact(error.message, self._key)
+        error.code = None if error.code is None else redact(error.code, self._key)
+        error.args = (error.message,)
+        return error
+
+    def _batch(self, doc: dict[str, Any]) -> RemoteBatch:
+        """A batch object as a :class:`RemoteBatch`; an unknown status reads as running
+        (polled again), with the provider's word kept."""
+        status = doc.get("status")
+        provider_state = status if isinstance(status, str) else "unknown"
+        counts = field_dict(doc, "request_counts")
+        return RemoteBatch(
+            id=_id(doc, "batch"),
+            state=_STATES.get(provider_state, "in_progress"),
+            provider_state=provider_state,
+            tag=_tag_of(doc),
+            input_file=_str(doc.get("input_file_id")),
+            output_file=_str(doc.get("output_file_id")),
+            error_file=_str(doc.get("error_file_id")),
+            total=_int(counts.get("total")),
+            succeeded=_int(counts.get("completed")),
+            failed=_int(counts.get("failed")),
+            message=self._message(doc.get("errors")),
+        )
+
+    def _message(self, errors: object) -> str | None:
+        """``errors.data[*]`` as one line: why a batch failed validation, redacted."""
+        data = errors.get("data") if isinstance(errors, dict) else None
+        if not isinstance(data, list):
+            return None
+        said = []
+        for e in data:
+            if isinstance(e, dict) and isinstance(e.get("message"), str):
+                line = e.get("line")
+                where = f"line {line}: " if isinstance(line, int) else ""
+                said.append(where + e["message"])
+        text = "; ".join(said)
+        return redact(text[:2000], self._key) if text else None
+
+
+_TOO_LONG = f"longer than {MAX_LINE_BYTES:,} bytes: not read"
+
+
+async def _lines(stream: aiohttp.StreamReader, cap: int) -> AsyncIterator[bytes | None]:
+    """The lines of ``stream`` (without their ``\\n``), as they arrive; ``None`` for a line
+    longer than ``cap`` (skipped, never held whole)."""
+    held = bytearray()
+    skipping = False
+    async for chunk in stream.iter_chunked(_CHUNK):
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            if skipping or len(held) + end - start > cap:
+                yield None
+                skipping = False
+            else:
+                held += chunk[start:end]
+                yield bytes(held)
+            held.clear()
+            start = end + 1
+        if not skipping:
+            held += chunk[start:]
+            if len(held) > cap:
+                held.clear()
+                skipping = True
+    if skipping:
+        yield None
+    elif held:
+        yield bytes(held)
+
+
+def _seg(name: str) -> str:
+    """An id as one URL path segment: a hostile id cannot reach another path."""
+    return quote(name, safe="")
+
+
+def _id(doc: dict[str, Any], what: str) -> str:
+    value = doc.get("id")
+    if not isinstance(value, str) or not value:
+        raise Transient(f"malformed {what}: no id")
+    return value
+
+
+def _tag_of(doc: dict[str, Any]) -> str | None:
+    return _str(field_dict(doc, "metadata").get(TAG_KEY))
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+__all__ = ["LIMITS", "OpenAIBatches"]
