@@ -92,8 +92,8 @@ from conditions import (
     one_line,
 )
 from runner._errors import ConfigError
-from runner.batch import BatchSettings
 from runner.backends import KEY_SHAPED, provider_named
+from runner.batch import BatchSettings
 from runner.simulator import SimSpec
 from scoring import BOX_READERS, BUDGETS, Convention, ReaderName
 
@@ -149,7 +149,7 @@ class BackendSpec(Transport):
         if self.mode == "batch" and provider.batch is None:
             raise ValueError(
                 f"provider {self.provider} has no batch API that groundbench speaks (batch: "
-                "openai, qwen, gemini); set mode = \"online\""
+                'openai, qwen, gemini); set mode = "online"'
             )
         return self
 

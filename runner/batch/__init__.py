@@ -7,6 +7,7 @@ store before going on, polling, reading results into ``responses``, resume — i
 """
 
 from runner.batch._api import ENDED, BatchApi, BatchLimits, BatchState, RemoteBatch, ResultLine
+from runner.batch._factory import batch_api
 from runner.batch._ledger import StoreLedger
 from runner.batch._runner import (
     BatchOutcome,
@@ -33,4 +34,5 @@ __all__ = [
     "ResultLine",
     "StoreLedger",
     "Where",
+    "batch_api",
 ]

@@ -22,10 +22,15 @@ import ray
 
 from conditions import Configuration, Questions, VariantCache
 from runner.backends import key_for
+from runner.batch import BatchOutcome
+from runner.distributed._batch_worker import BatchSpec, BatchWorker
 from runner.distributed._scorer import BoxScorer, Scorer
 from runner.distributed._worker import BackendWorker, ChunkOutcome, WorkerStats
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import (
+    BatchKey,
+    BatchProblem,
+    BatchRecord,
     CellProgress,
     ControlRow,
     ErrorCount,
@@ -116,6 +121,23 @@ class StoreActor:
     def error_counts(self) -> list[ErrorCount]:
         return self._store.error_counts()
 
+    # The batch ledger (runner.batch.Ledger, through _ray.ActorLedger).
+
+    def open_batches(self, backend: str) -> list[BatchRecord]:
+        return self._store.batches(backend, open_only=True)
+
+    def batch_keys(self, batch: str) -> list[BatchKey]:
+        return self._store.batch_keys(batch)
+
+    def record_batch(self, batch: BatchRecord, keys: Sequence[BatchKey]) -> None:
+        self._store.record_batch(batch, keys)
+
+    def update_batch(self, batch: str, changes: dict[str, object]) -> BatchRecord:
+        return self._store.update_batch(batch, **changes)
+
+    def record_problems(self, problems: Sequence[BatchProblem]) -> int:
+        return self._store.record_problems(problems)
+
     def query(
         self, sql: str, timeout_s: float, token: str
     ) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -166,6 +188,39 @@ class BackendActor:
 
     async def resume_after_quota(self) -> None:
         await self._worker.resume_after_quota()
+
+    def stats(self) -> WorkerStats:
+        return self._worker.stats()
+
+    def node(self) -> str:
+        return _node()
+
+
+class BatchBackendActor:
+    """One backend in batch mode: its configurations' calls as the provider's batches."""
+
+    def __init__(
+        self,
+        configurations: Sequence[Configuration],
+        questions: Questions,
+        images: Path,
+        cache: Path,
+        store: Any,
+        simulator_key: str | None,
+        spec: BatchSpec,
+    ) -> None:
+        self._worker = BatchWorker(
+            configurations, questions, images, cache, key_for(simulator_key), spec
+        )
+        self._store = store
+        gc.collect()
+        gc.freeze()
+
+    async def run(self, allowed: frozenset[tuple[str, str, int, str]] | None) -> BatchOutcome:
+        # Imported here: _ray imports this module (its actor classes).
+        from runner.distributed._ray import ActorLedger
+
+        return await self._worker.run(ActorLedger(self._store, allowed))
 
     def stats(self) -> WorkerStats:
         return self._worker.stats()
@@ -240,6 +295,7 @@ QUERY_GROUPS = {QUERIES: 4}
 # Ray's overloads of ray.remote omit concurrency_groups, which it takes (and .options() does not).
 RemoteStore = ray.remote(concurrency_groups=QUERY_GROUPS)(StoreActor)  # type: ignore[call-overload]
 RemoteBackend = ray.remote(BackendActor)
+RemoteBatchBackend = ray.remote(BatchBackendActor)
 RemoteScorer = ray.remote(ScoringActor)
 RemoteSimulator = ray.remote(SimulatorActor)
 
@@ -247,7 +303,9 @@ __all__ = [
     "QUERIES",
     "QUERY_GROUPS",
     "BackendActor",
+    "BatchBackendActor",
     "RemoteBackend",
+    "RemoteBatchBackend",
     "RemoteScorer",
     "RemoteSimulator",
     "RemoteStore",

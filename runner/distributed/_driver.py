@@ -25,20 +25,25 @@ from conditions import Configuration, Questions
 from runner._errors import RunnerError
 from runner._names import NAMESPACE, actor_name, run_tag
 from runner.backends import what_to_do
+from runner.batch import BatchOutcome
 from runner.check import CheckReport, cap_lines, check, check_lines, stored_progress
 from runner.distributed import _address, _ray
 from runner.distributed._actors import (
     RemoteBackend,
+    RemoteBatchBackend,
     RemoteScorer,
     RemoteSimulator,
     RemoteStore,
 )
+from runner.distributed._batch_worker import BatchSpec
 from runner.distributed._feeder import (
     Feed,
     Feeder,
     FeedPolicy,
     Limited,
     PendingSource,
+    RunFailed,
+    WorkerLost,
     forget,
     score_to_the_end,
 )
@@ -82,6 +87,18 @@ class BackendReport:
     spent: float = 0.0  # dollars this run, from its answers' tokens and the prices
     capped: bool = False  # stopped by the spending cap
     learnt_per_minute: float | None = None  # the limit its 429s taught, below the configured
+    batch: BatchReport | None = None  # a batch-mode backend's batches
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """What a batch-mode backend's batches did this run, and what they saved."""
+
+    created: int  # batches created at the provider
+    read: int  # batches whose results were stored
+    unrun: int  # lines a batch never ran (expired, cancelled, failed): sent again or pending
+    problems: int  # result lines that could not be read (batch_problems)
+    online_cost: float  # what its answers would have cost online
 
 
 @dataclass(frozen=True)
@@ -237,6 +254,7 @@ class _BackendActor:
     configurations: tuple[Configuration, ...]
     simulated: bool  # on the built-in simulator, which listens on the driver node's loopback
     options: dict[str, Any]  # its actor's Ray options, placement aside
+    batch: bool  # in batch mode: a RemoteBatchBackend, driven by _drive_batches
     args: tuple[Any, ...]  # its actor's constructor arguments
     handle: Any = None
     node: str | None = None  # where its actor was started last
@@ -275,6 +293,7 @@ class _Run:
         self.cap = SpendCap(options.max_spend) if options.max_spend is not None else None
         self.allowed: frozenset[RequestId] | None = None  # with --limit: the requests to send
         self.preflight_spent = 0.0
+        self._batches: dict[str, BatchReport] = {}  # batch-mode backends' reports
 
     def estimated(self, estimate: CheckReport) -> None:
         """The pre-flight's (or the cap's) estimate: the cost per call the cap starts from;
@@ -364,8 +383,12 @@ class _Run:
             store = Limited(store, self.allowed)
         feeder = Feeder(store, self._policy(), self.echo, cap=self.cap)
         watcher = asyncio.create_task(self._watch(begun))
+        pairs = list(zip(self.feeds, self.actors, strict=True))
         try:
-            await asyncio.gather(*(feeder.drive(f) for f in self.feeds))
+            await asyncio.gather(
+                *(feeder.drive(f) for f, a in pairs if not a.batch),
+                *(self._drive_batches(f, a) for f, a in pairs if a.batch),
+            )
             await _ray.call(self.store.finish.remote())
             unscored = await score_to_the_end(
                 store, scoring, lambda i, lost: self._score_again(i, lost, scorer_ref)
@@ -374,6 +397,57 @@ class _Run:
             watcher.cancel()
         await self._show(begun)  # the view's last frame: the run as it ends
         return await self._report(begun, unscored)
+
+    async def _drive_batches(self, feed: Feed, actor: _BackendActor) -> None:
+        """Run a batch-mode backend's batches to the end; a dead actor is replaced, and the new
+        one collects the batches the ledger holds (none is sent again)."""
+        if self.cap is not None:
+            self.echo(
+                f"backend {feed.name}: batch mode; --max-spend does not limit it (a batch is "
+                "committed whole when it is created): its spend is counted after"
+            )
+        while True:
+            try:
+                outcome: BatchOutcome = await _ray.lost_if_dead(
+                    actor.handle.run.remote(self.allowed)
+                )
+            except WorkerLost:
+                feed.restarts += 1
+                if feed.restarts > FeedPolicy.max_restarts:
+                    died = f"backend {feed.name}: its actor died {feed.restarts} times"
+                    raise RunFailed(died) from None
+                actor.handle = await self._restarted(actor)
+                self.echo(
+                    f"backend {feed.name}: actor restarted; it collects the open batches, "
+                    "sending none of their requests again"
+                )
+                continue
+            self._settle_batches(feed, outcome)
+            return
+
+    def _settle_batches(self, feed: Feed, outcome: BatchOutcome) -> None:
+        prices = self.experiment.backends[feed.name].prices
+        feed.finished += outcome.attempts
+        feed.answered += outcome.answered
+        feed.input_tokens += outcome.input_tokens
+        feed.output_tokens += outcome.output_tokens
+        feed.spent += prices.batch_cost(outcome.input_tokens, outcome.output_tokens)
+        feed.quota, feed.refused = outcome.quota, outcome.refused
+        self._batches[feed.name] = BatchReport(
+            outcome.created,
+            outcome.read,
+            outcome.unrun,
+            outcome.problems,
+            prices.cost(feed.input_tokens, feed.output_tokens),
+        )
+        if outcome.quota is not None:
+            self.echo(
+                f"backend {feed.name}: quota exhausted, no batch created after: {outcome.quota}"
+            )
+        if outcome.refused is not None:
+            self.echo(
+                f"backend {feed.name}: stopped, no call of it can succeed: {outcome.refused}"
+            )
 
     def _policy(self) -> FeedPolicy:
         return FeedPolicy(
@@ -398,6 +472,7 @@ class _Run:
                     f.spent,
                     f.capped,
                     f.learnt_per_minute,
+                    self._batches.get(f.name),
                 )
                 for f in self.feeds
             ),
@@ -422,11 +497,19 @@ class _Run:
     def _spent_in_store(self, progress: Sequence[Progress]) -> float:
         backend_of = {c.name: c.backend for c in self.experiment.configurations}
         prices = {name: b.prices for name, b in self.experiment.backends.items()}
-        return sum(
-            prices[backend_of[p.configuration]].cost(p.input_tokens, p.output_tokens)
-            for p in progress
-            if p.configuration in backend_of
-        )
+        total = 0.0
+        for p in progress:
+            if p.configuration not in backend_of:
+                continue
+            price = prices[backend_of[p.configuration]]
+            online = (
+                p.input_tokens - p.batch_input_tokens,
+                p.output_tokens - p.batch_output_tokens,
+            )
+            total += price.cost(*online) + price.batch_cost(
+                p.batch_input_tokens, p.batch_output_tokens
+            )
+        return total
 
     async def _limited_left(self) -> int:
         if self.allowed is None:
@@ -465,8 +548,14 @@ class _Run:
                 "namespace": NAMESPACE,
             }
             key = (self.experiment.simulator.api_key or "simulator") if spec.simulated else None
-            args = (members, questions_ref, self.experiment.images, self.cache, self.store, key)
-            actor = _BackendActor(name, members, spec.simulated, options, args)
+            args: tuple[Any, ...] = (
+                members, questions_ref, self.experiment.images, self.cache, self.store, key
+            )  # fmt: skip
+            batch = spec.mode == "batch"
+            if batch:
+                spool = self.experiment.store.with_suffix(".batches")
+                args += (BatchSpec(name, spec.batch, spool, spec.simulated),)
+            actor = _BackendActor(name, members, spec.simulated, options, args, batch)
             actor.handle = self._place(actor)
             actors.append(actor)
         return actors
@@ -483,7 +572,7 @@ class _Run:
             names,
             _ray.ActorBackend(actor.handle),
             restart,
-            cost=prices.cost,
+            cost=prices.batch_cost if actor.batch else prices.cost,
             call_cost=self._call_cost(names),
         )
 
@@ -501,9 +590,8 @@ class _Run:
         avoids the node its last actor died on."""
         actor.node = self.node if actor.simulated else self._next_node(avoid=actor.node)
         strategy = _ray.pinned(actor.node)
-        return RemoteBackend.options(**actor.options, scheduling_strategy=strategy).remote(
-            *actor.args
-        )
+        remote = RemoteBatchBackend if actor.batch else RemoteBackend
+        return remote.options(**actor.options, scheduling_strategy=strategy).remote(*actor.args)
 
     async def _restarted(self, actor: _BackendActor) -> Any:
         """A new actor for ``actor``'s backend, once the dead one's name is free."""
@@ -609,6 +697,9 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
         f"  spend: ${report.spent:,.2f} this run{preflight}, ${report.spent_total:,.2f} for the "
         "answers in the store over every run (tokens at the configured prices)"
     )
+    for b in report.backends:
+        if b.batch is not None:
+            lines.append(batch_line(b.name, b.spent, b.batch))
     if any(b.capped for b in report.backends):
         lines.append(
             f"  stopped at the spending cap (--max-spend ${report.max_spend:,.2f}); "
@@ -627,6 +718,23 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
             + _once(report)
         )
     return lines
+
+
+def batch_line(name: str, spent: float, batch: BatchReport) -> str:
+    """A batch-mode backend's batches, and what they saved against the online price."""
+    saved = batch.online_cost - spent
+    share = f" ({100 * saved / batch.online_cost:.0f}%)" if batch.online_cost > 0 else ""
+    extra = []
+    if batch.unrun:
+        extra.append(f"{batch.unrun:,} lines never ran (expired, cancelled or failed batches)")
+    if batch.problems:
+        extra.append(f"{batch.problems:,} result lines unreadable (SELECT * FROM batch_problems)")
+    more = f"; {'; '.join(extra)}" if extra else ""
+    return (
+        f"  backend {name} (batch mode): {batch.created:,} batches created, {batch.read:,} read; "
+        f"${spent:,.2f} at the batch price, ${batch.online_cost:,.2f} online: ${saved:,.2f} "
+        f"saved{share}{more}"
+    )
 
 
 def _once(report: RunReport) -> str:

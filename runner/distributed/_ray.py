@@ -41,7 +41,11 @@ from runner.distributed._feeder import RunFailed, WorkerLost
 from runner.distributed._worker import ChunkOutcome
 from runner.store import (
     QUERY_TIMEOUT_S,
+    BatchKey,
+    BatchProblem,
+    BatchRecord,
     Pending,
+    ResponseRow,
     Result,
     StoreError,
     first_line,
@@ -390,6 +394,45 @@ class ActorStore:
 
     async def requeue_unscored(self) -> None:
         await call(self.handle.requeue_unscored.remote())
+
+
+class ActorLedger:
+    """The store actor as a batch runner's :class:`~runner.batch.Ledger`; ``allowed`` keeps
+    ``run --limit``'s requests only."""
+
+    def __init__(self, handle: Any, allowed: frozenset[tuple[str, str, int, str]] | None) -> None:
+        self.handle = handle
+        self._allowed = allowed
+
+    async def pending(self, configurations: Sequence[str]) -> list[Pending]:
+        table = await call(self.handle.pending_table.remote(list(configurations)))
+        calls = pending_rows(table)
+        if self._allowed is None:
+            return calls
+        return [
+            p for p in calls if (p.configuration, p.condition, p.budget, p.qid) in self._allowed
+        ]
+
+    async def open_batches(self, backend: str) -> list[BatchRecord]:
+        found: list[BatchRecord] = await call(self.handle.open_batches.remote(backend))
+        return found
+
+    async def batch_keys(self, batch: str) -> list[BatchKey]:
+        keys: list[BatchKey] = await call(self.handle.batch_keys.remote(batch))
+        return keys
+
+    async def record_batch(self, batch: BatchRecord, keys: Sequence[BatchKey]) -> None:
+        await call(self.handle.record_batch.remote(batch, list(keys)))
+
+    async def update_batch(self, batch: str, changes: dict[str, object]) -> BatchRecord:
+        record: BatchRecord = await call(self.handle.update_batch.remote(batch, changes))
+        return record
+
+    async def write_responses(self, rows: list[ResponseRow]) -> object:
+        return await call(self.handle.write_responses.remote(rows))
+
+    async def record_problems(self, problems: list[BatchProblem]) -> object:
+        return await call(self.handle.record_problems.remote(problems))
 
 
 # -- a running store, from another process ------------------------------------------------------

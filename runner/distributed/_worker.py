@@ -28,6 +28,7 @@ from runner.backends import (
     RateLimiter,
     ask,
 )
+from runner.batch import OpenBatch
 from runner.distributed._batcher import CommitBatcher
 from runner.store import Pending, ResponseRow, response_row
 
@@ -120,6 +121,8 @@ class WorkerStats:
     limiter: LimiterStats = field(default_factory=LimiterStats)
     quota: str | None = None
     refused: str | None = None
+    batch: bool = False  # a batch-mode backend's (runner.batch): no HTTP rates, open batches
+    batches: tuple[OpenBatch, ...] = ()  # its batches open now
 
 
 class BackendWorker:

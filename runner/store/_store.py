@@ -122,6 +122,8 @@ class Progress:
     scored: int
     input_tokens: int
     output_tokens: int
+    batch_input_tokens: int = 0  # of those, the tokens of answers a batch brought (its price)
+    batch_output_tokens: int = 0
 
     @property
     def pending(self) -> int:
@@ -584,16 +586,23 @@ class Store:
                        count(*) FILTER (WHERE status = 'complete') AS complete,
                        count(*) FILTER (WHERE status = 'errored') AS errored
                 FROM request_status GROUP BY ALL),
+            batched AS (SELECT DISTINCT configuration, condition, budget, qid, attempt,
+                                true AS by_batch FROM batch_requests),
             r AS (
                 SELECT configuration, count(*) AS responses,
                        count(*) FILTER (WHERE outcome = 'answer') AS answered,
                        coalesce(sum(input_tokens), 0) AS input_tokens,
-                       coalesce(sum(output_tokens), 0) AS output_tokens
-                FROM responses GROUP BY ALL),
+                       coalesce(sum(output_tokens), 0) AS output_tokens,
+                       coalesce(sum(input_tokens) FILTER (WHERE by_batch), 0) AS batch_input,
+                       coalesce(sum(output_tokens) FILTER (WHERE by_batch), 0) AS batch_output
+                FROM responses LEFT JOIN batched
+                     USING (configuration, condition, budget, qid, attempt)
+                GROUP BY ALL),
             k AS (SELECT configuration, count(*) AS scored FROM scores GROUP BY ALL)
             SELECT s.configuration, s.requests, s.complete, s.errored,
                    coalesce(r.responses, 0), coalesce(r.answered, 0), coalesce(k.scored, 0),
-                   coalesce(r.input_tokens, 0), coalesce(r.output_tokens, 0)
+                   coalesce(r.input_tokens, 0), coalesce(r.output_tokens, 0),
+                   coalesce(r.batch_input, 0), coalesce(r.batch_output, 0)
             FROM s LEFT JOIN r USING (configuration) LEFT JOIN k USING (configuration)
             ORDER BY s.configuration
             """
