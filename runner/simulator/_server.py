@@ -42,6 +42,7 @@ from conditions import (
     sent_scale,
 )
 from runner.simulator._boxes import box_answer
+from runner.simulator._gemini_batches import GeminiBatchService
 from runner.simulator._limiters import Limits, Verdict, make_limiter
 from runner.simulator._model import Answer, Seen, Truth, answer
 from runner.simulator._prompts import BOX_PROMPTS, COLOUR, SPATIAL, expression_and_budget
@@ -74,6 +75,8 @@ class SimStats:
     answered: int = 0
     paid: Counter[str] = field(default_factory=Counter)  # answers made, per call
     delays_s: list[float] = field(default_factory=list)  # injected latencies
+    batches_created: int = 0  # batches the batch endpoints created
+    submitted: Counter[str] = field(default_factory=Counter)  # custom id / key → batches holding it
 
     @property
     def paid_twice(self) -> int:
@@ -116,6 +119,7 @@ class Simulator:
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
+        GeminiBatchService(self).install(app)  # before the catch-all: :batchGenerateContent
         app.router.add_post("/{path:.*}", self._handle)
         return app
 
