@@ -180,7 +180,10 @@ class GeminiBatches:
             "Content-Length": str(size),
         }
         with path.open("rb") as stream:  # aiohttp reads it in chunks as it sends
-            _, headers, raw = await self._call("POST", url, data=stream, headers=sending)
+            # The upload URL is its own credential (the SDK sends no key to it): none goes.
+            _, headers, raw = await self._call(
+                "POST", url, data=stream, headers=sending, keyed=False
+            )
         status = headers.get("X-Goog-Upload-Status")
         if status is not None and status.lower() != "final":
             raise Transient(f"the upload of {path.name} ended {redact(status, self._key)!r}")
@@ -264,9 +267,11 @@ class GeminiBatches:
         data: object = None,
         headers: Mapping[str, str] | None = None,
         params: Mapping[str, str] | None = None,
+        keyed: bool = True,
     ) -> tuple[int, Mapping[str, str], bytes]:
         """One exchange: its status, headers and body (capped); a failure raised, classified."""
-        async with self._stream(url, params, method=method, data=data, headers=headers) as r:
+        exchange = self._stream(url, params, method=method, data=data, headers=headers, keyed=keyed)
+        async with exchange as r:
             try:
                 raw = await _read_capped(r, MAX_ANSWER_BYTES)
             except (aiohttp.ClientError, TimeoutError) as exc:
@@ -281,8 +286,10 @@ class GeminiBatches:
         method: str = "GET",
         data: object = None,
         headers: Mapping[str, str] | None = None,
+        keyed: bool = True,
     ) -> _Exchange:
-        sent = {"x-goog-api-key": self._key.reveal(), **(headers or {})}
+        key = {"x-goog-api-key": self._key.reveal()} if keyed else {}
+        sent = {**key, **(headers or {})}
         return _Exchange(self, method, url, params, data, sent)
 
     def _failed(self, status: int, headers: Mapping[str, str], raw: bytes) -> CallError:
@@ -306,8 +313,8 @@ class GeminiBatches:
         return scrubbed(error, self._key)
 
     def _upload_url(self, given: str | None) -> str:
-        """The upload URL the start request answered: on the configured host only, as the key
-        goes with it."""
+        """The upload URL the start request answered: on the configured host only (the file
+        goes nowhere else)."""
         if not given:
             raise Transient("the upload start answered no X-Goog-Upload-URL")
         ours, theirs = urlsplit(self._upload), urlsplit(given)

@@ -17,6 +17,7 @@ the event loop is given back between lines.
 
 Choices the documentation leaves open:
 
+- The upload URL needs no key (its ``upload_id`` authorises it); every other request does.
 - The upload is single-request (``upload, finalize`` at offset 0); chunked uploads are refused.
 - An upload over ``max_file_bytes`` is refused (400) when started or when the bytes pass the
   limit. An input file that is not JSON lines of ``{"key", "request"}``, repeats a key, or holds
@@ -118,9 +119,10 @@ class GeminiBatchService:
 
     # -- the gate every request passes -------------------------------------------------------
 
-    def _refused(self, request: web.Request) -> web.Response | None:
-        """The answer to a request with a wrong key or over the rate limit, else None."""
-        if not self.sim._authorised(request, _WIRE):
+    def _refused(self, request: web.Request, *, keyless: bool = False) -> web.Response | None:
+        """The answer to a request with a wrong key (unless ``keyless``) or over the rate
+        limit, else None."""
+        if not keyless and not self.sim._authorised(request, _WIRE):
             status, doc = _WIRE.bad_key(self.sim._bad_key_message(request))
             return self.sim._send(status, json.dumps(doc).encode(), {})
         verdict = self.sim._admit()
@@ -137,9 +139,13 @@ class GeminiBatchService:
     # -- files -------------------------------------------------------------------------------
 
     async def _upload(self, request: web.Request) -> web.StreamResponse:
-        if (refused := self._refused(request)) is not None:
-            return refused
+        """The start of an upload, or its bytes sent to the upload URL it handed out. That URL
+        is the credential (its ``upload_id``), as Google's session URLs are: the SDK sends no
+        key to it."""
         upload_id = request.query.get("upload_id")
+        sender = upload_id is not None and upload_id in self._uploads
+        if (refused := self._refused(request, keyless=sender)) is not None:
+            return refused
         if upload_id is None:
             return await self._start(request)
         return await self._receive(request, upload_id)
