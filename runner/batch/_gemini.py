@@ -237,7 +237,7 @@ class GeminiBatches:
         if batch.output_file is not None:
             url = f"{self._download}/{_file(batch.output_file)}:download"
             async with self._stream(url, {"alt": "media"}) as response:
-                chunks = response.content.iter_chunked(_CHUNK)
+                chunks = self._chunks(response)
                 async for line in result_lines(chunks, batch.output_file, self._wire, self._key):
                     yield line
             return
@@ -246,6 +246,14 @@ class GeminiBatches:
             yield line
 
     # -- HTTP ------------------------------------------------------------------------------
+
+    async def _chunks(self, response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+        """The body's chunks; a connection lost half way is :class:`Transient`."""
+        try:
+            async for chunk in response.content.iter_chunked(_CHUNK):
+                yield chunk
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise self._transport(exc) from None
 
     async def _json_call(
         self,

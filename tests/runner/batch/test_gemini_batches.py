@@ -24,7 +24,7 @@ from runner.backends import (
     Transient,
 )
 from runner.backends._client import CALL_ID_HEADER, call_id
-from runner.batch import RemoteBatch, ResultLine
+from runner.batch import BatchApi, RemoteBatch, ResultLine
 from runner.batch._gemini import (
     GeminiBatches,
     inline_lines,
@@ -419,3 +419,7 @@ def test_a_key_in_the_base_url_is_refused() -> None:
 def test_read_line_reports_a_non_object() -> None:
     line = read_line(b"[1, 2]", "files/o line 1", WIRE, None)
     assert line.problem and "list" in line.problem and line.custom_id is None
+
+
+def _is_a_batch_api(api: GeminiBatches) -> BatchApi:
+    return api  # mypy checks that GeminiBatches satisfies the BatchApi protocol
