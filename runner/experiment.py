@@ -167,7 +167,11 @@ class BackendSpec(Transport):
     def transport(self, simulator_url: str | None = None) -> Transport:
         settings = self.model_dump(include=set(Transport.model_fields))
         if self.simulated:
-            settings["base_url"] = simulator_url
+            # Shaped as the provider's endpoint: Gemini's holds its API version (/v1beta), on
+            # which the simulator tells Gemini's batch paths from OpenAI's.
+            wire = provider_named(self.provider).wire
+            version = "/v1beta" if wire == "gemini" and simulator_url is not None else ""
+            settings["base_url"] = None if simulator_url is None else simulator_url + version
         return Transport.model_validate(settings)
 
 

@@ -254,8 +254,8 @@ class _BackendActor:
     configurations: tuple[Configuration, ...]
     simulated: bool  # on the built-in simulator, which listens on the driver node's loopback
     options: dict[str, Any]  # its actor's Ray options, placement aside
-    batch: bool  # in batch mode: a RemoteBatchBackend, driven by _drive_batches
     args: tuple[Any, ...]  # its actor's constructor arguments
+    batch: bool  # in batch mode: a RemoteBatchBackend, driven by _drive_batches
     handle: Any = None
     node: str | None = None  # where its actor was started last
 
@@ -445,9 +445,7 @@ class _Run:
                 f"backend {feed.name}: quota exhausted, no batch created after: {outcome.quota}"
             )
         if outcome.refused is not None:
-            self.echo(
-                f"backend {feed.name}: stopped, no call of it can succeed: {outcome.refused}"
-            )
+            self.echo(f"backend {feed.name}: stopped, no call of it can succeed: {outcome.refused}")
 
     def _policy(self) -> FeedPolicy:
         return FeedPolicy(

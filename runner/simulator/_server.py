@@ -42,6 +42,7 @@ from conditions import (
     sent_scale,
 )
 from runner.simulator._boxes import box_answer
+from runner.simulator._gemini_batches import GeminiBatchService
 from runner.simulator._limiters import Limits, Verdict, make_limiter
 from runner.simulator._model import Answer, Seen, Truth, answer
 from runner.simulator._openai_batches import OpenAIBatchService
@@ -120,6 +121,9 @@ class Simulator:
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
+        # Gemini's first: its paths hold the API version (/v1beta/batches), which OpenAI's
+        # any-prefix routes would take; both before the online catch-all.
+        GeminiBatchService(self).install(app)
         self.openai_batches.add_routes(app)
         app.router.add_post("/{path:.*}", self._handle)
         return app

@@ -1,0 +1,608 @@
+"""Gemini's Batch Mode: ``batchGenerateContent`` over a JSONL file uploaded to the Files API.
+
+Every batch goes by file (never inline): an image makes a line of 100–300 KB, so the 20 MB an
+inline request may hold would take only about a hundred lines. The wire, as documented by the
+Batch API guide (ai.google.dev/gemini-api/docs/batch-api), its REST reference
+(ai.google.dev/api/batch-mode) and the ``google-genai`` SDK (``batches.py``, ``files.py``):
+
+- upload: the resumable protocol. ``POST {host}/upload/v1beta/files`` with
+  ``X-Goog-Upload-Protocol: resumable`` and ``-Command: start`` answers an upload URL in
+  ``X-Goog-Upload-URL``; one ``upload, finalize`` POST to it sends the bytes and answers
+  ``{"file": {"name": "files/…"}}``.
+- create: ``POST {base}/models/{model}:batchGenerateContent`` with
+  ``{"batch": {"displayName", "inputConfig": {"fileName"}}}``; it answers a long-running
+  Operation named ``batches/…`` whose ``metadata`` is the GenerateContentBatch (``state``
+  ``BATCH_STATE_*``, ``batchStats``, ``output.responsesFile``) and, once ``done``, whose
+  ``response`` holds the output too and whose ``error`` says why it failed.
+- get ``GET {base}/batches/{id}``; list ``GET {base}/batches`` (``operations``,
+  ``nextPageToken``); cancel ``POST {base}/batches/{id}:cancel`` (an empty answer).
+- results: ``GET {host}/download/v1beta/files/{id}:download?alt=media``, one JSON line per
+  request: ``{"key", "response": GenerateContentResponse}`` or ``{"key", "error": Status}``.
+
+The key goes only in the ``x-goog-api-key`` header, to the configured host only; no redirect
+is followed. Nothing here retries: the batch runner decides.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from conditions import Request
+from runner._errors import ConfigError
+from runner.backends._client import _read_capped, redact_reply
+from runner.backends._errors import CallError, Fatal, Transient
+from runner.backends._gemini import GeminiGenerate, classify_gemini
+from runner.backends._secrets import KEY_SHAPED, ApiKey, holds_key, redact
+from runner.backends._wire import Body, as_int, field_dict, splice_json
+from runner.batch._api import BatchLimits, BatchState, RemoteBatch, ResultLine
+
+# The guide: "The maximum allowed file size for an input file is 2GB" (the rate-limits page
+# says the same). No count of requests per batch is documented for the Gemini API: 50,000
+# matches the other providers and keeps one file's results a bounded read.
+LIMITS = BatchLimits(max_requests=50_000, max_bytes=2 * 1024**3)
+MEDIA_TYPE = "application/jsonl"
+LIST_PAGES = 10  # find() reads at most this many pages of the account's batches, newest first
+PAGE_SIZE = 100
+MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a metadata answer (a batch, a page of the list)
+MAX_LINE_BYTES = 64 * 1024 * 1024  # one result line; a longer one is a problem, not read whole
+_CHUNK = 1 << 16
+
+# BATCH_STATE_* (the REST enum, as the SDK's t_job_state lists it); the guide's examples spell
+# them JOB_STATE_*, as the SDK reports them: both are read, by the word after the prefix.
+_STATES: dict[str, BatchState] = {
+    "PENDING": "validating",
+    "QUEUED": "validating",
+    "RUNNING": "in_progress",
+    "SUCCEEDED": "completed",
+    "PARTIALLY_SUCCEEDED": "completed",
+    "FAILED": "failed",
+    "CANCELLING": "cancelling",
+    "CANCELLED": "cancelled",
+    "EXPIRED": "expired",
+}
+_VERSION = re.compile(r"/v\d+[a-z0-9]*$")
+_BATCH_ID = re.compile(r"^batches/[A-Za-z0-9_.-]+$")
+_FILE_ID = re.compile(r"^files/[A-Za-z0-9_.-]+$")
+_KEY_IN_BROKEN_LINE = re.compile(rb'^\s*\{\s*"key"\s*:\s*"([^"\\]{1,512})"')
+
+# google.rpc.Code: its number, its name, and the HTTP status the API maps it to
+# (google/rpc/code.proto), for a result line's error, which carries the number only.
+_RPC_CODES: dict[int, tuple[str, int]] = {
+    1: ("CANCELLED", 499),
+    2: ("UNKNOWN", 500),
+    3: ("INVALID_ARGUMENT", 400),
+    4: ("DEADLINE_EXCEEDED", 504),
+    5: ("NOT_FOUND", 404),
+    6: ("ALREADY_EXISTS", 409),
+    7: ("PERMISSION_DENIED", 403),
+    8: ("RESOURCE_EXHAUSTED", 429),
+    9: ("FAILED_PRECONDITION", 400),
+    10: ("ABORTED", 409),
+    11: ("OUT_OF_RANGE", 400),
+    12: ("UNIMPLEMENTED", 501),
+    13: ("INTERNAL", 500),
+    14: ("UNAVAILABLE", 503),
+    15: ("DATA_LOSS", 500),
+    16: ("UNAUTHENTICATED", 401),
+}
+_RPC_HTTP = {name: http for name, http in _RPC_CODES.values()}
+
+
+def media_base(base_url: str, kind: str) -> str:
+    """Where the Files API's media go (``kind``: ``upload`` or ``download``): the base URL
+    with its trailing version path (``/v1beta``) moved after ``/kind``, or, for a base with
+    no version (the simulator's ``http://127.0.0.1:PORT``), the base and ``/kind/v1beta``.
+
+    >>> media_base("https://generativelanguage.googleapis.com/v1beta", "upload")
+    'https://generativelanguage.googleapis.com/upload/v1beta'
+    >>> media_base("http://127.0.0.1:8000", "download")
+    'http://127.0.0.1:8000/download/v1beta'
+    """
+    base = base_url.rstrip("/")
+    match = _VERSION.search(base)
+    if match is None:
+        return f"{base}/{kind}/v1beta"
+    return f"{base[: match.start()]}/{kind}{match.group(0)}"
+
+
+class GeminiBatches:
+    """Gemini's batch endpoints for one model, account and endpoint (a :class:`BatchApi`).
+
+    ``base_url`` is the online base (``https://generativelanguage.googleapis.com/v1beta``, or
+    the simulator's); uploads and downloads go to :func:`media_base` of it.
+
+    Raises
+    ------
+    ConfigError
+        The base URL holds a key (it would be written to logs and records).
+    """
+
+    limits = LIMITS
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        model: str,
+        base_url: str,
+        key: ApiKey,
+        *,
+        timeout_s: float = 300.0,
+    ) -> None:
+        if holds_key(base_url, key) or KEY_SHAPED.search(base_url):
+            raise ConfigError("the Gemini batch base URL holds an API key; it goes in no URL")
+        self._session = session
+        self._wire = GeminiGenerate(model)
+        self.model = model
+        self._base = base_url.rstrip("/")
+        self._upload = media_base(base_url, "upload") + "/files"
+        self._download = media_base(base_url, "download")
+        self._key = key
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+
+    def __repr__(self) -> str:
+        return f"GeminiBatches({self.model}, {self._base})"
+
+    # -- the input file --------------------------------------------------------------------
+
+    def line(self, custom_id: str, request: Request) -> Body:
+        """``{"key": custom_id, "request": <the online generateContent body>}`` and ``\\n``,
+        the image spliced in as the online body has it (never re-encoded)."""
+        doc = {"key": custom_id, "request": self._wire.payload(request)}
+        image = request.image.base64 if request.image is not None else None
+        body = splice_json(doc, image)
+        return Body((*body.parts, b"\n"))
+
+    async def upload(self, path: Path, display_name: str) -> str:
+        """Upload ``path`` by the resumable protocol: a start request, then one
+        ``upload, finalize`` request streaming the file from disk. Its name, ``files/…``."""
+        size = path.stat().st_size
+        start = {
+            "X-Goog-Upload-Protocol": "resumable",
+            "X-Goog-Upload-Command": "start",
+            "X-Goog-Upload-Header-Content-Length": str(size),
+            "X-Goog-Upload-Header-Content-Type": MEDIA_TYPE,
+            "Content-Type": "application/json",
+        }
+        meta = json.dumps({"file": {"display_name": display_name}}).encode()
+        _, headers, _ = await self._call("POST", self._upload, data=meta, headers=start)
+        url = self._upload_url(headers.get("X-Goog-Upload-URL"))
+        sending = {
+            "X-Goog-Upload-Command": "upload, finalize",
+            "X-Goog-Upload-Offset": "0",
+            "Content-Type": MEDIA_TYPE,
+            "Content-Length": str(size),
+        }
+        with path.open("rb") as stream:  # aiohttp reads it in chunks as it sends
+            # The upload URL is its own credential (the SDK sends no key to it): none goes.
+            _, headers, raw = await self._call(
+                "POST", url, data=stream, headers=sending, keyed=False
+            )
+        status = headers.get("X-Goog-Upload-Status")
+        if status is not None and status.lower() != "final":
+            raise Transient(f"the upload of {path.name} ended {redact(status, self._key)!r}")
+        name = _field(self._json(raw, "upload"), "file", "name")
+        if not isinstance(name, str) or not _FILE_ID.match(name):
+            raise Transient(f"the upload answered no file name: {self._clip(raw)}")
+        return name
+
+    # -- batches ---------------------------------------------------------------------------
+
+    async def create(self, file_id: str, tag: str) -> RemoteBatch:
+        """Create a batch of ``file_id`` named ``tag`` (its display name)."""
+        body = {"batch": {"displayName": tag, "inputConfig": {"fileName": _file(file_id)}}}
+        url = f"{self._base}/models/{self.model}:batchGenerateContent"
+        return self._remote(await self._json_call("POST", url, body))
+
+    async def get(self, batch_id: str) -> RemoteBatch:
+        return self._remote(await self._json_call("GET", f"{self._base}/{_batch(batch_id)}"))
+
+    async def cancel(self, batch_id: str) -> RemoteBatch:
+        """Ask for the cancellation (answered empty), then read the batch's state."""
+        await self._json_call("POST", f"{self._base}/{_batch(batch_id)}:cancel", {})
+        return await self.get(batch_id)
+
+    async def find(self, tag: str, file_id: str | None) -> RemoteBatch | None:
+        """The newest batch named ``tag`` (or made of ``file_id``) among the account's last
+        ``LIST_PAGES`` pages of batches."""
+        token: str | None = None
+        for _ in range(LIST_PAGES):
+            params = {"pageSize": str(PAGE_SIZE)} | ({"pageToken": token} if token else {})
+            page = await self._json_call("GET", f"{self._base}/batches", params=params)
+            for doc in _list(page.get("operations", page.get("batches"))):
+                batch = self._remote(doc)
+                if batch.tag == tag or (file_id is not None and batch.input_file == file_id):
+                    return batch
+            token = (
+                page.get("nextPageToken") if isinstance(page.get("nextPageToken"), str) else None
+            )
+            if not token:
+                return None
+        return None
+
+    async def delete_file(self, file_id: str) -> None:
+        await self._call("DELETE", f"{self._base}/{_file(file_id)}")
+
+    # -- results ---------------------------------------------------------------------------
+
+    async def results(self, batch: RemoteBatch) -> AsyncIterator[ResultLine]:
+        """The batch's result lines: its responses file, streamed and read line by line, or,
+        when it has none, the inline responses of the batch as it is now."""
+        if batch.output_file is not None:
+            url = f"{self._download}/{_file(batch.output_file)}:download"
+            async with self._stream(url, {"alt": "media"}) as response:
+                chunks = self._chunks(response)
+                async for line in result_lines(chunks, batch.output_file, self._wire, self._key):
+                    yield line
+            return
+        doc = await self._json_call("GET", f"{self._base}/{_batch(batch.id)}")
+        for line in inline_lines(doc, self._wire, self._key):
+            yield line
+
+    # -- HTTP ------------------------------------------------------------------------------
+
+    async def _chunks(self, response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+        """The body's chunks; a connection lost half way is :class:`Transient`."""
+        try:
+            async for chunk in response.content.iter_chunked(_CHUNK):
+                yield chunk
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise self._transport(exc) from None
+
+    async def _json_call(
+        self,
+        method: str,
+        url: str,
+        body: Mapping[str, Any] | None = None,
+        params: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        headers = {} if body is None else {"Content-Type": "application/json"}
+        _, _, raw = await self._call(method, url, data=data, headers=headers, params=params)
+        return self._json(raw, url.rsplit("/", 1)[-1]) if raw.strip() else {}
+
+    async def _call(
+        self,
+        method: str,
+        url: str,
+        *,
+        data: object = None,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
+        keyed: bool = True,
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """One exchange: its status, headers and body (capped); a failure raised, classified."""
+        exchange = self._stream(url, params, method=method, data=data, headers=headers, keyed=keyed)
+        async with exchange as r:
+            try:
+                raw = await _read_capped(r, MAX_ANSWER_BYTES)
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raise self._transport(exc) from None
+            return r.status, r.headers, raw
+
+    def _stream(
+        self,
+        url: str,
+        params: Mapping[str, str] | None,
+        *,
+        method: str = "GET",
+        data: object = None,
+        headers: Mapping[str, str] | None = None,
+        keyed: bool = True,
+    ) -> _Exchange:
+        key = {"x-goog-api-key": self._key.reveal()} if keyed else {}
+        sent = {**key, **(headers or {})}
+        return _Exchange(self, method, url, params, data, sent)
+
+    def _failed(self, status: int, headers: Mapping[str, str], raw: bytes) -> CallError:
+        if 300 <= status < 400:
+            location = redact(headers.get("Location", "(no Location header)"), self._key)
+            return Fatal(
+                f"the server redirects to {location}: groundbench sends a key to no address "
+                "but the configured one",
+                status=status,
+                code="redirect",
+            )
+        return self._scrubbed(classify_gemini(status, headers, raw))
+
+    def _transport(self, exc: BaseException) -> Transient:
+        if isinstance(exc, TimeoutError):
+            return Transient(f"no response within {self._timeout.total:g} s")
+        detail = redact(str(exc), self._key) or "connection failed"
+        return Transient(f"{type(exc).__name__}: {detail}")
+
+    def _scrubbed(self, error: CallError) -> CallError:
+        return scrubbed(error, self._key)
+
+    def _upload_url(self, given: str | None) -> str:
+        """The upload URL the start request answered: on the configured host only (the file
+        goes nowhere else)."""
+        if not given:
+            raise Transient("the upload start answered no X-Goog-Upload-URL")
+        ours, theirs = urlsplit(self._upload), urlsplit(given)
+        if (theirs.scheme, theirs.netloc) != (ours.scheme, ours.netloc):
+            where = redact(f"{theirs.scheme}://{theirs.netloc}", self._key)
+            raise Fatal(
+                f"the upload URL is on another host ({where}): groundbench sends a key to no "
+                "address but the configured one",
+                code="redirect",
+            )
+        return given
+
+    def _json(self, raw: bytes, what: str) -> dict[str, Any]:
+        try:
+            doc = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise Transient(f"malformed {what} answer: {self._clip(raw)}") from None
+        if not isinstance(doc, dict):
+            raise Transient(f"malformed {what} answer: not a JSON object")
+        return doc
+
+    def _clip(self, raw: bytes) -> str:
+        return redact(raw[:200].decode("utf-8", "replace"), self._key)
+
+    def _remote(self, doc: Mapping[str, Any]) -> RemoteBatch:
+        return remote_batch(doc, self._key)
+
+
+class _Exchange:
+    """``async with``: one request's response, open for streaming; a failed exchange raised
+    (classified, the key redacted), never a redirect followed."""
+
+    def __init__(
+        self,
+        client: GeminiBatches,
+        method: str,
+        url: str,
+        params: Mapping[str, str] | None,
+        data: object,
+        headers: Mapping[str, str],
+    ) -> None:
+        self._client = client
+        self._request = (method, url, params, data, headers)
+        self._response: aiohttp.ClientResponse | None = None
+
+    async def __aenter__(self) -> aiohttp.ClientResponse:
+        method, url, params, data, headers = self._request
+        client = self._client
+        try:
+            response = await client._session.request(
+                method,
+                url,
+                params=params,
+                data=data,
+                headers=dict(headers),
+                timeout=client._timeout,
+                allow_redirects=False,  # a redirect would carry the key to another server
+            )
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise client._transport(exc) from None
+        self._response = response
+        if not 200 <= response.status < 300:
+            try:
+                raw = await _read_capped(response, MAX_ANSWER_BYTES)
+            except (aiohttp.ClientError, TimeoutError, CallError):
+                raw = b""
+            finally:
+                response.release()
+            raise client._failed(response.status, response.headers, raw)
+        return response
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._response is not None:
+            self._response.release()
+
+
+# -- reading a batch -------------------------------------------------------------------------
+
+
+def remote_batch(doc: Mapping[str, Any], key: ApiKey | None = None) -> RemoteBatch:
+    """A batch from its Operation (``metadata`` the GenerateContentBatch, ``response`` and
+    ``error`` once done), or from a bare GenerateContentBatch."""
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else doc
+    assert isinstance(meta, dict)
+    name = doc.get("name") if isinstance(doc.get("name"), str) else meta.get("name")
+    state = _text(meta.get("state")) or ""
+    error = doc.get("error") if isinstance(doc.get("error"), dict) else None
+    output, response = field_dict(meta, "output"), field_dict(doc, "response")
+    stats = field_dict(meta, "batchStats")
+    message = _text(error.get("message")) if error is not None else None
+    return RemoteBatch(
+        id=str(name or ""),
+        state=_state(state, done=doc.get("done") is True, failed=error is not None),
+        provider_state=state,
+        tag=_text(meta.get("displayName", meta.get("display_name"))),
+        input_file=_text(_field(meta, "inputConfig", "fileName")),
+        output_file=_text(output.get("responsesFile", response.get("responsesFile"))),
+        total=_count(stats.get("requestCount")),
+        succeeded=_count(stats.get("successfulRequestCount")),
+        failed=_count(stats.get("failedRequestCount")),
+        message=None if message is None else redact(message, key),
+    )
+
+
+def _state(provider: str, *, done: bool, failed: bool) -> BatchState:
+    word = provider.removeprefix("BATCH_STATE_").removeprefix("JOB_STATE_")
+    if word in _STATES:
+        return _STATES[word]
+    if done:  # a state this client does not know, on a finished operation
+        return "failed" if failed else "completed"
+    return "validating"
+
+
+def _count(value: object) -> int | None:
+    """An int64 count: proto3 JSON writes it as a string."""
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return as_int(value)
+
+
+# -- reading results -------------------------------------------------------------------------
+
+
+async def result_lines(
+    chunks: AsyncIterator[bytes], file: str, wire: GeminiGenerate, key: ApiKey | None = None
+) -> AsyncIterator[ResultLine]:
+    """The result lines in the bytes of ``file``, read a line at a time (a line longer than
+    ``MAX_LINE_BYTES`` is a problem, skipped unread). A key seen before makes a problem."""
+    seen: dict[str, int] = {}
+    pending = bytearray()
+    number = 0
+    overlong = False
+    async for chunk in chunks:
+        pending += chunk
+        while (end := pending.find(b"\n")) >= 0:
+            raw = bytes(pending[:end])
+            del pending[: end + 1]
+            number += 1
+            if overlong:
+                overlong = False
+                yield ResultLine(f"{file} line {number}", None, problem="a line too long to read")
+            elif raw.strip():
+                yield _once(read_line(raw, f"{file} line {number}", wire, key), seen, number)
+        if len(pending) > MAX_LINE_BYTES:
+            pending.clear()
+            overlong = True
+    if overlong:
+        yield ResultLine(f"{file} line {number + 1}", None, problem="a line too long to read")
+    elif pending.strip():
+        yield _once(
+            read_line(bytes(pending), f"{file} line {number + 1}", wire, key), seen, number + 1
+        )
+
+
+def inline_lines(
+    doc: Mapping[str, Any], wire: GeminiGenerate, key: ApiKey | None = None
+) -> list[ResultLine]:
+    """The inline responses of a batch's Operation (``inlinedResponses.inlinedResponses``, in
+    ``response`` or ``metadata.output``), each read as a line of a responses file would be:
+    its key is ``metadata.key``."""
+    found = _field(doc, "response", "inlinedResponses", "inlinedResponses")
+    if found is None:
+        found = _field(doc, "metadata", "output", "inlinedResponses", "inlinedResponses")
+    seen: dict[str, int] = {}
+    out = []
+    for n, item in enumerate(_list(found), 1):
+        if isinstance(item, dict):
+            line = dict(item)
+            line.setdefault("key", _field(item, "metadata", "key"))
+            raw = json.dumps(line).encode()
+        else:
+            raw = json.dumps(item).encode()
+        out.append(_once(read_line(raw, f"inline line {n}", wire, key), seen, n))
+    return out
+
+
+def read_line(raw: bytes, where: str, wire: GeminiGenerate, key: ApiKey | None) -> ResultLine:
+    """One result line: a reply, an error classified as the online call's would be, or a
+    problem saying why it cannot be read (never raised)."""
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        match = _KEY_IN_BROKEN_LINE.match(raw)  # a line cut short may still name its key
+        named = match.group(1).decode("utf-8", "replace") if match else None
+        return ResultLine(where, named, problem=f"not JSON ({len(raw)} bytes): {exc}")
+    if not isinstance(doc, dict):
+        return ResultLine(where, None, problem=f"a JSON {type(doc).__name__}, not an object")
+    custom_id = doc.get("key")
+    if not isinstance(custom_id, str) or not custom_id:
+        return ResultLine(where, None, problem="no key")
+    if isinstance(doc.get("error"), dict):
+        error = rpc_error(doc["error"], key)
+        return ResultLine(where, custom_id, status=error.status, error=error)
+    response = doc.get("response")
+    if not isinstance(response, dict):
+        return ResultLine(where, custom_id, problem="neither a response nor an error")
+    try:
+        reply = wire.decode(json.dumps(response).encode())
+    except CallError as exc:
+        return ResultLine(where, custom_id, problem=redact(exc.message, key))
+    return ResultLine(
+        where, custom_id, reply=redact_reply(reply, key) if key else reply, status=200
+    )
+
+
+def rpc_error(status: Mapping[str, Any], key: ApiKey | None = None) -> CallError:
+    """A result line's ``google.rpc.Status`` classified as :func:`classify_gemini` classifies
+    the online call's HTTP error of the same code: the number mapped to its name and HTTP
+    status (google/rpc/code.proto)."""
+    number = as_int(status.get("code"))
+    name = _text(status.get("status"))
+    if number is not None and number in _RPC_CODES:
+        name = name or _RPC_CODES[number][0]
+        http = _RPC_HTTP.get(name, _RPC_CODES[number][1])
+    elif number is not None and 400 <= number < 600:  # an HTTP status written as the code
+        http = number
+    else:
+        http = _RPC_HTTP.get(name or "", 500)
+    body = {"error": {**status, "code": http, "status": name or "UNKNOWN"}}
+    return scrubbed(classify_gemini(http, {}, json.dumps(body).encode()), key)
+
+
+def scrubbed(error: CallError, key: ApiKey | None) -> CallError:
+    """``error`` with every text from the server redacted of the key."""
+    error.message = redact(error.message, key)
+    error.code = None if error.code is None else redact(error.code, key)
+    error.args = (error.message,)
+    return error
+
+
+def _once(line: ResultLine, seen: dict[str, int], number: int) -> ResultLine:
+    """``line``, or a problem if its key was answered on an earlier line."""
+    if line.custom_id is None or line.problem is not None:
+        return line
+    first = seen.setdefault(line.custom_id, number)
+    if first == number:
+        return line
+    return ResultLine(line.where, line.custom_id, problem=f"key already answered on line {first}")
+
+
+# -- small readers ---------------------------------------------------------------------------
+
+
+def _field(doc: object, *path: str) -> Any:
+    """``doc[path[0]][path[1]]…`` in camelCase or snake_case, or ``None``."""
+    for name in path:
+        if not isinstance(doc, dict):
+            return None
+        snake = re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+        doc = doc.get(name, doc.get(snake))
+    return doc
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _batch(batch_id: str) -> str:
+    if not _BATCH_ID.match(batch_id):
+        raise Fatal(f"not a Gemini batch name: {redact(batch_id)!r}", code="bad-batch-id")
+    return batch_id
+
+
+def _file(file_id: str) -> str:
+    if not _FILE_ID.match(file_id):
+        raise Fatal(f"not a Gemini file name: {redact(file_id)!r}", code="bad-file-id")
+    return file_id
+
+
+__all__ = [
+    "LIMITS",
+    "GeminiBatches",
+    "inline_lines",
+    "media_base",
+    "read_line",
+    "remote_batch",
+    "result_lines",
+    "rpc_error",
+]
