@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from runner.simulator._server import Simulator
 
 _WIRE = GeminiWire()
-_VERSION = "{ver:v[0-9a-z]+}"
+_VERSION = r"{ver:v\d+(?:alpha|beta)\d*}"  # v1beta: never OpenAI's /v1
 _OPERATION = "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch"
 _OUTPUT = "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput"
 _SLICE = 16  # lines answered between two returns to the event loop
