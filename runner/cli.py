@@ -49,10 +49,20 @@ from runner.experiment import Experiment, load_experiment
 from runner.monitor import plain_lines, render
 from runner.plan import prepare
 from runner.simulator import SimSpec, Simulator, serving
-from runner.store import DAMAGED_FILE, QUERY_TIMEOUT_S, first_line, query_store, read_only
+from runner.store import (
+    DAMAGED_FILE,
+    QUERY_TIMEOUT_S,
+    BatchRecord,
+    StoreError,
+    batch_records,
+    first_line,
+    query_store,
+    read_only,
+)
 from scoring import BUDGETS, PHASES, REFERENCES, ScoringError, construction_fidelity
 
 if TYPE_CHECKING:
+    from runner.batch import RemoteBatch
     from runner.distributed import RunReport
 
 # Help is plain text: rich markup would read "[boxes]" or "[default: …]" in it as tags and
@@ -541,6 +551,153 @@ def sql(
         table.add_row(*(_shown(v) for v in row))
     print_whole(console, table)
     console.print(f"{len(rows):,} rows")
+
+
+@app.command()
+def batches(
+    store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file.")],
+    cancel: Annotated[
+        bool,
+        typer.Option(
+            "--cancel",
+            help="Ask the provider to cancel every open batch that has not ended (its key is "
+            "read from the variable the batch recorded). The next `groundbench run` collects "
+            "what they answered and sends the rest again.",
+        ),
+    ] = False,
+) -> None:
+    """Every batch a run of the store made, oldest first, and how many are still open.
+
+    Exit status 1 when a cancel failed; 2 when the store cannot be read (a run holds it:
+    its monitor shows its open batches).
+    """
+    from runner.batch import ENDED
+
+    recorded = _recorded_batches(store)
+    if not cancel:
+        _batch_table(recorded)
+        return
+    cancellable = [
+        b
+        for b in recorded
+        if b.open and b.remote_id and b.phase != "ended" and b.state not in ENDED
+    ]
+    if not cancellable:
+        console.print(f"no open batch in {store} to cancel", soft_wrap=True)
+        return
+    outcomes = asyncio.run(_cancel_batches(cancellable))
+    failed = sum(remote is None for _, remote in outcomes)
+    cancelled = [(b, remote) for b, remote in outcomes if remote is not None]
+    if cancelled:
+        _record_cancels(store, cancelled)
+    if failed:
+        raise typer.Exit(code=1)
+
+
+def _recorded_batches(store: Path) -> list[BatchRecord]:
+    try:
+        con = read_only(store)
+    except StoreError as exc:
+        if "a run holds the file" in str(exc):
+            raise StoreError(f"a run holds {store}; its monitor shows its open batches") from None
+        raise
+    with con:
+        return batch_records(con)
+
+
+_BATCH_COLUMNS = (
+    *("id", "backend", "model", "phase", "provider state", "requests", "succeeded/failed"),
+    *("answered/errored/unrun/problems", "created", "ended"),
+)
+
+
+def _batch_table(recorded: list[BatchRecord]) -> None:
+    if not recorded:
+        console.print("no batches recorded", soft_wrap=True)
+        return
+    table = Table(show_lines=False)
+    for name in _BATCH_COLUMNS:
+        table.add_column(name, overflow="fold")
+    for b in recorded:
+        table.add_row(
+            b.id,
+            b.backend,
+            b.model,
+            b.phase,
+            b.provider_state or b.state or "",
+            f"{b.requests:,}",
+            _counts(b.succeeded, b.failed),
+            _counts(b.answered, b.errored, b.unrun, b.problems),
+            f"{b.created_at:%Y-%m-%d %H:%M}",
+            f"{b.ended_at:%Y-%m-%d %H:%M}" if b.ended_at else "",
+        )
+    print_whole(console, table)
+    still = sum(b.open for b in recorded)
+    console.print(f"{len(recorded):,} batches, {still:,} open", soft_wrap=True)
+
+
+def _counts(*values: int | None) -> str:
+    return "" if all(v is None for v in values) else "/".join(_shown(v) for v in values)
+
+
+async def _cancel_batches(
+    cancellable: list[BatchRecord],
+) -> list[tuple[BatchRecord, RemoteBatch | None]]:
+    """Cancel each batch at its provider, one line each; ``None`` where it failed."""
+    import aiohttp
+
+    from runner.backends import CallError, key_from_env, provider_named, what_to_do
+    from runner.batch import batch_api
+
+    outcomes: list[tuple[BatchRecord, RemoteBatch | None]] = []
+    async with aiohttp.ClientSession() as session:
+        for b in cancellable:
+            assert b.remote_id is not None
+            remote: RemoteBatch | None = None
+            try:
+                if b.api_key_env is None:
+                    raise ConfigError(
+                        "no key variable was recorded for it; cancel it at the provider"
+                    )
+                key = key_from_env(b.api_key_env)
+                api = batch_api(session, provider_named(b.provider), b.model, b.base_url, key)
+                remote = await api.cancel(b.remote_id)
+            except CallError as exc:
+                if exc.status is None and exc.kind == "transient" and _loopback(b.base_url):
+                    line = (
+                        f"cannot reach {b.base_url}: the simulator that held it ended with its run"
+                    )
+                else:
+                    line = f"{exc}; {what_to_do(exc.kind, exc.status, exc.code)}"
+                _echo(f"batch {b.id} ({b.remote_id}): {line}")
+            except RunnerError as exc:
+                _echo(f"batch {b.id} ({b.remote_id}): {exc}")
+            else:
+                _echo(f"batch {b.id} ({b.remote_id}): {remote.provider_state}")
+            outcomes.append((b, remote))
+    return outcomes
+
+
+def _loopback(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
+def _record_cancels(store: Path, cancelled: list[tuple[BatchRecord, RemoteBatch]]) -> None:
+    """The providers' new states, in the store if no run holds it (the next run reads them from
+    the providers anyway)."""
+    from runner.store import Store
+
+    try:
+        with Store(store, lock_wait_s=0) as writable:
+            for b, remote in cancelled:
+                writable.update_batch(
+                    b.id, state=remote.state, provider_state=remote.provider_state
+                )
+    except StoreError as exc:
+        _echo(f"the new states are not recorded ({exc}); the next run reads them")
 
 
 @app.command()
