@@ -18,6 +18,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from runner.batch import OpenBatch
 from runner.experiment import Prices
 from runner.store import CellProgress, Progress
 
@@ -58,6 +59,9 @@ class BackendView:
     transient_ended: int = 0  # attempts that a transient failure ended (stored as errors)
     reachable: bool = True
     refused: str | None = None  # the refusal of its key or model that stopped it
+    batch: bool = False  # in batch mode: spend at the batch price; no HTTP rates
+    batches: tuple[OpenBatch, ...] = ()  # its batches open now
+    saved: float = 0.0  # what the batch price saved against the online one
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,8 @@ def _backend_view(
         per_s = (stats.requests - old.requests) / span
         used = stats.input_tokens + stats.output_tokens - old.input_tokens - old.output_tokens
         tokens = 60.0 * used / span
+    online = prices.cost(stats.input_tokens, stats.output_tokens)
+    spend = prices.batch_cost(stats.input_tokens, stats.output_tokens) if stats.batch else online
     return BackendView(
         name=name,
         requests_per_s=max(per_s, 0.0),
@@ -121,7 +127,10 @@ def _backend_view(
         in_flight=stats.in_flight,
         ceiling=stats.ceiling,
         quota=stats.quota,
-        spend=prices.cost(stats.input_tokens, stats.output_tokens),
+        spend=spend,
+        batch=stats.batch,
+        batches=stats.batches,
+        saved=online - spend,
         calls_sent=stats.traffic.http_calls,
         answered=stats.answered,
         finished=stats.requests,
@@ -169,7 +178,30 @@ class _Fitted:
 
 
 def _group(view: Snapshot, max_cells: int, narrow: bool) -> Group:
-    return Group(Text(summary_line(view)), _backends(view, narrow), _cells(view, max_cells, narrow))
+    parts: list[RenderableType] = [Text(summary_line(view)), _backends(view, narrow)]
+    if any(b.batches for b in view.backends):
+        parts.append(_batches(view, narrow))
+    return Group(*parts, _cells(view, max_cells, narrow))
+
+
+def _batches(view: Snapshot, narrow: bool) -> Table:
+    """Each open batch of the batch-mode backends: its state, its lines done, its age."""
+    table = _table("Open batches", narrow)
+    for column in ("backend", "batch", "state", "done", "failed", "requests", "age"):
+        table.add_column(
+            column, justify="left" if column in ("backend", "batch", "state") else "right"
+        )
+    for b in view.backends:
+        for o in b.batches:
+            table.add_row(
+                b.name, o.id, o.state, _count(o.succeeded), _count(o.failed),
+                f"{o.requests:,}", _duration(o.age_s),
+            )  # fmt: skip
+    return table
+
+
+def _count(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"
 
 
 def _table(title: str, narrow: bool, caption: str | None = None) -> Table:
@@ -206,7 +238,7 @@ def _backends(view: Snapshot, narrow: bool = False) -> Table:
         backends.add_row(
             b.name if b.reachable else f"{b.name} (restarting)",
             *rates,
-            f"{b.in_flight}/{b.ceiling}",
+            "batch" if b.batch else f"{b.in_flight}/{b.ceiling}",
             f"{b.calls_sent:,}",
             f"{b.answered:,}",
             f"{b.finished:,}",
@@ -290,9 +322,12 @@ def summary_line(view: Snapshot) -> str:
 
 
 def plain_lines(view: Snapshot) -> list[str]:
-    """The snapshot for a log: the summary, then one line per backend."""
+    """The snapshot for a log: the summary, then one line per backend (and per open batch)."""
     lines = [summary_line(view)]
     for b in view.backends:
+        if b.batch:
+            lines += _batch_lines(b)
+            continue
         lines.append(
             f"  {b.name}: {b.requests_per_s:,.1f} req/s, {b.tokens_per_min:,.0f} tokens/min, "
             f"{b.in_flight}/{b.ceiling} in flight; {b.calls_sent:,} HTTP calls sent, "
@@ -301,6 +336,23 @@ def plain_lines(view: Snapshot) -> list[str]:
             f"{b.transient_ended:,} ended an attempt; spend ${b.spend:,.2f}"
             + (f", QUOTA EXHAUSTED ({b.quota})" if b.quota else "")
             + (f", STOPPED: {b.refused}" if b.refused else "")
+        )
+    return lines
+
+
+def _batch_lines(b: BackendView) -> list[str]:
+    """A batch-mode backend for a log: its totals, then each open batch."""
+    lines = [
+        f"  {b.name} (batch mode): {len(b.batches):,} batches open; {b.answered:,} attempts "
+        f"answered, {b.finished:,} stored; spend ${b.spend:,.2f} at the batch price "
+        f"(${b.saved:,.2f} saved)"
+        + (f", QUOTA EXHAUSTED ({b.quota})" if b.quota else "")
+        + (f", STOPPED: {b.refused}" if b.refused else "")
+    ]
+    for o in b.batches:
+        lines.append(
+            f"    batch {o.id}: {o.state}, {_count(o.succeeded)} done, {_count(o.failed)} "
+            f"failed of {o.requests:,}, open {_duration(o.age_s)}"
         )
     return lines
 

@@ -123,6 +123,9 @@ class StoreActor:
 
     # The batch ledger (runner.batch.Ledger, through _ray.ActorLedger).
 
+    def held(self) -> int:
+        return self._store.held()
+
     def open_batches(self, backend: str) -> list[BatchRecord]:
         return self._store.batches(backend, open_only=True)
 

@@ -120,6 +120,7 @@ class RunReport:
     max_spend: float | None = None
     limit: int | None = None
     limited_left: int = 0  # with a limit: its requests not complete
+    held: int = 0  # requests open batches hold (collected by a batch-mode run, never resent)
 
     @property
     def complete(self) -> bool:
@@ -486,6 +487,7 @@ class _Run:
             max_spend=self.options.max_spend,
             limit=self.options.limit,
             limited_left=await self._limited_left(),
+            held=await _ray.call(self.store.held.remote()),
             preflight_spent=self.preflight_spent,
         )
         for line in summary_lines(report, self.experiment_file):
@@ -686,6 +688,12 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
         lines.extend(f"    {error_line(e)}" for e in report.errors)
     if report.unscored:
         lines.append(f"  {report.unscored:,} stored answers are not scored yet")
+    if report.held:
+        lines.append(
+            f"  {report.held:,} requests are held by open batches (groundbench batches STORE "
+            "lists them): a run with their backend in batch mode collects them, and none is "
+            "sent again meanwhile"
+        )
     preflight = (
         f" (its pre-flight's calls ${report.preflight_spent:,.2f})"
         if report.preflight_spent

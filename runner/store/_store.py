@@ -413,6 +413,10 @@ class Store:
             params.append(list(ids))
         return batch_records(self._con, " AND ".join(where), params)
 
+    def held(self) -> int:
+        """Requests an open batch holds: collected from it, never sent again meanwhile."""
+        return self._scalar("SELECT count(*) FROM held_requests")
+
     def batch_keys(self, batch: str) -> list[BatchKey]:
         """The attempts ``batch`` holds, under the ids its lines carry."""
         rows = self._con.execute(

@@ -64,7 +64,8 @@ def test_a_good_file_resolves_paths_against_its_folder(tmp_path: Path) -> None:
     assert qwen.transport.api_key_env == "MY_QWEN_KEY"
     assert qwen.transport.requests_per_minute == 600 and qwen.transport.max_concurrency == 32
     gemini = experiment.configuration(experiment.configurations[1], "http://127.0.0.1:5")
-    assert gemini.transport.base_url == "http://127.0.0.1:5" and gemini.best_effort
+    # Shaped as Gemini's endpoint: the simulator tells its batch paths by the version.
+    assert gemini.transport.base_url == "http://127.0.0.1:5/v1beta" and gemini.best_effort
     assert experiment.backends["qwen"].prices.cost(1_000_000, 500_000) == pytest.approx(1.0)
 
 
@@ -274,3 +275,31 @@ def test_a_file_that_is_not_text_is_one_line(tmp_path: Path, data: bytes) -> Non
     with pytest.raises(ConfigError, match="not valid TOML") as caught:
         load_experiment(path)
     assert "\n" not in str(caught.value)
+
+
+def test_batch_mode_is_a_backend_setting_at_the_batch_price(tmp_path: Path) -> None:
+    text = GOOD.replace(
+        "max_concurrency = 32\n",
+        'max_concurrency = 32\nmode = "batch"\nbatch = { poll_s = 5, max_open = 4 }\n',
+    ).replace("output_per_mtok = 1.6 }", "output_per_mtok = 1.6, batch_rate = 0.4 }")
+    experiment = load_experiment(_file(tmp_path, text))
+    qwen = experiment.backends["qwen"]
+    assert qwen.mode == "batch" and (qwen.batch.poll_s, qwen.batch.max_open) == (5, 4)
+    assert qwen.prices.batch_cost(1_000_000, 1_000_000) == pytest.approx(0.4 * 1.8)
+    assert experiment.backends["sim"].mode == "online"  # the default
+    assert experiment.backends["sim"].prices.batch_rate == 0.5
+    # A simulated Gemini backend is reached as Gemini is, under its API version.
+    sim = experiment.configuration(experiment.configurations[1], "http://127.0.0.1:9")
+    assert sim.transport.base_url == "http://127.0.0.1:9/v1beta"
+
+
+@pytest.mark.parametrize("provider", ["doubao", "kimi"])
+def test_batch_mode_on_a_provider_without_a_batch_api_is_one_line(
+    tmp_path: Path, provider: str
+) -> None:
+    text = GOOD.replace('provider = "qwen"', f'provider = "{provider}"').replace(
+        "max_concurrency = 32\n", 'max_concurrency = 32\nmode = "batch"\n'
+    )
+    with pytest.raises(ConfigError, match=f"provider {provider} has no batch API") as caught:
+        load_experiment(_file(tmp_path, text))
+    assert "\n" not in str(caught.value) and 'mode = "online"' in str(caught.value)

@@ -7,6 +7,7 @@ import io
 from rich.console import Console
 
 from runner.backends import LimiterStats
+from runner.batch import OpenBatch
 from runner.distributed import Traffic, WorkerStats
 from runner.experiment import Prices
 from runner.monitor import Reading, plain_lines, render, snapshot
@@ -109,3 +110,34 @@ def test_at_80_by_24_the_totals_stay_and_condition_names_are_whole() -> None:
     assert "300/1,000 requests complete" in text and "ETA 0m35s" in text
     assert "cue-colour-true" in text and "cue-colour-wrong" in text and "…" not in text
     assert "gemini-high" in text and "more cells" in text  # the rest counted, not cropped
+
+
+def test_a_batch_mode_backend_shows_its_open_batches_and_spend_at_the_batch_price() -> None:
+    batches = (
+        OpenBatch("gb-0123456789abcdef", "in_progress", 500, 120, 3, 95.0),
+        OpenBatch("gb-fedcba9876543210", "validating", 40, None, None, 4.0),
+    )
+    stats = WorkerStats(
+        requests=300, attempts=300, answered=290, input_tokens=1_000_000,
+        output_tokens=500_000, batch=True, batches=batches,
+    )  # fmt: skip
+    now = Reading(10.0, _progress(300), _cells(300), {"qwen": stats})
+    prices = Prices(input_per_mtok=1.0, output_per_mtok=2.0, batch_rate=0.5)
+    view = snapshot(now, None, 0.0, {"qwen": prices})
+    (qwen,) = view.backends
+    assert qwen.spend == 1.0 and qwen.saved == 1.0  # $2 online, half in batch
+    out = io.StringIO()
+    Console(file=out, width=160, color_system=None).print(render(view))
+    text = out.getvalue()
+    for expected in ("Open batches", "gb-0123456789abcdef", "in_progress", "120", "1m35s",
+                     "validating", "batch"):  # fmt: skip
+        assert expected in text, expected
+    lines = plain_lines(view)
+    assert lines[1] == (
+        "  qwen (batch mode): 2 batches open; 290 attempts answered, 300 stored; spend $1.00 at "
+        "the batch price ($1.00 saved)"
+    )
+    assert lines[2] == (
+        "    batch gb-0123456789abcdef: in_progress, 120 done, 3 failed of 500, open 1m35s"
+    )
+    assert lines[3].startswith("    batch gb-fedcba9876543210: validating, — done")

@@ -184,7 +184,8 @@ class Rig:
         return asyncio.run(self.runner(**settings).run())
 
     def answered(self) -> int:
-        return self.store.query("SELECT count(*) FROM responses WHERE outcome = 'answer'")[1][0][0]
+        rows = self.store.query("SELECT count(*) FROM responses WHERE outcome = 'answer'")[1]
+        return int(rows[0][0])
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ lines, malformed result lines — and no request is ever in two batches at once 
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +90,11 @@ def test_a_grid_in_batch_mode_scores_exactly_as_online_at_the_batch_price(
     assert "(batch mode)" in summary and "saved (50%)" in summary
 
 
-KILL_POINTS = {
+# Where the driver dies, told by the simulator's state (the run's own lags behind it).
+KILL_POINTS: dict[str, Callable[[Simulator], bool]] = {
     "after-upload": lambda sim: _uploads(sim) > 0,
     "after-create": lambda sim: sim.stats.batches_created >= 1,
+    # The first batch is polled while the others of the round are made (turnaround 1.5 s).
     "mid-poll": lambda sim: sim.stats.batches_created >= 2,
     "reading-results": lambda sim: sim.stats.answered >= 1,
 }
@@ -140,7 +143,7 @@ def test_expiry_failed_lines_and_malformed_results_end_with_the_online_answers(
         # A malformed result line was answered, and paid, but its answer is lost: its request
         # goes again. Nothing else is paid twice.
         unreadable = query(run.store, "SELECT count(*) FROM batch_problems")[0][0]
-        assert 0 < unreadable and sim.stats.paid_twice <= unreadable
+        assert unreadable > 0 and sim.stats.paid_twice <= unreadable
     assert results(run.store).answers == reference.answers
     summary = "\n".join(lines)
     assert "never ran" in summary and "unreadable" in summary
