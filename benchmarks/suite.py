@@ -152,6 +152,16 @@ ROWS = [
     Row("paper_grid", "paper grid: peak memory (PSS)",
         lambda f: f"{f['peak_pss_gb']:.2f} GB", lambda f: "driver + every Ray process",
         "< 3 GB", lambda f: f["peak_pss_gb"] < 3.0),
+    Row("batch_grid", "paper grid, Qwen and Gemini in batch mode: wall time",
+        lambda f: f"{f['wall_s'] / 60:.1f} min",
+        lambda f: f"{f['requests']:,} requests, {f['batches']:,} batches",
+        "complete", lambda f: f["complete"]),
+    Row("batch_grid", "paper grid, batch mode: spend against all online",
+        lambda f: f"${f['spend']:,.2f}", lambda f: f"${f['online']:,.2f} online",
+        "batch half price", None),
+    Row("batch_grid", "paper grid, batch mode: peak memory (PSS)",
+        lambda f: f"{f['peak_pss_gb']:.2f} GB", lambda f: "driver + every Ray process",
+        "< 3 GB", lambda f: f["peak_pss_gb"] < 3.0),
 ]  # fmt: skip
 
 

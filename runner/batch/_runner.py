@@ -27,7 +27,7 @@ import random
 import secrets
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -265,56 +265,64 @@ class BatchRunner:
             by_model.setdefault(self.configurations[call.configuration].model, []).append(call)
         for model, group in by_model.items():
             api = self._api(model)
-            for written in self._files(model, api, group):
+            left = group
+            while left and room > 0 and self._stop is None:
+                # On a thread: building requests encodes images, and the actor's loop keeps
+                # answering the monitor meanwhile.
+                written, left = await asyncio.to_thread(self._write_file, api, left)
+                if written is None:
+                    break
                 await self._send_file(model, api, written)
                 room -= 1
-                if room <= 0 or self._stop is not None:
-                    return
 
     def _may(self, call: Pending) -> bool:
         """Whether ``call`` may go in a batch now: its configuration is this backend's, and
         this run has not sent its attempt too often, or met an error no resend mends."""
-        attempt = (call.configuration, call.condition, call.budget, call.qid, call.next_attempt)
+        attempt = _attempt(call)
         if call.configuration not in self.configurations or attempt in self._held_back:
             return False
         return self._sent[attempt] <= self.settings.resubmits
 
-    def _files(self, model: str, api: BatchApi, calls: list[Pending]) -> Iterator[_File]:
-        """``calls`` written as JSONL files under the limits, one at a time (each is sent
-        before the next is written, so the disk holds one file)."""
+    def _write_file(
+        self, api: BatchApi, calls: list[Pending]
+    ) -> tuple[_File | None, list[Pending]]:
+        """The first JSONL file of ``calls`` under the limits, and the calls left for the next
+        (each is sent before the next is written, so the disk holds one file at a time).
+
+        A line alone over the byte limit can go in no batch: its attempt is held back this run.
+        """
         limits = api.limits
         max_requests = min(limits.max_requests, self.settings.max_requests or limits.max_requests)
         max_bytes = min(limits.max_bytes, self.settings.max_bytes or limits.max_bytes)
         self._spool.mkdir(parents=True, exist_ok=True)
-        left = calls
-        while left:
-            current = _File(self._spool / f"{self.where.backend}-{secrets.token_hex(6)}.jsonl")
-            deferred: list[Pending] = []
-            ids: set[str] = set()
-            with current.path.open("wb") as out:
-                for i, call in enumerate(left):
-                    if len(current.keys) >= max_requests:
-                        deferred.extend(left[i:])
-                        break
-                    request = self._build(call)
-                    custom = call_id(request, call.next_attempt)
-                    if custom in ids:  # the same request twice (two keys ask alike): next file
-                        deferred.append(call)
-                        continue
-                    line = api.line(custom, request)
-                    if current.keys and current.size + len(line) > max_bytes:
-                        deferred.extend(left[i:])
-                        break
-                    out.writelines(line.parts)
-                    current.size += len(line)
-                    ids.add(custom)
-                    current.keys.append(BatchKey("", custom, *call))
-            if not current.keys:  # one line over the file limit: it cannot go as a batch
-                current.path.unlink(missing_ok=True)
-                self._held_back.update(tuple(c) for c in left)  # type: ignore[misc]
-                return
-            left = deferred
-            yield current
+        written = _File(self._spool / f"{self.where.backend}-{secrets.token_hex(6)}.jsonl")
+        left: list[Pending] = []
+        ids: set[str] = set()
+        with written.path.open("wb") as out:
+            for i, call in enumerate(calls):
+                if len(written.keys) >= max_requests:
+                    left.extend(calls[i:])
+                    break
+                request = self._build(call)
+                custom = call_id(request, call.next_attempt)
+                if custom in ids:  # the same request twice (two keys ask alike): the next file
+                    left.append(call)
+                    continue
+                line = api.line(custom, request)
+                if len(line) > max_bytes:
+                    self._held_back.add(_attempt(call))
+                    continue
+                if written.size + len(line) > max_bytes:
+                    left.extend(calls[i:])
+                    break
+                out.writelines(line.parts)
+                written.size += len(line)
+                ids.add(custom)
+                written.keys.append(BatchKey("", custom, *call))
+        if not written.keys:
+            written.path.unlink(missing_ok=True)
+            return None, left
+        return written, left
 
     def _build(self, call: Pending) -> Request:
         key = RequestKey(call.configuration, call.condition, call.qid, call.budget)
@@ -609,6 +617,11 @@ class _Reading:
         if self._problems:
             await ledger.record_problems(self._problems)
             self._problems = []
+
+
+def _attempt(call: Pending) -> tuple[str, str, int, str, int]:
+    """The attempt ``call`` sends next, as the runner counts what it sent."""
+    return (call.configuration, call.condition, call.budget, call.qid, call.next_attempt)
 
 
 def _described(remote: RemoteBatch) -> dict[str, object]:

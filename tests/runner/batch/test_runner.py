@@ -10,6 +10,7 @@ import json
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,8 @@ from conditions import (
     plan,
     task_of,
 )
-from runner.backends import OpenAIChat, QuotaExhausted, Transient, provider_named
-from runner.backends._wire import IMAGE_SLOT, Body, splice_json
+from runner.backends import OpenAIChat, QuotaExhausted, RateLimited, Transient, provider_named
+from runner.backends._wire import Body, splice_json
 from runner.batch import (
     BatchLimits,
     BatchRunner,
@@ -37,7 +38,7 @@ from runner.batch import (
     Where,
 )
 from runner.simulator import Behaviour, SimSpec, Simulator
-from runner.store import GridRow, Registration, Store
+from runner.store import BatchKey, BatchRecord, GridRow, Registration, Store
 
 QWEN = next(c for c in PAPER_CONFIGURATIONS if c.provider == "qwen")
 CLEAN = Behaviour(refusal=0.0, wrong_count=0.0, decimals=0.0, prose=0.0)
@@ -82,7 +83,7 @@ class FakeBatches:
         doc = {"custom_id": custom_id, "method": "POST", "url": PATH,
                "body": self.wire.payload(request)}  # fmt: skip
         image = request.image.data_url if request.image is not None else None
-        body = splice_json(doc, image if IMAGE_SLOT else None)
+        body = splice_json(doc, image)
         return Body((*body.parts, b"\n"))
 
     async def upload(self, path: Path, display_name: str) -> str:
@@ -337,3 +338,65 @@ def test_an_answer_from_another_model_is_stored_as_an_error_naming_batch_and_lin
     message = rig.store.query("SELECT error_message FROM responses LIMIT 1")[1][0][0]
     assert "batch gb-" in message and "line" in message and "qwen-something-else" in message
     assert rig.store.pending() != []  # a later run sends them again
+
+
+def test_a_throttled_poll_waits_the_servers_retry_after_and_goes_on(rig: Rig) -> None:
+    waits: list[float] = []
+    runner = rig.runner()
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    runner._sleep = sleep
+    real_get = rig.api.get
+    throttled = 0
+
+    async def get(batch_id: str) -> RemoteBatch:
+        nonlocal throttled
+        if throttled < 2:
+            throttled += 1
+            raise RateLimited("slow down", status=429, retry_after=7.5)
+        return await real_get(batch_id)
+
+    rig.api.get = get  # type: ignore[method-assign]
+    outcome = asyncio.run(runner.run())
+    assert rig.store.pending() == [] and outcome.quota is None
+    assert waits[:2] == [7.5, 7.5]  # each throttle waited the server's time, then polled again
+
+
+def test_a_batch_of_an_earlier_runs_own_simulator_is_given_up_not_polled(rig: Rig) -> None:
+    old = BatchRecord(
+        id="gb-old", backend="qwen", provider="qwen", model=QWEN.model,
+        base_url="http://127.0.0.1:1", phase="submitted", remote_id="batch_gone", requests=1,
+        created_at=datetime.now(UTC),
+    )  # fmt: skip
+    first = rig.store.pending()[0]
+    rig.store.record_batch(old, [BatchKey("gb-old", "x", *first)])
+    runner = rig.runner()
+    runner.where = Where("qwen", "qwen", "http://batch.invalid", None, simulated=True)
+    asyncio.run(runner.run())
+    (record,) = rig.store.batches(ids=["gb-old"])
+    assert record.phase == "abandoned" and "simulator of an earlier run" in (record.message or "")
+    assert rig.store.pending() == []  # its request went in a batch of this run
+
+
+def test_files_keep_under_the_byte_limit_and_a_line_over_it_alone_goes_in_none(
+    rig: Rig,
+) -> None:
+    requests = len(rig.store.pending())
+    rig.run(max_bytes=1)  # every line is over it
+    assert rig.api.batches == {} and len(rig.store.pending()) == requests
+    assert rig.store.batches() == []  # nothing recorded: nothing was sent
+    largest = 0
+
+    real_upload = rig.api.upload
+
+    async def upload(path: Path, display_name: str) -> str:
+        nonlocal largest
+        largest = max(largest, path.stat().st_size)
+        return await real_upload(path, display_name)
+
+    rig.api.upload = upload  # type: ignore[method-assign]
+    rig.run(max_bytes=400_000)
+    assert rig.store.pending() == [] and 0 < largest <= 400_000
+    assert len(rig.api.batches) > 1
