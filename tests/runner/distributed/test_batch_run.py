@@ -120,8 +120,7 @@ def test_a_driver_killed_at_any_step_resumes_by_collecting_never_by_sending_agai
         ledger.keep(stored_after_kill(run.store))
         assert run_once(path).complete
         _once_each(sim)
-    final = ledger.check_final(reference)
-    assert final.answers == reference.answers
+    assert ledger.check_final(reference) == reference  # answers and scores
 
 
 def test_expiry_failed_lines_and_malformed_results_end_with_the_online_answers(
@@ -144,7 +143,7 @@ def test_expiry_failed_lines_and_malformed_results_end_with_the_online_answers(
         # goes again. Nothing else is paid twice.
         unreadable = query(run.store, "SELECT count(*) FROM batch_problems")[0][0]
         assert unreadable > 0 and sim.stats.paid_twice <= unreadable
-    assert results(run.store).answers == reference.answers
+    assert results(run.store) == reference  # answers and scores
     summary = "\n".join(lines)
     assert "never ran" in summary and "unreadable" in summary
 
@@ -165,4 +164,4 @@ def test_quota_on_submit_stops_the_backend_and_a_later_run_sends_exactly_the_res
     with simulator_thread(run.cohort, run.root, run.tmp / "v2", spec) as (url, sim):
         assert run_once(_experiment(run.tmp, run.store, run.root, url, "qwen")).complete
         assert sum(sim.stats.submitted.values()) == len(reference.answers) - 40
-    assert results(run.store).answers == reference.answers
+    assert results(run.store) == reference  # answers and scores
