@@ -296,12 +296,11 @@ class Backend:
                 allow_redirects=False,  # a redirect would carry the key to another server
             ) as response:
                 status, headers = response.status, response.headers
-                raw = await _read_capped(response, self._max_bytes)
+                raw = await read_capped(response, self._max_bytes)
         except TimeoutError:
             raise Transient(f"no response within {self._timeout.total:g} s") from None
         except aiohttp.ClientError as exc:
-            detail = redact(str(exc), self._key) or "connection failed"
-            raise Transient(f"{type(exc).__name__}: {detail}") from None
+            raise connection_failed(exc, self._key) from None
         latency = self.clock() - begun
         self.limiter.observe(headers)
         if 300 <= status < 400:
@@ -337,20 +336,10 @@ class Backend:
         return error
 
     def _scrubbed(self, error: CallError) -> CallError:
-        """``error`` with every text from the response redacted of the key."""
-        error.message = redact(error.message, self._key)
-        error.code = None if error.code is None else redact(error.code, self._key)
-        error.args = (error.message,)
-        return error
+        return scrubbed(error, self._key)
 
     def _redirected(self, status: int, headers: Mapping[str, str]) -> Fatal:
-        location = redact(headers.get("Location", "(no Location header)"), self._key)
-        return Fatal(
-            f"the server redirects to {location}: groundbench sends a key to no address but "
-            "the configured one; if that address is right, set base_url to it",
-            status=status,
-            code="redirect",
-        )
+        return redirected(status, headers, self._key)
 
     def _not_sent(self) -> CallError:
         """The error of a call the stopped backend refuses to send: of the class that stopped
@@ -418,7 +407,7 @@ class PartsPayload(aiohttp.payload.Payload):
             await writer.write(part)
 
 
-async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes:
+async def read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes:
     """The body, decompressed; :class:`TooLarge` once it runs past ``limit`` bytes (the rest
     is never read)."""
     declared = response.content_length
@@ -440,6 +429,31 @@ def _refuse_key_in(name: str, texts: Mapping[str, str], key: ApiKey) -> None:
                 f"configuration {name}: its {what} holds an API key; a key goes only in the "
                 "environment variable the backend names (api_key_env)"
             )
+
+
+def scrubbed(error: CallError, key: ApiKey | None) -> CallError:
+    """``error`` with every text from the server redacted of the key."""
+    error.message = redact(error.message, key)
+    error.code = None if error.code is None else redact(error.code, key)
+    error.args = (error.message,)
+    return error
+
+
+def redirected(status: int, headers: Mapping[str, str], key: ApiKey) -> Fatal:
+    """The error of a redirect, never followed: it would carry the key to another server."""
+    location = redact(headers.get("Location", "(no Location header)"), key)
+    return Fatal(
+        f"the server redirects to {location}: groundbench sends a key to no address but the "
+        "configured one; if that address is right, set base_url to it",
+        status=status,
+        code="redirect",
+    )
+
+
+def connection_failed(exc: aiohttp.ClientError, key: ApiKey) -> Transient:
+    """A connection that failed (refused, reset, cut short), its words redacted of the key."""
+    detail = redact(str(exc), key) or "connection failed"
+    return Transient(f"{type(exc).__name__}: {detail}")
 
 
 def redact_reply(reply: Reply, key: ApiKey) -> Reply:

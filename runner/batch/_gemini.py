@@ -36,7 +36,13 @@ import aiohttp
 
 from conditions import Request
 from runner._errors import ConfigError
-from runner.backends._client import _read_capped, redact_reply
+from runner.backends._client import (
+    connection_failed,
+    read_capped,
+    redact_reply,
+    redirected,
+    scrubbed,
+)
 from runner.backends._errors import CallError, Fatal, Transient
 from runner.backends._gemini import GeminiGenerate, classify_gemini
 from runner.backends._secrets import KEY_SHAPED, ApiKey, holds_key, redact
@@ -281,7 +287,7 @@ class GeminiBatches:
         exchange = self._stream(url, params, method=method, data=data, headers=headers, keyed=keyed)
         async with exchange as r:
             try:
-                raw = await _read_capped(r, MAX_ANSWER_BYTES)
+                raw = await read_capped(r, MAX_ANSWER_BYTES)
             except (aiohttp.ClientError, TimeoutError) as exc:
                 raise self._transport(exc) from None
             return r.status, r.headers, raw
@@ -302,20 +308,15 @@ class GeminiBatches:
 
     def _failed(self, status: int, headers: Mapping[str, str], raw: bytes) -> CallError:
         if 300 <= status < 400:
-            location = redact(headers.get("Location", "(no Location header)"), self._key)
-            return Fatal(
-                f"the server redirects to {location}: groundbench sends a key to no address "
-                "but the configured one",
-                status=status,
-                code="redirect",
-            )
+            return redirected(status, headers, self._key)
         return self._scrubbed(classify_gemini(status, headers, raw))
 
     def _transport(self, exc: BaseException) -> Transient:
         if isinstance(exc, TimeoutError):
             return Transient(f"no response within {self._timeout.total:g} s")
-        detail = redact(str(exc), self._key) or "connection failed"
-        return Transient(f"{type(exc).__name__}: {detail}")
+        if isinstance(exc, aiohttp.ClientError):
+            return connection_failed(exc, self._key)
+        return Transient(f"{type(exc).__name__}: {redact(str(exc), self._key)}")
 
     def _scrubbed(self, error: CallError) -> CallError:
         return scrubbed(error, self._key)
@@ -386,7 +387,7 @@ class _Exchange:
         self._response = response
         if not 200 <= response.status < 300:
             try:
-                raw = await _read_capped(response, MAX_ANSWER_BYTES)
+                raw = await read_capped(response, MAX_ANSWER_BYTES)
             except (aiohttp.ClientError, TimeoutError, CallError):
                 raw = b""
             finally:
@@ -543,14 +544,6 @@ def rpc_error(status: Mapping[str, Any], key: ApiKey | None = None) -> CallError
         http = _RPC_HTTP.get(name or "", 500)
     body = {"error": {**status, "code": http, "status": name or "UNKNOWN"}}
     return scrubbed(classify_gemini(http, {}, json.dumps(body).encode()), key)
-
-
-def scrubbed(error: CallError, key: ApiKey | None) -> CallError:
-    """``error`` with every text from the server redacted of the key."""
-    error.message = redact(error.message, key)
-    error.code = None if error.code is None else redact(error.code, key)
-    error.args = (error.message,)
-    return error
 
 
 def _once(line: ResultLine, seen: dict[str, int], number: int) -> ResultLine:

@@ -25,8 +25,14 @@ from urllib.parse import quote
 import aiohttp
 
 from conditions import Request
-from runner.backends._client import _read_capped, redact_reply
-from runner.backends._errors import CallError, Fatal, Transient
+from runner.backends._client import (
+    connection_failed,
+    read_capped,
+    redact_reply,
+    redirected,
+    scrubbed,
+)
+from runner.backends._errors import CallError, Transient
 from runner.backends._openai import OpenAIChat, classify_openai
 from runner.backends._providers import Provider
 from runner.backends._secrets import ApiKey, redact
@@ -170,7 +176,7 @@ class OpenAIBatches:
                 url, headers=self._headers(), timeout=self._timeout, allow_redirects=False
             ) as response:
                 if not 200 <= response.status < 300:
-                    raw = await _read_capped(response, MAX_OBJECT_BYTES)
+                    raw = await read_capped(response, MAX_OBJECT_BYTES)
                     raise self._failed(response.status, response.headers, raw)
                 n = 0
                 async for raw_line in _lines(response.content, MAX_LINE_BYTES):
@@ -238,7 +244,7 @@ class OpenAIBatches:
                 **send,
             ) as response:
                 status, headers = response.status, response.headers
-                raw = await _read_capped(response, MAX_OBJECT_BYTES)
+                raw = await read_capped(response, MAX_OBJECT_BYTES)
         except TimeoutError:
             raise Transient(f"no response within {self._timeout.sock_read:g} s") from None
         except aiohttp.ClientError as exc:
@@ -255,25 +261,14 @@ class OpenAIBatches:
 
     def _failed(self, status: int, headers: Mapping[str, str], raw: bytes) -> CallError:
         if 300 <= status < 400:
-            location = redact(headers.get("Location", "(no Location header)"), self._key)
-            return Fatal(
-                f"the server redirects to {location}: groundbench sends a key to no address "
-                "but the configured one; if that address is right, set base_url to it",
-                status=status,
-                code="redirect",
-            )
+            return redirected(status, headers, self._key)
         return self._scrubbed(classify_openai(status, headers, raw))
 
     def _transport(self, exc: aiohttp.ClientError) -> Transient:
-        detail = redact(str(exc), self._key) or "connection failed"
-        return Transient(f"{type(exc).__name__}: {detail}")
+        return connection_failed(exc, self._key)
 
     def _scrubbed(self, error: CallError) -> CallError:
-        """``error`` with every text from the server redacted of the key."""
-        error.message = redact(error.message, self._key)
-        error.code = None if error.code is None else redact(error.code, self._key)
-        error.args = (error.message,)
-        return error
+        return scrubbed(error, self._key)
 
     def _batch(self, doc: dict[str, Any]) -> RemoteBatch:
         """A batch object as a :class:`RemoteBatch`; an unknown status reads as running
