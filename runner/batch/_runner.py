@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from conditions import Builder, Configuration, Request, RequestKey
 from runner.backends import (
+    AttemptRecord,
     CallError,
     Exchange,
     Fatal,
@@ -191,6 +192,7 @@ class BatchRunner:
         self._held_back: set[tuple[str, str, int, str, int]] = set()  # not again this run
         self._stop: CallError | None = None  # what stopped submitting
         self._halted = False  # a terminal error met while polling: nothing more can be done
+        self._failed_last = False  # the batch that ended last had failed
         self.outcome = BatchOutcome()
 
     # -- the run -----------------------------------------------------------------------------
@@ -257,7 +259,9 @@ class BatchRunner:
 
     async def _submit(self) -> None:
         room = self.settings.max_open - len(self._open)
-        if room <= 0:
+        if room <= 0 or (self._failed_last and self._open):
+            # A batch that failed (OpenAI fails one past the tokens a model may have enqueued)
+            # frees room only when another ends: until then its requests wait.
             return
         calls = [c for c in await self._ledger.pending(list(self.configurations)) if self._may(c)]
         by_model: dict[str, list[Pending]] = {}
@@ -449,6 +453,7 @@ class BatchRunner:
             del self._open[tag]
             return
         await reading.flush()
+        self._failed_last = remote.state == "failed"
         unrun = len(keys) - reading.stored - len(reading.problem_ids)
         self.outcome.unrun += unrun
         self.outcome.read += 1
@@ -576,29 +581,30 @@ class _Reading:
     ) -> ResponseRow:
         exchange = Exchange(reply, status or 200, self._latency, 0, started)
         ok = parses(request, reply.answer)
-        record = answer_record(sender, request, key.attempt, exchange, ok)
-        self.answered += 1
-        self.stored += 1
-        outcome = self._runner.outcome
-        outcome.answered += 1
-        outcome.attempts += 1
-        outcome.input_tokens += record.input_tokens or 0
-        outcome.output_tokens += record.output_tokens or 0
-        return response_row(record)
+        return self._kept(answer_record(sender, request, key.attempt, exchange, ok))
 
     def _error(
         self, sender: Sender, request: Request, key: BatchKey, error: CallError, started: datetime
     ) -> ResponseRow:
-        record = error_record(sender, request, key.attempt, error, started)
-        self.errored += 1
-        self.stored += 1
-        outcome = self._runner.outcome
-        outcome.errored += 1
-        outcome.attempts += 1
         if not error.retryable:  # a request the server refuses goes again in a later run only
             self._runner._held_back.add(
                 (key.configuration, key.condition, key.budget, key.qid, key.attempt)
             )
+        return self._kept(error_record(sender, request, key.attempt, error, started))
+
+    def _kept(self, record: AttemptRecord) -> ResponseRow:
+        """``record`` as the row to store, counted for the batch and the run."""
+        outcome = self._runner.outcome
+        self.stored += 1
+        outcome.attempts += 1
+        if record.outcome == "answer":
+            self.answered += 1
+            outcome.answered += 1
+            outcome.input_tokens += record.input_tokens or 0
+            outcome.output_tokens += record.output_tokens or 0
+        else:
+            self.errored += 1
+            outcome.errored += 1
         return response_row(record)
 
     def _problem(self, line: ResultLine, why: str) -> None:

@@ -400,3 +400,32 @@ def test_files_keep_under_the_byte_limit_and_a_line_over_it_alone_goes_in_none(
     rig.run(max_bytes=400_000)
     assert rig.store.pending() == [] and 0 < largest <= 400_000
     assert len(rig.api.batches) > 1
+
+
+def test_after_a_failed_batch_no_batch_is_made_until_another_ends(rig: Rig) -> None:
+    requests = len(rig.store.pending())
+    rig.api.polls_to_end = 4  # the others end on their fourth poll ...
+    real_get = rig.api.get
+
+    async def get(batch_id: str) -> RemoteBatch:
+        batch = rig.api.batches[batch_id]
+        if batch_id == next(iter(rig.api.batches)) and batch.state == "in_progress":
+            batch.state = "failed"  # ... the first fails on its first (OpenAI: enqueued tokens)
+            return rig.api._remote(batch)
+        return await real_get(batch_id)
+
+    made_while_open: list[int] = []
+    real_create = rig.api.create
+
+    async def create(file_id: str, tag: str) -> RemoteBatch:
+        made_while_open.append(sum(b.state == "in_progress" for b in rig.api.batches.values()))
+        return await real_create(file_id, tag)
+
+    rig.api.get = get  # type: ignore[method-assign]
+    rig.api.create = create  # type: ignore[method-assign]
+    rig.run(max_requests=10, max_open=3)
+    assert rig.store.pending() == [] and rig.answered() == requests
+    first = rig.store.batches()[0]
+    assert first.state == "failed" and first.unrun == 10
+    # Three made at once; the fourth waited for the two then open to end, not for room alone.
+    assert made_while_open[:4] == [0, 1, 2, 0]
