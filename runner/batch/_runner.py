@@ -129,6 +129,7 @@ class BatchOutcome:
     output_tokens: int = 0
     quota: str | None = None  # the quota error that stopped submitting, if one did
     refused: str | None = None  # the refusal that stopped the backend, if one did
+    not_made: str | None = None  # a file or batch the provider refused, which stopped submitting
 
 
 @dataclass(frozen=True)
@@ -353,7 +354,7 @@ class BatchRunner:
             file_id = await self._retrying(lambda: api.upload(written.path, tag))
         except CallError as exc:
             await self._update(tag, phase="abandoned", message=f"upload failed: {exc}")
-            self._stopped_by(exc)
+            self._given_up(exc)
             return
         finally:
             written.path.unlink(missing_ok=True)
@@ -378,7 +379,7 @@ class BatchRunner:
                     return
                 await self._update(record.id, phase="abandoned", message=f"not created: {exc}")
                 await self._quietly(api.delete_file(record.input_file))
-                self._stopped_by(exc)
+                self._given_up(exc)
                 return
             self.outcome.created += found is None
             submitted = await self._update(
@@ -493,6 +494,15 @@ class BatchRunner:
         if exc.retry_after is not None:
             return exc.retry_after
         return random.uniform(0, min(MAX_BACKOFF_S, self._backoff_s * 2**attempt))
+
+    def _given_up(self, exc: CallError) -> None:
+        """Stop making batches after a file or a batch was refused as it stands (too large, a
+        bad request): the next would be refused alike. A throttle or a 5xx that outlasted its
+        retries does not stop it: its requests go in a later batch."""
+        self._stopped_by(exc)
+        if not exc.retryable and self._stop is None:
+            self._stop = exc
+            self.outcome.not_made = str(exc)
 
     def _stopped_by(self, exc: CallError) -> None:
         """Stop submitting after ``exc`` if it is terminal (spent quota; a refused key)."""

@@ -13,6 +13,7 @@ from runner.distributed._actors import QUERIES
 from runner.distributed._batcher import CommitBatcher
 from runner.distributed._driver import (
     BackendReport,
+    BatchReport,
     RunOptions,
     RunReport,
     run_experiment,
@@ -38,6 +39,7 @@ __all__ = [
     "BackendPort",
     "BackendReport",
     "BackendWorker",
+    "BatchReport",
     "BoxScorer",
     "ChunkOutcome",
     "CommitBatcher",

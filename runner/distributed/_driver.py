@@ -99,6 +99,7 @@ class BatchReport:
     unrun: int  # lines a batch never ran (expired, cancelled, failed): sent again or pending
     problems: int  # result lines that could not be read (batch_problems)
     online_cost: float  # what its answers would have cost online
+    not_made: str | None = None  # a file or batch the provider refused: no more were made
 
 
 @dataclass(frozen=True)
@@ -440,6 +441,7 @@ class _Run:
             outcome.unrun,
             outcome.problems,
             prices.cost(feed.input_tokens, feed.output_tokens),
+            outcome.not_made,
         )
         if outcome.quota is not None:
             self.echo(
@@ -705,7 +707,7 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
     )
     for b in report.backends:
         if b.batch is not None:
-            lines.append(batch_line(b.name, b.spent, b.batch))
+            lines += batch_lines(b.name, b.spent, b.batch)
     if any(b.capped for b in report.backends):
         lines.append(
             f"  stopped at the spending cap (--max-spend ${report.max_spend:,.2f}); "
@@ -726,7 +728,7 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
     return lines
 
 
-def batch_line(name: str, spent: float, batch: BatchReport) -> str:
+def batch_lines(name: str, spent: float, batch: BatchReport) -> list[str]:
     """A batch-mode backend's batches, and what they saved against the online price."""
     saved = batch.online_cost - spent
     share = f" ({100 * saved / batch.online_cost:.0f}%)" if batch.online_cost > 0 else ""
@@ -736,11 +738,18 @@ def batch_line(name: str, spent: float, batch: BatchReport) -> str:
     if batch.problems:
         extra.append(f"{batch.problems:,} result lines unreadable (SELECT * FROM batch_problems)")
     more = f"; {'; '.join(extra)}" if extra else ""
-    return (
+    line = (
         f"  backend {name} (batch mode): {batch.created:,} batches created, {batch.read:,} read; "
         f"${spent:,.2f} at the batch price, ${batch.online_cost:,.2f} online: ${saved:,.2f} "
         f"saved{share}{more}"
     )
+    if batch.not_made is None:
+        return [line]
+    return [
+        line,
+        f"  backend {name}: no more batches made after the provider refused one: "
+        f"{batch.not_made} (a file too large: set a lower batch.max_bytes or max_requests)",
+    ]
 
 
 def _once(report: RunReport) -> str:

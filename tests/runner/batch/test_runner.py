@@ -26,7 +26,14 @@ from conditions import (
     plan,
     task_of,
 )
-from runner.backends import OpenAIChat, QuotaExhausted, RateLimited, Transient, provider_named
+from runner.backends import (
+    Fatal,
+    OpenAIChat,
+    QuotaExhausted,
+    RateLimited,
+    Transient,
+    provider_named,
+)
 from runner.backends._wire import Body, splice_json
 from runner.batch import (
     BatchLimits,
@@ -429,3 +436,17 @@ def test_after_a_failed_batch_no_batch_is_made_until_another_ends(rig: Rig) -> N
     assert first.state == "failed" and first.unrun == 10
     # Three made at once; the fourth waited for the two then open to end, not for room alone.
     assert made_while_open[:4] == [0, 1, 2, 0]
+
+
+def test_a_file_the_provider_refuses_stops_making_batches_with_its_reason(rig: Rig) -> None:
+    requests = len(rig.store.pending())
+
+    async def refused(path: Path, display_name: str) -> str:
+        raise Fatal("File is too large: at most 209715200 bytes", status=400)
+
+    rig.api.upload = refused  # type: ignore[method-assign]
+    outcome = asyncio.run(rig.runner(max_requests=10).run())
+    assert outcome.not_made is not None and "File is too large" in outcome.not_made
+    (record,) = rig.store.batches()  # one tried, not one per resend
+    assert record.phase == "abandoned" and "upload failed" in (record.message or "")
+    assert len(rig.store.pending()) == requests

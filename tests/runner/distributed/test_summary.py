@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from runner.distributed import BackendReport, RunReport, Traffic, summary_lines
+from runner.distributed import BackendReport, BatchReport, RunReport, Traffic, summary_lines
 from runner.store import ErrorCount, Progress
 
 
@@ -113,3 +113,19 @@ def test_a_limit_learnt_from_429s_is_said_with_the_setting_to_start_there() -> N
     ) in lines
     quiet = summary_lines(_report((BackendReport("a", ("qa",), None, 0),), ()), None)
     assert not any("learnt" in line for line in quiet)
+
+
+def test_a_batch_backend_says_its_batches_its_saving_and_why_it_stopped_making_them() -> None:
+    batch = BatchReport(
+        created=3, read=3, unrun=12, problems=2, online_cost=1.68,
+        not_made="fatal (HTTP 400 invalid_request_error): File is too large",
+    )  # fmt: skip
+    held = BackendReport("qwen", ("qa",), None, 0, spent=0.84, batch=batch)
+    lines = summary_lines(dataclasses.replace(_report((held,), ()), held=40), None)
+    assert (
+        "  backend qwen (batch mode): 3 batches created, 3 read; $0.84 at the batch price, "
+        "$1.68 online: $0.84 saved (50%); 12 lines never ran (expired, cancelled or failed "
+        "batches); 2 result lines unreadable (SELECT * FROM batch_problems)"
+    ) in lines
+    assert any("no more batches made after the provider refused one" in line for line in lines)
+    assert any(line.startswith("  40 requests are held by open batches") for line in lines)
