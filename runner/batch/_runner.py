@@ -64,6 +64,7 @@ _T = TypeVar("_T")
 # Result rows stored per write: a row is one answer (a few KB), so this bounds the memory that
 # reading a batch of 50,000 takes.
 WRITE_ROWS = 256
+YIELD_EVERY = 32  # result lines read between turns the actor's other calls get
 MAX_BACKOFF_S = 60.0
 
 
@@ -200,14 +201,28 @@ class BatchRunner:
 
     async def run(self) -> BatchOutcome:
         """Collect the batches a killed run left open, then send every pending request in
-        batches and collect them, until none is pending and none is open."""
+        batches and collect them, until none is pending and none is open.
+
+        One file is made at a time, and the open batches are polled between files: a batch
+        made early is read as soon as it ends, however long the others take to upload.
+        """
         await self._resume()
-        while True:
-            if self._stop is None:
-                await self._submit()
-            if not self._open or self._halted:
-                return self.outcome
-            await self._poll_until_one_ends()
+        wait = self.settings.poll_s
+        while not self._halted:
+            made = self._stop is None and await self._submit_one()
+            if not self._open:
+                if made:
+                    continue
+                break
+            ended = await self._poll_once()
+            for tag in ended if not self._halted else []:
+                await self._collect(tag)
+            if made or ended:
+                wait = self.settings.poll_s
+                continue
+            await self._sleep(wait)  # nothing changed: wait longer each time
+            wait = min(self.settings.max_poll_s, wait * 1.5)
+        return self.outcome
 
     def open_batches(self) -> list[OpenBatch]:
         """The batches open now, for the monitor."""
@@ -258,27 +273,26 @@ class BatchRunner:
 
     # -- submitting --------------------------------------------------------------------------
 
-    async def _submit(self) -> None:
-        room = self.settings.max_open - len(self._open)
-        if room <= 0 or (self._failed_last and self._open):
+    async def _submit_one(self) -> bool:
+        """Make one batch of the pending requests, if there is room; whether one was made."""
+        if len(self._open) >= self.settings.max_open or (self._failed_last and self._open):
             # A batch that failed (OpenAI fails one past the tokens a model may have enqueued)
             # frees room only when another ends: until then its requests wait.
-            return
+            return False
         calls = [c for c in await self._ledger.pending(list(self.configurations)) if self._may(c)]
-        by_model: dict[str, list[Pending]] = {}
-        for call in calls:
-            by_model.setdefault(self.configurations[call.configuration].model, []).append(call)
-        for model, group in by_model.items():
+        while calls and self._stop is None:
+            model = self.configurations[calls[0].configuration].model
+            group = [c for c in calls if self.configurations[c.configuration].model == model]
             api = self._api(model)
-            left = group
-            while left and room > 0 and self._stop is None:
-                # On a thread: building requests encodes images, and the actor's loop keeps
-                # answering the monitor meanwhile.
-                written, left = await asyncio.to_thread(self._write_file, api, left)
-                if written is None:
-                    break
+            # On a thread: building requests encodes images, and the actor's loop keeps
+            # answering the monitor meanwhile.
+            written, _ = await asyncio.to_thread(self._write_file, api, group)
+            if written is not None:
                 await self._send_file(model, api, written)
-                room -= 1
+                return True
+            held = {id(c) for c in group}  # each line over the byte limit: held back
+            calls = [c for c in calls if id(c) not in held]
+        return False
 
     def _may(self, call: Pending) -> bool:
         """Whether ``call`` may go in a batch now: its configuration is this backend's, and
@@ -393,21 +407,6 @@ class BatchRunner:
             return
 
     # -- polling and reading -----------------------------------------------------------------
-
-    async def _poll_until_one_ends(self) -> None:
-        """Poll the open batches, waiting longer each round nothing ends, until one has ended
-        and its results are stored."""
-        wait = self.settings.poll_s
-        while self._open:
-            ended = await self._poll_once()
-            if self._halted:
-                return
-            if ended:
-                for tag in ended:
-                    await self._collect(tag)
-                return
-            await self._sleep(wait)
-            wait = min(self.settings.max_poll_s, wait * 1.5)
 
     async def _poll_once(self) -> list[str]:
         ended = []
@@ -535,6 +534,7 @@ class _Reading:
         self._problems: list[BatchProblem] = []
         self.problem_ids: set[str] = set()
         self.stored = self.answered = self.errored = self.problems = 0
+        self._lines = 0
 
     async def take(self, line: ResultLine) -> None:
         tag = self._batch.record.id
@@ -550,8 +550,11 @@ class _Reading:
             row = self._row(self._keys[custom], line, tag)
             if row is not None:
                 self._rows.append(row)
+        self._lines += 1
         if len(self._rows) >= WRITE_ROWS:
             await self.flush()
+        elif self._lines % YIELD_EVERY == 0:
+            await asyncio.sleep(0)  # reading is CPU work: let the actor answer the monitor
 
     def _row(self, key: BatchKey, line: ResultLine, tag: str) -> ResponseRow | None:
         runner = self._runner
