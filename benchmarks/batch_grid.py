@@ -4,9 +4,8 @@ The paper's four configurations over the 13-condition grid (about 120,000 calls)
 1,500-question synthetic cohort, as ``benchmarks.paper_grid`` runs them, except that Qwen's
 and Gemini's backends go through their providers' batch APIs (the simulator's, with a fast
 turnaround); Doubao and Kimi stay online (groundbench speaks no batch API of theirs). Prints the
-wall time, the batches made, the peak memory (driver and every Ray process), the bytes the
-batches uploaded, and the spend of each batch backend against what the same answers cost
-online, at stated illustrative prices. Run:
+wall time, the batches made, the peak memory (driver and every Ray process), and the spend of
+each backend against what the same answers cost online, at stated illustrative prices. Run:
 
     .venv/bin/python -m benchmarks.batch_grid [--turnaround 5] [--keep DIR]
 """
