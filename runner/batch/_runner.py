@@ -46,6 +46,7 @@ from runner.backends import (
     Reply,
     Sender,
     answer_record,
+    attempts_allowed,
     call_id,
     error_record,
     parses,
@@ -122,6 +123,8 @@ class BatchOutcome:
     created: int = 0  # batches created at the provider
     read: int = 0  # batches whose results were stored
     attempts: int = 0  # records stored: answers and errors
+    finished: int = 0  # requests whose attempts ended (an answer parsed, the last answered,
+    # or an error ended them), as an online worker counts them
     answered: int = 0
     errored: int = 0
     unrun: int = 0  # lines a batch never ran (expired, cancelled, failed): pending again
@@ -578,7 +581,11 @@ class _Reading:
             )
             return self._error(sender, request, key, wrong, started)
         if line.reply is not None:
-            return self._answer(sender, request, key, line.reply, line.status, started)
+            last = attempts_allowed(request.attempts, configuration.best_effort) - 1
+            answer = self._answer(sender, request, key, line.reply, line.status, started)
+            # The request is finished once an answer parses or its last attempt answered.
+            self._runner.outcome.finished += answer.parseable or key.attempt >= last
+            return answer
         error = line.error or Fatal(f"{context}: a line with neither answer nor error")
         error.message = f"{context}: {error.message}"
         return self._error(sender, request, key, error, started)
@@ -603,6 +610,7 @@ class _Reading:
             self._runner._held_back.add(
                 (key.configuration, key.condition, key.budget, key.qid, key.attempt)
             )
+        self._runner.outcome.finished += 1  # an error ends its attempts, as online
         return self._kept(error_record(sender, request, key.attempt, error, started))
 
     def _kept(self, record: AttemptRecord) -> ResponseRow:

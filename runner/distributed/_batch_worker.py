@@ -93,7 +93,7 @@ class BatchWorker:
             return self._stats
         outcome = runner.outcome
         stats = self._stats
-        stats.attempts = stats.requests = outcome.attempts
+        stats.attempts, stats.requests = outcome.attempts, outcome.finished
         stats.answered, stats.errored = outcome.answered, outcome.errored
         stats.input_tokens, stats.output_tokens = outcome.input_tokens, outcome.output_tokens
         stats.quota, stats.refused = outcome.quota, outcome.refused

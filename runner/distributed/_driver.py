@@ -429,7 +429,7 @@ class _Run:
 
     def _settle_batches(self, feed: Feed, outcome: BatchOutcome) -> None:
         prices = self.experiment.backends[feed.name].prices
-        feed.finished += outcome.attempts
+        feed.finished += outcome.finished
         feed.answered += outcome.answered
         feed.input_tokens += outcome.input_tokens
         feed.output_tokens += outcome.output_tokens

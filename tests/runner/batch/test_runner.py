@@ -217,7 +217,7 @@ def test_every_request_goes_in_batches_under_the_limit_and_is_stored_once(rig: R
     outcome = rig.runner(max_requests=7).run
     result = asyncio.run(outcome())
     assert rig.store.pending() == []
-    assert result.answered == requests == rig.answered()
+    assert result.answered == requests == rig.answered() == result.finished
     assert all(len(b.lines) <= 7 for b in rig.api.batches.values())
     assert len(rig.api.batches) == -(-requests // 7)
     assert max(rig.api.submitted.values()) == 1 and rig.simulator.stats.paid_twice == 0
@@ -232,7 +232,9 @@ def test_unparseable_answers_go_again_in_later_batches(
 ) -> None:
     spec = SimSpec(behaviour=Behaviour(refusal=0.5, wrong_count=0.0, prose=0.0))
     rig = _rig(small_cohort, small_root, tmp_path, spec)
-    rig.run()
+    requests = len(rig.store.pending())
+    outcome = asyncio.run(rig.runner().run())
+    assert outcome.finished == requests < outcome.attempts  # retries are attempts, not requests
     attempts = dict(rig.store.query("SELECT attempt, count(*) FROM responses GROUP BY ALL")[1])
     assert attempts[1] > 0 and attempts[2] > 0  # retries went, each in a batch after its failure
     assert rig.store.pending() == []
