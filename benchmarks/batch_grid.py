@@ -13,14 +13,13 @@ each backend against what the same answers cost online, at stated illustrative p
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import re
 import tempfile
 import time
 from pathlib import Path
 
 from benchmarks._figures import record
-from benchmarks.paper_grid import FLAT_OUT, MemorySampler, _prepare
+from benchmarks.paper_grid import FLAT_OUT, MemorySampler, prepare
 from runner.demo import experiment_text
 from runner.distributed import RunOptions, run_experiment
 from runner.experiment import load_experiment
@@ -57,11 +56,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        maker = multiprocessing.get_context("spawn").Process(target=_prepare, args=(work,))
-        maker.start()
-        maker.join()
-        if maker.exitcode != 0:
-            raise SystemExit("preparing the synthetic data and cohort failed")
+        prepare(work)
         path = work / "paper.toml"
         path.write_text(experiment(args.turnaround, args.poll))
         with MemorySampler() as memory:

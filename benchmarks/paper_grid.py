@@ -111,6 +111,16 @@ def _prepare(work: Path) -> None:
     write_cohort(work / "paper.duckdb", build_cohort(DataRoot.at(work / "data"), CohortSpec()))
 
 
+def prepare(work: Path) -> None:
+    """:func:`_prepare` in a process of its own: the caller is the run's driver, measured as a
+    user's `groundbench run` would be (it loads the cohort from the store, nothing more)."""
+    maker = multiprocessing.get_context("spawn").Process(target=_prepare, args=(work,))
+    maker.start()
+    maker.join()
+    if maker.exitcode != 0:
+        raise SystemExit("preparing the synthetic data and cohort failed")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, default=64)
@@ -120,13 +130,7 @@ def main() -> None:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         begun = time.perf_counter()
-        # In a process of its own: this one is the run's driver, measured as a user's
-        # `groundbench run` would be (it loads the cohort from the store, nothing more).
-        maker = multiprocessing.get_context("spawn").Process(target=_prepare, args=(work,))
-        maker.start()
-        maker.join()
-        if maker.exitcode != 0:
-            raise SystemExit("preparing the synthetic data and cohort failed")
+        prepare(work)
         prepared = time.perf_counter() - begun
         path = work / "paper.toml"
         path.write_text(

@@ -366,7 +366,7 @@ class BatchRunner:
         keys = [k._replace(batch=tag) for k in written.keys]
         await self._ledger.record_batch(record, keys)
         for k in keys:
-            self._sent[(k.configuration, k.condition, k.budget, k.qid, k.attempt)] += 1
+            self._sent[_held(k)] += 1
         try:
             file_id = await self._retrying(lambda: api.upload(written.path, tag))
         except CallError as exc:
@@ -607,9 +607,7 @@ class _Reading:
         self, sender: Sender, request: Request, key: BatchKey, error: CallError, started: datetime
     ) -> ResponseRow:
         if not error.retryable:  # a request the server refuses goes again in a later run only
-            self._runner._held_back.add(
-                (key.configuration, key.condition, key.budget, key.qid, key.attempt)
-            )
+            self._runner._held_back.add(_held(key))
         self._runner.outcome.finished += 1  # an error ends its attempts, as online
         return self._kept(error_record(sender, request, key.attempt, error, started))
 
@@ -649,6 +647,11 @@ class _Reading:
 def _attempt(call: Pending) -> tuple[str, str, int, str, int]:
     """The attempt ``call`` sends next, as the runner counts what it sent."""
     return (call.configuration, call.condition, call.budget, call.qid, call.next_attempt)
+
+
+def _held(key: BatchKey) -> tuple[str, str, int, str, int]:
+    """The attempt a batch holds under ``key``, as :func:`_attempt` names it."""
+    return (key.configuration, key.condition, key.budget, key.qid, key.attempt)
 
 
 def _described(remote: RemoteBatch) -> dict[str, object]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import aiohttp
 
-from conditions import Configuration, Questions, VariantCache, task_of
+from conditions import Configuration, Questions
 from runner.backends import provider_named
 from runner.batch import (
     BatchApi,
@@ -25,7 +25,7 @@ from runner.batch import (
     Where,
     batch_api,
 )
-from runner.distributed._worker import VARIANT_MEMORY, KeySource, WorkerStats
+from runner.distributed._worker import KeySource, WorkerStats, request_builder
 
 
 @dataclass(frozen=True)
@@ -58,9 +58,7 @@ class BatchWorker:
         self.key = key_for(first)  # a missing key fails now, as online
         self.base_url = first.transport.base_url or self.provider.base_url
         self.spec = spec
-        self._builder = task_of(questions).builder(
-            images, VariantCache(cache, memory=VARIANT_MEMORY)
-        )
+        self._builder = request_builder(questions, images, cache)
         self._runner: BatchRunner | None = None
         self._stats = WorkerStats()
 

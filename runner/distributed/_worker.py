@@ -17,7 +17,7 @@ from pathlib import Path
 
 import aiohttp
 
-from conditions import Configuration, Questions, RequestKey, VariantCache, task_of
+from conditions import Builder, Configuration, Questions, RequestKey, VariantCache, task_of
 from runner.backends import (
     ApiKey,
     AttemptRecord,
@@ -125,6 +125,12 @@ class WorkerStats:
     batches: tuple[OpenBatch, ...] = ()  # its batches open now
 
 
+def request_builder(questions: Questions, images: Path, cache: Path) -> Builder:
+    """The requests of ``questions``, their image variants held :data:`VARIANT_MEMORY` at a
+    time (online or in batches, a backend's worker builds them question by question)."""
+    return task_of(questions).builder(images, VariantCache(cache, memory=VARIANT_MEMORY))
+
+
 class BackendWorker:
     """Runs chunks of calls for the configurations of one backend."""
 
@@ -144,9 +150,7 @@ class BackendWorker:
         transport = first.transport
         self.concurrency = transport.max_concurrency
         self._transport = transport
-        self._builder = task_of(questions).builder(
-            images, VariantCache(cache, memory=VARIANT_MEMORY)
-        )
+        self._builder = request_builder(questions, images, cache)
         self._batcher: CommitBatcher[ResponseRow] = CommitBatcher(write, linger_s=WRITE_LINGER_S)
         self._key_for = key_for
         self._backends: dict[str, Backend] = {}

@@ -286,13 +286,20 @@ class GeminiBatchService:
         return batch
 
     async def _get(self, request: web.Request) -> web.Response:
+        batch = await self._named(request)
+        if isinstance(batch, web.Response):
+            return batch
+        return self._answer(_operation(batch))
+
+    async def _named(self, request: web.Request) -> _Batch | web.Response:
+        """The batch the path names, brought up to date; else the error to answer."""
         if (refused := self._refused(request)) is not None:
             return refused
         batch = self._batches.get(f"batches/{request.match_info['id']}")
         if batch is None:
             return self._error(404, "no such batch")
         await self._advance(batch)
-        return self._answer(_operation(batch))
+        return batch
 
     async def _list(self, request: web.Request) -> web.Response:
         if (refused := self._refused(request)) is not None:
@@ -312,12 +319,9 @@ class GeminiBatchService:
         return self._answer(doc)
 
     async def _cancel(self, request: web.Request) -> web.Response:
-        if (refused := self._refused(request)) is not None:
-            return refused
-        batch = self._batches.get(f"batches/{request.match_info['id']}")
-        if batch is None:
-            return self._error(404, "no such batch")
-        await self._advance(batch)
+        batch = await self._named(request)
+        if isinstance(batch, web.Response):
+            return batch
         if batch.state in ("BATCH_STATE_PENDING", "BATCH_STATE_RUNNING"):
             batch.state = "BATCH_STATE_CANCELLED"
         return self._answer({})

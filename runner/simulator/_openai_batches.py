@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from aiohttp import BodyPartReader, web
 
@@ -373,22 +373,24 @@ class OpenAIBatchService:
         output: list[bytes] = []
         errors: list[bytes] = []
         never = "batch_cancelled" if status == "cancelled" else "batch_expired"
-        for n, line in enumerate(batch.lines):
-            if n >= answered:
-                errors.append(_never_ran(batch, n, line, never))
-                continue
-            ok, written = self._answered(batch, n, line)
-            (output if ok else errors).append(written)
-            batch.completed += ok
-            batch.failed += not ok
-            if n % _SLICE == _SLICE - 1:
-                await asyncio.sleep(0)  # let the server answer others meanwhile
+        with batch.input_path.open("rb") as inputs:
+            for n, line in enumerate(batch.lines):
+                if n >= answered:
+                    errors.append(_never_ran(batch, n, line, never))
+                    continue
+                ok, written = self._answered(batch, n, line, _body(inputs, line))
+                (output if ok else errors).append(written)
+                batch.completed += ok
+                batch.failed += not ok
+                if n % _SLICE == _SLICE - 1:
+                    await asyncio.sleep(0)  # let the server answer others meanwhile
         batch.output_file = self._new_file(f"{batch.id}-output", output)
         batch.error_file = self._new_file(f"{batch.id}-errors", errors)
         batch.status = status
 
-    def _answered(self, batch: _Batch, n: int, line: _Line) -> tuple[bool, bytes]:
-        """Line ``n`` answered: whether it succeeded, and its result line."""
+    def _answered(self, batch: _Batch, n: int, line: _Line, request: bytes) -> tuple[bool, bytes]:
+        """Line ``n`` (its request body ``request``) answered: whether it succeeded, and its
+        result line."""
         faults = self.sim.spec.batch
         seed = self.sim.spec.seed
         times = self.sim.stats.submitted[line.custom_id]
@@ -399,7 +401,7 @@ class OpenAIBatchService:
             body = self.wire.error(500, "server_error", "The server had an error.")
             return False, _result(batch, n, line, {"status_code": 500, "request_id": request_id,
                                                    "body": body})  # fmt: skip
-        status, doc = self.sim.answer_line(line.url, _body(batch.input_path, line), line.custom_id)
+        status, doc = self.sim.answer_line(line.url, request, line.custom_id)
         response = {"status_code": status, "request_id": request_id, "body": doc}
         written = _result(batch, n, line, response)
         if draw < faults.line_error + faults.malformed_line:
@@ -447,11 +449,10 @@ def _read_lines(path: Path) -> Iterator[tuple[int, bytes]]:
             offset += len(raw)
 
 
-def _body(path: Path, line: _Line) -> bytes:
-    """The request body of ``line``, read again from its file."""
-    with path.open("rb") as f:
-        f.seek(line.offset)
-        doc = json.loads(f.read(line.size))
+def _body(inputs: BinaryIO, line: _Line) -> bytes:
+    """The request body of ``line``, read again from its open input file."""
+    inputs.seek(line.offset)
+    doc = json.loads(inputs.read(line.size))
     return json.dumps(doc["body"], separators=(",", ":")).encode()
 
 

@@ -109,6 +109,15 @@ BATCH_KEY_SCHEMA = pa.schema(
     ]
 )
 
+BATCH_PROBLEM_SCHEMA = pa.schema(
+    [
+        ("batch", pa.string()),
+        ("line", pa.string()),
+        ("custom_id", pa.string()),
+        ("message", pa.string()),
+    ]
+)
+
 BATCHES = Migration(
     "run",
     5,

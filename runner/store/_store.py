@@ -35,6 +35,7 @@ from conditions import (
 from runner.store._batches import (
     BATCH_COLUMNS,
     BATCH_KEY_SCHEMA,
+    BATCH_PROBLEM_SCHEMA,
     CHANGEABLE,
     OPEN_PHASES,
     BatchKey,
@@ -429,13 +430,17 @@ class Store:
     def record_problems(self, problems: Sequence[BatchProblem]) -> int:
         """Keep result lines that could not be read (once each, however often they are read);
         how many were new."""
+        if not problems:
+            return 0
         before = self._scalar("SELECT count(*) FROM batch_problems")
-        for problem in problems:
+        self._con.register("problem_rows", _arrow(problems, BATCH_PROBLEM_SCHEMA))
+        try:
             self._con.execute(
                 "INSERT OR IGNORE INTO batch_problems (batch, line, custom_id, message) "
-                "VALUES (?, ?, ?, ?)",
-                list(problem),
+                "SELECT batch, line, custom_id, message FROM problem_rows"
             )
+        finally:
+            self._con.unregister("problem_rows")
         return self._scalar("SELECT count(*) FROM batch_problems") - before
 
     # -- responses --------------------------------------------------------------------------
