@@ -40,6 +40,21 @@ def shared_data() -> Path:
     return data
 
 
+@pytest.fixture(scope="session")
+def chromium() -> Path:
+    """The headless Chromium the browser checks open pages in (Debian's ``chromium``)."""
+    from runner.pages._browser import find_chromium
+
+    found = find_chromium()
+    if found is None:
+        why = "no Chromium (on PATH or in GROUNDBENCH_CHROMIUM): install Debian's chromium package"
+        # .ci/run installs it: in CI a missing browser is a failure, as a missing ../shared is.
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    return found
+
+
 SMALL = SynthSpec(seed=3, images=80)
 
 
