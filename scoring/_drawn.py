@@ -156,7 +156,7 @@ def drawn_values(
     units = np.asarray(values[:even], dtype=float).reshape(-1, 2)
     with np.errstate(over="ignore", invalid="ignore"):
         pixels = units * (width / SCALE, height / SCALE)
-    finite = np.isfinite(pixels).all(axis=1)
+    finite = np.asarray(np.isfinite(pixels).all(axis=1), dtype=bool)
     vertices = tuple(
         (float(x), float(y)) if ok else None
         for (x, y), ok in zip(pixels.tolist(), finite.tolist(), strict=True)
