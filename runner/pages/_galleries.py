@@ -1,0 +1,172 @@
+"""Which answers the HTML report shows for each cell: its galleries.
+
+A gallery holds every stored answer of a cell (each attempt with its own score, so a retried
+question's unparseable first answer is there too) of one kind, worst first, up to ``size``:
+
+- ``worst``: parseable answers by IoU, lowest first (a box answer by ``box_iou``);
+- ``unparseable``: answers whose last list is not exactly ``2N`` finite values, by IoU of
+  nothing, in question order;
+- ``refusal``: unparseable answers with no digit at all, or cut by the provider's content
+  filter (``finish_reason``): the model declined rather than miscounted (decided, groundbench);
+- ``illegal``: parseable polygons that break a legality rule, by defect then IoU, highest
+  first (the answers that would have scored);
+- ``distractor``: parseable polygons overlapping a same-category distractor more than the
+  referent (``iou_distractor > iou_union``), most overlapping first;
+- ``sample``: a random sample of all the cell's answers, drawn from ``seed`` and the cell's
+  name, so that a report built again shows the same sample.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import duckdb
+
+from conditions import BOX
+
+GalleryKind = Literal["worst", "unparseable", "refusal", "illegal", "distractor", "sample"]
+KINDS: tuple[GalleryKind, ...] = (
+    "worst", "unparseable", "refusal", "illegal", "distractor", "sample"
+)  # fmt: skip
+# Finish reasons that mean the provider cut the answer for its content (OpenAI's and
+# DashScope's content_filter, Gemini's SAFETY, PROHIBITED_CONTENT, BLOCKLIST, SPII).
+_FILTERED = ("content_filter", "safety", "prohibited_content", "blocklist", "spii", "refusal")
+
+
+@dataclass(frozen=True)
+class GalleryItem:
+    """One answer in a gallery: its key, its IoU (``box_iou`` for a box; ``None``
+    unparseable) and its defect."""
+
+    configuration: str
+    condition: str
+    budget: int
+    qid: str
+    attempt: int
+    iou: float | None
+    defect: str | None
+
+
+@dataclass(frozen=True)
+class Gallery:
+    """One kind of answer of one cell: up to ``size`` items, and how many the cell has."""
+
+    cell: tuple[str, str, int]
+    kind: GalleryKind
+    items: tuple[GalleryItem, ...]
+    total: int
+
+
+@dataclass(frozen=True)
+class _Answer:
+    item: GalleryItem
+    parseable: bool
+    refused: bool
+    legal: bool | None
+    iou_union: float | None
+    iou_distractor: float | None
+
+
+_SQL = f"""SELECT r.configuration, r.condition, r.budget, r.qid, r.attempt, s.parseable,
+    CASE WHEN r.budget = {BOX} THEN s.box_iou ELSE s.iou END AS iou, s.defect, s.legal,
+    s.iou_union, s.iou_distractor,
+    NOT regexp_matches(coalesce(r.answer, ''), '[0-9]')
+        OR lower(coalesce(r.finish_reason, '')) IN {_FILTERED} AS refused
+    FROM responses r JOIN scores s USING (configuration, condition, budget, qid, attempt)
+    WHERE r.outcome = 'answer'
+    ORDER BY r.configuration, r.condition, r.budget, r.qid, r.attempt"""
+
+
+def galleries(con: duckdb.DuckDBPyConnection, *, seed: int = 0, size: int = 48) -> list[Gallery]:
+    """Every cell's galleries (cells in order, kinds in :data:`KINDS` order; a kind the cell
+    has no answer of is left out), each of at most ``size`` scored answers."""
+    cells: dict[tuple[str, str, int], list[_Answer]] = defaultdict(list)
+    for (
+        c,
+        k,
+        n,
+        qid,
+        attempt,
+        parseable,
+        iou,
+        defect,
+        legal,
+        union,
+        distractor,
+        refused,
+    ) in con.execute(_SQL).fetchall():
+        item = GalleryItem(c, k, n, qid, attempt, iou if parseable else None, defect)
+        cells[(c, k, n)].append(_Answer(item, parseable, refused, legal, union, distractor))
+    out: list[Gallery] = []
+    for cell, answers in cells.items():
+        for kind in KINDS:
+            chosen = _CHOOSE[kind](answers, cell, seed)
+            if chosen:
+                items = tuple(a.item for a in chosen[:size])
+                out.append(Gallery(cell, kind, items, len(chosen)))
+    return out
+
+
+Chooser = Callable[[Sequence[_Answer], tuple[str, str, int], int], list[_Answer]]
+
+
+def _worst(answers: Sequence[_Answer], cell: tuple[str, str, int], seed: int) -> list[_Answer]:
+    return sorted((a for a in answers if a.parseable), key=lambda a: (a.item.iou or 0.0, _at(a)))
+
+
+def _unparseable(
+    answers: Sequence[_Answer], cell: tuple[str, str, int], seed: int
+) -> list[_Answer]:
+    return [a for a in answers if not a.parseable and not a.refused]
+
+
+def _refusal(answers: Sequence[_Answer], cell: tuple[str, str, int], seed: int) -> list[_Answer]:
+    return [a for a in answers if not a.parseable and a.refused]
+
+
+def _illegal(answers: Sequence[_Answer], cell: tuple[str, str, int], seed: int) -> list[_Answer]:
+    if cell[2] == BOX:
+        return []
+    wrong = (a for a in answers if a.parseable and a.legal is False)
+    return sorted(wrong, key=lambda a: (a.item.defect or "", -(a.item.iou or 0.0), _at(a)))
+
+
+def _distractor(answers: Sequence[_Answer], cell: tuple[str, str, int], seed: int) -> list[_Answer]:
+    if cell[2] == BOX:
+        return []
+    taken = (a for a in answers if a.parseable and _prefers_distractor(a))
+    return sorted(taken, key=lambda a: (-(a.iou_distractor or 0.0), _at(a)))
+
+
+def _sample(answers: Sequence[_Answer], cell: tuple[str, str, int], seed: int) -> list[_Answer]:
+    # Seeded by the cell's name, not its position: adding a configuration to the store leaves
+    # every other cell's sample as it was.
+    rng = random.Random(f"{seed}:{cell[0]}:{cell[1]}:{cell[2]}")
+    return rng.sample(list(answers), len(answers))
+
+
+def _prefers_distractor(a: _Answer) -> bool:
+    return (a.iou_distractor or 0.0) > (a.iou_union or 0.0)
+
+
+def _at(a: _Answer) -> tuple[str, int]:
+    return (a.item.qid, a.item.attempt)
+
+
+_CHOOSE: dict[GalleryKind, Chooser] = {
+    "worst": _worst,
+    "unparseable": _unparseable,
+    "refusal": _refusal,
+    "illegal": _illegal,
+    "distractor": _distractor,
+    "sample": _sample,
+}
+
+
+def cells_of(found: Iterable[Gallery]) -> list[tuple[str, str, int]]:
+    """The cells the galleries cover, in order."""
+    return list(dict.fromkeys(g.cell for g in found))
