@@ -21,7 +21,7 @@ import shutil
 import signal
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
@@ -108,7 +108,8 @@ class PageCheck(PageCounts):
     errors (a resource that failed to load, with its URL). ``external_requests`` are the
     non-local URLs the page asked for (refused, so none reached the network). ``script_result``
     is what the caller's script returned (JSON) and ``after_script`` the counts after it ran;
-    ``screenshot`` the PNG written, if one was asked for.
+    ``screenshot`` the PNG written, if one was asked for (of the page as loaded, before the
+    script).
     """
 
     console_errors: tuple[str, ...] = ()
@@ -151,7 +152,8 @@ def check_page(
     page
         An HTML file; it is opened as ``file://`` + its absolute path.
     screenshot
-        Where to write a PNG of the page, ``width`` CSS pixels wide (one device pixel each).
+        Where to write a PNG of the page as loaded (before ``script``), ``width`` CSS pixels
+        wide (one device pixel each).
     full_page
         The whole page (up to :data:`MAX_SCREENSHOT_HEIGHT` pixels) rather than the viewport.
     script
@@ -161,7 +163,7 @@ def check_page(
     width, height
         The viewport, in CSS pixels.
     timeout_s
-        The bound on the whole check, from starting the browser to the screenshot.
+        The bound on the whole check, from starting the browser to the last count.
 
     Raises
     ------
@@ -206,21 +208,27 @@ async def check_page_async(
             _Cdp.connect(endpoint, deadline) as cdp,
         ):
             tab = await deadline.within(_Tab.open(cdp, width, height), "opening a tab")
-            check = await _inspect(tab, page.resolve(), script, deadline)
-            if screenshot is None:
-                return check
-            png = await deadline.within(tab.screenshot(full_page), "taking the screenshot")
-            screenshot.parent.mkdir(parents=True, exist_ok=True)
-            screenshot.write_bytes(png)
-            return replace(check, screenshot=screenshot)
+            return await _inspect(tab, page.resolve(), script, screenshot, full_page, deadline)
     finally:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-async def _inspect(tab: _Tab, page: Path, script: str | None, deadline: _Deadline) -> PageCheck:
-    """Load ``page`` in ``tab``, count it, run the caller's script and count again."""
+async def _inspect(
+    tab: _Tab,
+    page: Path,
+    script: str | None,
+    screenshot: Path | None,
+    full_page: bool,
+    deadline: _Deadline,
+) -> PageCheck:
+    """Load ``page`` in ``tab``, count it, photograph it, run the caller's script and count
+    again."""
     await deadline.within(tab.load(page.as_uri()), f"loading {page.name}")
     counts = await deadline.within(tab.count(), "counting the page")
+    if screenshot is not None:
+        png = await deadline.within(tab.screenshot(full_page), "taking the screenshot")
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        screenshot.write_bytes(png)
     result: object = None
     after: PageCounts | None = None
     if script is not None:
@@ -232,6 +240,7 @@ async def _inspect(tab: _Tab, page: Path, script: str | None, deadline: _Deadlin
         external_requests=tuple(tab.external),
         script_result=result,
         after_script=after,
+        screenshot=screenshot,
     )
 
 

@@ -201,9 +201,14 @@ def test_a_script_changes_the_page_and_it_is_counted_again(chromium: Path, tmp_p
       ">next</button>
       <img src="{PNG}"><div id="more" hidden><img src="{PNG}">
         <table><tbody></tbody></table></div>"""
-    script = "document.getElementById('next').click(); return {clicked: 1};"
-    check = check_page(write(tmp_path, body), script=script)
+    script = """document.getElementById('next').click();
+      document.body.style.background = 'black';
+      return {clicked: 1};"""
+    shot = tmp_path / "before.png"
+    check = check_page(write(tmp_path, body), script=script, screenshot=shot)
     assert check.script_result == {"clicked": 1}
+    with Image.open(shot) as png:  # the page as loaded, before the script
+        assert png.convert("RGB").getpixel((png.width - 1, png.height - 1)) == (255, 255, 255)
     assert (check.shown_images, check.filled_tables) == (1, 0)
     assert check.after_script is not None
     assert (check.after_script.shown_images, check.after_script.filled_tables) == (2, 1)
