@@ -13,6 +13,7 @@ import functools
 import json
 import math
 import sys
+import time
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
@@ -737,11 +738,29 @@ def report(
             "and the figures as PNG (300 dpi), PDF and SVG."
         ),
     ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write the report as HTML into this folder: index.html (every table, "
+            "the figures, galleries of each cell's answers drawn over their images) and a page "
+            "per question under q/ with all its attempts side by side. Self-contained: open "
+            "index.html from disk, nothing is fetched.",
+        ),
+    ] = None,
+    images: Annotated[
+        Path | None,
+        typer.Option(
+            help="The cohort's images folder for --html [default: the one the store's last "
+            "run used]."
+        ),
+    ] = None,
 ) -> None:
     """The paper's Tables 1–5 from a store (incomplete cells marked *), the analyses behind
     its text (rank stability, the subdivision slice, the phase audit, alternate references,
     the §4 findings as verdicts) and its figures; for a box benchmark's store, that
-    benchmark's main table. A table with no rows is left out with a line saying why.
+    benchmark's main table. A table with no rows is left out with a line saying why. With
+    --html, all of it as a web page too, with every answer drawn over its image.
 
     Nothing printed is cut: on a terminal a cell too wide folds onto a second line; piped or
     redirected, each table is drawn at its own width (rows whole up to 240 characters, long
@@ -771,6 +790,8 @@ def report(
         print_whole(console, fitting_table(table, console))
     for table in omitted:
         console.print(omitted_note(table), soft_wrap=True, markup=False, highlight=False)
+    if html is not None:
+        _write_html(store, html, images)
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)
@@ -787,6 +808,31 @@ def report(
         + (f" and {' and '.join(p.name for p in tidy)} (every cell, long format)" if tidy else "")
         + f" to {out}",
         soft_wrap=True,
+    )
+
+
+def _write_html(store: Path, out: Path, images: Path | None) -> None:
+    """The HTML report, with a progress bar over its question pages on a terminal; one line
+    saying what it wrote, how big and how long."""
+    from runner.pages import write_html_report
+
+    started = time.monotonic()
+    if console.is_terminal:
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task("question pages", total=None)
+            done = write_html_report(
+                store, out, images=images,
+                progress=lambda k, total: bar.update(task, completed=k, total=total),
+            )  # fmt: skip
+    else:
+        done = write_html_report(store, out, images=images)
+    console.print(
+        f"wrote the HTML report to {done.index}: {done.question_pages:,} question pages, "
+        f"{done.answers:,} answers, {done.bytes / 1e6:.1f} MB in "
+        f"{time.monotonic() - started:.1f} s",
+        soft_wrap=True,
+        markup=False,
+        highlight=False,
     )
 
 
