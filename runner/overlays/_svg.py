@@ -15,6 +15,7 @@ id. Every string an answer brings (it is untrusted model output) is escaped.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from html import escape
 
@@ -38,6 +39,8 @@ from scoring._drawn import DrawnAnswer, Point
 NUMBERED = 128  # vertices numbered at most: a legal answer has at most 64, more would be a blot
 MARKED = 128  # duplicates, and crossings, marked at most: a 4,096-vertex scrawl has thousands
 OUTSIDE = "#e8e8e8"  # the widened view beyond the frame
+THUMBNAIL_DIGITS = 0  # decimals of a thumbnail's answer: a pixel of the frame is < 1/3 on it
+_TRAILING = re.compile(r"\.0(?![0-9])")  # "12.0" → "12": a fifth of a path's bytes saved
 PLACEHOLDER = "#f4f4f4"  # the frame where no image is shown
 
 
@@ -80,9 +83,7 @@ def overlay_svg(
     left, top, right, bottom = _view(question, answer, control)
     parts = [
         f'<svg class="ov" viewBox="{_n(left)} {_n(top)} {_n(right - left)} {_n(bottom - top)}" '
-        f'role="img">',
-        f'<rect x="{_n(left)}" y="{_n(top)}" width="{_n(right - left)}" '
-        f'height="{_n(bottom - top)}" fill="{OUTSIDE}"/>',
+        f'style="background:{OUTSIDE}" role="img">',
         _picture(question, answer.picture if answer else None, picture_id),
         _scene(question, answer, thumbnail, scene_id),
     ]
@@ -247,7 +248,8 @@ def _answer(
         out += _polygon(question, answer.polygon, thumbnail, view)
     if answer.box is not None:
         if control is not None and control in answer.box.controls:
-            out += _open_or_closed(answer.box.controls[control].outline, CONTROL, closed=True)
+            outline = answer.box.controls[control].outline
+            out += _line(outline, CONTROL, closed=True, digits=_digits(thumbnail))
         if answer.box.rectangle is not None:
             left, top, right, bottom = answer.box.rectangle
             out += (
@@ -268,46 +270,43 @@ def _polygon(
     scoring clips it) or a dashed open polyline; its duplicates and crossings marked; its
     vertices numbered on a full-size overlay."""
     size = max(question.width, question.height)
+    digits = _digits(thumbnail)
     if drawn.shape == "polygon" and len(drawn.outline) >= 2:
-        out = _fill(question, drawn.outline) + _open_or_closed(drawn.outline, ANSWER, closed=True)
+        out = _filled(question, drawn.outline, digits)
     elif drawn.shape == "polyline" and drawn.outline:
-        out = _open_or_closed(drawn.outline, UNSCORED, closed=False)
+        out = _line(drawn.outline, UNSCORED, closed=False, digits=digits)
     else:
         out = ""
     points = [p for p in drawn.vertices if p is not None]
     repeats = [drawn.vertices[i] for i in drawn.duplicates[:MARKED] if i < len(drawn.vertices)]
-    out += "".join(
-        _marker(p, size * 0.018, "none", DUPLICATE.colour)
-        for p in repeats
-        if p is not None and _inside(p, view)
-    )
-    out += "".join(
-        _marker(p, size * 0.011, CROSSING.colour, "#000000")
-        for p in drawn.crossings[:MARKED]
-        if _inside(p, view)
-    )
+    out += _rings([p for p in repeats if p is not None and _inside(p, view)], size * 0.018)
+    out += _dots([p for p in drawn.crossings[:MARKED] if _inside(p, view)])
     if not thumbnail and len(points) <= NUMBERED:
         out += _numbers(drawn.vertices, size, view)
     return out
 
 
-def _fill(question: QuestionView, outline: Sequence[Point]) -> str:
-    """The even-odd fill, inside a nested viewport of the frame when the outline leaves it:
-    the region beyond the frame is not scored, so it is not filled."""
-    path = (
-        f'<path d="{_path(outline, closed=True)}" fill="{ANSWER.colour}" '
-        f'fill-opacity="{FILL_ALPHA}" fill-rule="evenodd" stroke="none"/>'
-    )
+def _filled(question: QuestionView, outline: Sequence[Point], digits: int) -> str:
+    """The ring filled even-odd and stroked: one path while it stays in the frame; else the
+    fill inside a nested viewport of the frame (the region beyond it is not scored, so it is
+    not filled) and the stroke over the whole view."""
+    d = _path(outline, closed=True, digits=digits)
+    fill = f'fill="{ANSWER.colour}" fill-opacity="{FILL_ALPHA}" fill-rule="evenodd"'
     w, h = question.width, question.height
     if all(0 <= x <= w and 0 <= y <= h for x, y in outline):
-        return path
-    return f'<svg x="0" y="0" width="{w}" height="{h}" overflow="hidden">{path}</svg>'
+        return f'<path d="{d}" {fill} {_stroke(ANSWER, 2.0)}/>'
+    return (
+        f'<svg x="0" y="0" width="{w}" height="{h}" overflow="hidden">'
+        f'<path d="{d}" {fill} stroke="none"/></svg>'
+        f'<path d="{d}" fill="none" {_stroke(ANSWER, 2.0)}/>'
+    )
 
 
-def _open_or_closed(points: Sequence[Point], style: Style, *, closed: bool) -> str:
+def _line(points: Sequence[Point], style: Style, *, closed: bool, digits: int) -> str:
     if not points:
         return ""
-    return f'<path d="{_path(points, closed=closed)}" fill="none" {_stroke(style, 2.0)}/>'
+    d = _path(points, closed=closed, digits=digits)
+    return f'<path d="{d}" fill="none" {_stroke(style, 2.0)}/>'
 
 
 def _ring(ring: Ring, style: Style, width: float, element_id: str | None = None) -> str:
@@ -326,14 +325,31 @@ def _stroke(style: Style, width: float) -> str:
     )
     return (
         f'stroke="{style.colour}" stroke-width="{_n(width)}"{dash} '
-        f'stroke-linejoin="round" vector-effect="non-scaling-stroke"'
+        f'vector-effect="non-scaling-stroke"'
     )
 
 
-def _marker(point: Point, radius: float, fill: str, stroke: str) -> str:
-    return (
-        f'<circle cx="{_n(point[0])}" cy="{_n(point[1])}" r="{_n(radius)}" fill="{fill}" '
-        f'stroke="{stroke}" stroke-width="1.5" vector-effect="non-scaling-stroke"/>'
+def _rings(points: Sequence[Point], radius: float) -> str:
+    """Duplicate vertices: a hollow ring round each (the vertex stays visible inside)."""
+    if not points:
+        return ""
+    circles = "".join(
+        f'<circle cx="{_n(x)}" cy="{_n(y)}" r="{_n(radius)}" vector-effect="non-scaling-stroke"/>'
+        for x, y in points
+    )
+    return f'<g fill="none" stroke="{DUPLICATE.colour}" stroke-width="1.5">{circles}</g>'
+
+
+def _dots(points: Sequence[Point]) -> str:
+    """Crossings: a yellow dot edged in black at each, 7 px across on any scale (a round cap on
+    a segment of no length, stroked without scaling), two short paths however many there are."""
+    if not points:
+        return ""
+    d = "".join(f"M{_n(x)} {_n(y)}h0" for x, y in points)
+    return "".join(
+        f'<path d="{d}" stroke="{colour}" stroke-width="{width}" stroke-linecap="round" '
+        f'vector-effect="non-scaling-stroke"/>'
+        for colour, width in (("#000000", 9), (CROSSING.colour, 6))
     )
 
 
@@ -344,7 +360,7 @@ def _numbers(
     image and the fill."""
     font = size * 0.032
     labels = "".join(
-        f'<text x="{_n(p[0] + font * 0.3)}" y="{_n(p[1] - font * 0.3)}">{k}</text>'
+        f'<text x="{p[0] + font * 0.3:.0f}" y="{p[1] - font * 0.3:.0f}">{k}</text>'
         for k, p in enumerate(vertices, start=1)
         if p is not None and _inside(p, view)
     )
@@ -362,11 +378,17 @@ def _inside(point: Point, view: tuple[float, float, float, float]) -> bool:
     return left <= point[0] <= right and top <= point[1] <= bottom
 
 
-def _path(points: Sequence[Point], *, closed: bool) -> str:
-    """``M x y x y …`` (SVG reads the pairs after a move as lines), ``Z`` closing a ring."""
-    pairs = (f"{_n(x)} {_n(y)}" for x, y in points if math.isfinite(x) and math.isfinite(y))
-    text = "M" + " ".join(pairs)
+def _path(points: Sequence[Point], *, closed: bool, digits: int = 1) -> str:
+    """``M x y x y …`` (SVG reads the pairs after a move as lines), ``Z`` closing a ring;
+    coordinates to ``digits`` decimals, trailing zeros dropped."""
+    pair = f"{{:.{digits}f}} {{:.{digits}f}}".format
+    text = "M" + " ".join(pair(x, y) for x, y in points if math.isfinite(x) and math.isfinite(y))
+    text = _TRAILING.sub("", text) if digits else text
     return text + "Z" if closed else text
+
+
+def _digits(thumbnail: bool) -> int:
+    return THUMBNAIL_DIGITS if thumbnail else 1
 
 
 def _n(value: float) -> str:

@@ -48,7 +48,7 @@ font-size:11px;background:#fff;border:1px solid #eee;margin:3px 0;padding:3px}
 .problem{color:#a00000;font-weight:600}.note{color:#7a4b00}
 .legend span{display:inline-block;margin-right:14px;font-size:12px}
 .legend svg{vertical-align:middle;margin-right:4px}
-table.grid td{min-width:230px;max-width:320px}table.grid th{text-align:left}
+table.grid .attempt{width:240px;margin:0 0 6px}table.grid th{text-align:left}
 .controls select{margin-right:10px}.pager button{margin:0 6px}
 """
 

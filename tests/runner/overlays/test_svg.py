@@ -111,9 +111,13 @@ def test_vertices_are_numbered_on_a_page_not_on_a_thumbnail() -> None:
 def test_a_bow_tie_marks_its_crossing_and_a_repeat_its_duplicate() -> None:
     bow_tie = [0, 0, 999, 999, 999, 0, 0, 999, 0, 0, 0, 0, 0, 0, 0, 0]
     svg = parsed(overlay_svg(question(), answer(str(bow_tie))))
-    circles = list(svg.iter("circle"))
-    assert any(c.get("fill") == "#F0E442" for c in circles)  # where the edges cross
-    assert any(c.get("fill") == "none" and c.get("stroke") == "#000000" for c in circles)
+    (dots,) = [p for p in svg.iter("path") if p.get("stroke") == "#F0E442"]
+    crossing = (999 / 2 * W / 999, 999 / 2 * H / 999)  # where the bow-tie's edges cross
+    marked = [tuple(numbers(m)[:2]) for m in dots.get("d", "").split("M")[1:]]
+    assert any(p == pytest.approx(crossing, abs=0.05) for p in marked), marked
+    (rings,) = [g for g in svg.iter("g") if g.get("stroke") == "#000000"]
+    centres = {(c.get("cx"), c.get("cy")) for c in rings.iter("circle")}
+    assert centres == {("0", "0")}  # the repeats of the first vertex, at its place
 
 
 def test_vertices_outside_widen_the_view_by_half_a_frame_at_most() -> None:
