@@ -125,8 +125,12 @@ def _swatch(style: Style) -> str:
 def write_atomic(path: Path, text: str) -> int:
     """``text`` to ``path`` through a temporary name renamed into place (a crash leaves the
     earlier page or none, never half of one); returns the bytes written."""
-    data = text.encode("utf-8")
+    data = text.encode("utf-8", "replace")  # a lone surrogate in an answer fails no page
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
+    try:
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
     return len(data)

@@ -125,7 +125,8 @@ def _galleries(content: IndexContent) -> str:
         "perPage": PER_PAGE,
         "galleries": [_gallery_data(g, thumbnails) for g in shown],
     }
-    blob = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    # No "<" at all in a script's text: neither "</script>" nor "<!--" can end or bend it.
+    blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
     return (
         head
         + "<p>Per cell: the worst answers by IoU, the unparseable ones with their raw text, the "

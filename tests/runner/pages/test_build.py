@@ -93,7 +93,11 @@ def built(
     (out / "q").mkdir(parents=True)
     (out / "q" / "gone.html").write_text("an earlier store's question")
     (out / "q" / ".x.html.9.tmp").write_text("a crashed build's half page")
-    report = write_html_report(store, out, images=small_root.images)
+    calls: list[tuple[int, int]] = []
+    report = write_html_report(
+        store, out, images=small_root.images, progress=lambda k, n: calls.append((k, n))
+    )
+    assert calls == [(k, report.question_pages) for k in range(1, report.question_pages + 1)]
     return Built(store, out, report, qids)
 
 
@@ -263,3 +267,22 @@ def test_the_report_command_writes_it_and_says_so(built: Built, tmp_path: Path) 
     line = next(x for x in result.output.splitlines() if x.startswith("wrote the HTML report"))
     assert re.search(r"\d+ question pages, \d+ answers, [\d.]+ MB in [\d.]+ s", line)
     assert (tmp_path / "h" / "index.html").is_file()
+
+
+def test_a_build_that_fails_leaves_only_whole_pages(
+    built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written: list[tuple[object, ...]] = []
+
+    def failing(*args: object) -> str:
+        if len(written) == 2:
+            raise RuntimeError("a bug in the third page")
+        written.append(args)
+        return "<!DOCTYPE html><p>whole</p>"
+
+    monkeypatch.setattr("runner.pages._build.question_page", failing)
+    with pytest.raises(RuntimeError, match="third page"):
+        write_html_report(built.store, tmp_path, images=None)
+    pages = sorted((tmp_path / "q").iterdir())
+    assert len(pages) == 2 and all(p.read_text().endswith("</p>") for p in pages)
+    assert not (tmp_path / "index.html").exists()
