@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from conditions import BOX
 from runner.overlays._svg import picture_defs
 from runner.pages._galleries import Gallery, GalleryItem
 from runner.pages._html import budget_label, document, legend, page_name
@@ -114,7 +115,10 @@ def _galleries(content: IndexContent) -> str:
             "a box benchmark's answers.</p>"
         )
     thumbnails = content.thumbnails
-    shown = [g for g in content.galleries if any(_key(i) in thumbnails.at for i in g.items)]
+    shown = sorted(
+        (g for g in content.galleries if any(_key(i) in thumbnails.at for i in g.items)),
+        key=lambda g: (g.cell[0], g.cell[1], g.cell[2] == BOX, g.cell[2]),  # the box last
+    )  # a stable sort: each cell's kinds keep their order
     if not shown:
         return head + "<p>No answer is stored yet: there is nothing to show.</p>"
     templates = "".join(
@@ -172,7 +176,7 @@ def _filters(galleries: Sequence[Gallery]) -> str:
         "c": ("configuration", sorted({g.cell[0] for g in galleries})),
         "d": ("condition", sorted({g.cell[1] for g in galleries})),
         "n": ("N", [budget_label(n) for n in sorted({g.cell[2] for g in galleries},
-                                                    key=lambda n: (n == 0, n))]),
+                                                    key=lambda n: (n == BOX, n))]),
         "k": ("gallery", [k for k in KINDS if any(g.kind == k for g in galleries)]),
     }  # fmt: skip
     selects = "".join(
