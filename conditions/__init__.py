@@ -105,7 +105,7 @@ from conditions._ledger import (
 )
 from conditions._metadata import GROUPS, Tertiles, Thresholds, semantic_group
 from conditions._prompts import TEMPLATES as PROMPT_TEMPLATES
-from conditions._prompts import box_prompt, polygon_prompt
+from conditions._prompts import box_prompt, hint_sentences, polygon_prompt
 from conditions._refs import Ref, Sentence, load_plain_pickle, load_refs
 from conditions._requests import (
     BOX,
@@ -222,6 +222,7 @@ __all__ = [
     "generate_box_benchmark",
     "generate_synthetic",
     "has_table",
+    "hint_sentences",
     "holds_box_set",
     "ledger_version",
     "load_box_set",

@@ -55,6 +55,7 @@ from scoring._boxes import (
     says_absent,
     to_pixels,
 )
+from scoring._drawn import MAX_DRAWN, DrawnAnswer, DrawnBox, draw_box, draw_polygon
 from scoring._errors import (
     AnnotationError,
     CrowdAnnotationError,
@@ -106,6 +107,7 @@ __all__ = [
     "DISTRACTOR_GROUPS",
     "GROUNDINGME_DIMENSIONS",
     "HEADLINE_VIEW",
+    "MAX_DRAWN",
     "PHASES",
     "PHASE_REFERENCES",
     "REFBENCH_PERCEPTION",
@@ -129,6 +131,8 @@ __all__ = [
     "Defect",
     "DegeneratePartError",
     "Distractor",
+    "DrawnAnswer",
+    "DrawnBox",
     "JudgedQuestion",
     "Metric",
     "Pair",
@@ -153,6 +157,8 @@ __all__ = [
     "construction_fidelity",
     "control_scores",
     "corner_iou",
+    "draw_box",
+    "draw_polygon",
     "find_box",
     "groundingme_row",
     "groundingme_subdimensions",

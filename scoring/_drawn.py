@@ -14,14 +14,31 @@ Plain values for any renderer (matplotlib for ``groundbench show``, SVG for the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+import shapely
+
+from scoring._parse import _last_list, _tokens, parse_list
+from scoring._region import _SCALE as REGION_SCALE
+from scoring._region import even_odd_region
+from scoring._score import SCALE, box_polygon
+from scoring._targets import BUDGETS
+from scoring._window import window_clip
 
 Point = tuple[float, float]
 """``(x, y)`` in the annotation frame's pixels, (0, 0) its top-left corner."""
 
 MAX_DRAWN = 4096
 """The most vertices of one answer drawn; a longer list is drawn up to here and says so."""
+
+# Crossings are found on the answer's lattice in float: exact while products of coordinates
+# stay within 2⁵³; a legal answer's are below 10⁶. Past these, an answer is not marked.
+_LARGEST_EXACT = 1e7
+_MOST_CROSSING_CHECKED = 512  # pairs of edges grow as the square: a budget is at most 64
 
 Shape = Literal["polygon", "polyline", "none"]
 """How an answer is drawn: ``polygon`` (parseable: the ring scored, filled even-odd),
@@ -95,3 +112,263 @@ class DrawnBox:
     rectangle: tuple[float, float, float, float] | None
     controls: dict[int, DrawnAnswer]
     notes: tuple[str, ...]
+
+
+def draw_polygon(text: str | None, n: int, width: int, height: int) -> DrawnAnswer:
+    """``text`` as the ``n``-vertex polygon answer scoring judged, placed in a
+    ``width × height`` frame.
+
+    A parseable answer (its last list holds exactly ``2n`` finite values) is drawn as the ring
+    scored; any other last list is drawn as an open polyline and said to be unscored.
+
+    >>> d = draw_polygon("0 0 999 0 999 999", 3, 200, 100)
+    >>> d.shape, d.vertices
+    ('polygon', ((0.0, 0.0), (200.0, 0.0), (200.0, 100.0)))
+    >>> draw_polygon("I cannot see it.", 8, 200, 100).notes
+    ('the answer holds no list of numbers: nothing to draw',)
+    """
+    parsed = parse_list(text, 2 * n) if text else None
+    if parsed is not None:
+        return drawn_values(parsed.values, n, width, height, scored=True)
+    values, listed = _last_values(text or "")
+    if listed == 0:
+        return _nothing(n, "the answer holds no list of numbers: nothing to draw")
+    drawn = drawn_values(values, n, width, height, scored=False)
+    if listed == 2 * n:
+        notes = ["its last list holds a value that is not finite: not scored"]
+    elif listed > 2 * MAX_DRAWN:
+        notes = [f"its last list holds over {2 * MAX_DRAWN:,} numbers, not {2 * n}: not scored"]
+        notes.append(f"only its last {len(values) // 2:,} vertices are drawn, unnumbered")
+    else:
+        notes = [f"its last list holds {listed:,} numbers, not {2 * n}: not scored"]
+    return replace(drawn, listed=listed, notes=(*notes, *drawn.notes))
+
+
+def drawn_values(
+    values: Sequence[float], n: int, width: int, height: int, *, scored: bool
+) -> DrawnAnswer:
+    """A flat ``[x1, y1, …]`` list in 0–999 units drawn in a ``width × height`` frame: as the
+    ring scored (``scored``) or as an unscored polyline."""
+    notes: list[str] = []
+    if len(values) % 2:
+        notes.append("an odd count of values: the last is not drawn")
+    even = min(len(values) - len(values) % 2, 2 * MAX_DRAWN)
+    units = np.asarray(values[:even], dtype=float).reshape(-1, 2)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pixels = units * (width / SCALE, height / SCALE)
+    finite = np.asarray(np.isfinite(pixels).all(axis=1), dtype=bool)
+    vertices = tuple(
+        (float(x), float(y)) if ok else None
+        for (x, y), ok in zip(pixels.tolist(), finite.tolist(), strict=True)
+    )
+    if not finite.all():
+        notes.append(f"{_vertices(int((~finite).sum()))} not finite in pixels: not drawn")
+    kept = pixels[finite]
+    shape: Shape = "polygon" if scored else "polyline"
+    if scored:
+        outline, fill = _ring_and_fill(kept, width, height)
+    else:
+        outline, fill = _polyline(kept, width, height, notes), ()
+    if len(outline) < 2:
+        shape = "none"
+    return DrawnAnswer(
+        asked=n,
+        listed=len(values),
+        shape=shape,
+        vertices=vertices,
+        outline=outline,
+        fill=fill,
+        duplicates=_duplicates(units),
+        crossings=_crossings(units, width, height, notes) if scored else (),
+        notes=tuple(notes),
+    )
+
+
+def draw_box(
+    text: str | None, width: int, height: int, budgets: Sequence[int] = BUDGETS
+) -> DrawnBox:
+    """A box answer ``x1 y1 x2 y2`` (0–999 units) placed in its frame, with the box-derived
+    control polygon for each of ``budgets`` (PROTOCOL §5), as ``score_box`` scores them.
+
+    >>> b = draw_box("[0, 0, 499.5, 999]", 200, 100, budgets=(8,))
+    >>> b.rectangle, b.controls[8].shape
+    ((0.0, 0.0, 100.0, 100.0), 'polygon')
+    """
+    parsed = parse_list(text, 4) if text else None
+    if parsed is None:
+        return DrawnBox(None, None, {}, ("no box of exactly 4 finite values: nothing to draw",))
+    x1, y1, x2, y2 = parsed.values
+    sx, sy = width / SCALE, height / SCALE
+    with np.errstate(over="ignore"):
+        corners = ((x1 * sx, y1 * sy), (x2 * sx, y2 * sy))
+    left, right = sorted((_clamp(corners[0][0], width), _clamp(corners[1][0], width)))
+    top, bottom = sorted((_clamp(corners[0][1], height), _clamp(corners[1][1], height)))
+    rectangle = (left, top, right, bottom)
+    controls = {
+        n: drawn_values(box_polygon(rectangle, n, width, height).values, n, width, height,
+                        scored=True)
+        for n in budgets
+    }  # fmt: skip
+    return DrawnBox(corners, rectangle, controls, ())
+
+
+def _nothing(n: int, why: str) -> DrawnAnswer:
+    return DrawnAnswer(n, 0, "none", (), (), (), (), (), (why,))
+
+
+def _last_values(text: str) -> tuple[list[float], int]:
+    """The values of the last list of ``text`` (its last ``2·MAX_DRAWN`` at most) and how
+    many it holds (counted up to ``2·MAX_DRAWN + 1``)."""
+    found = _last_list(text, 2 * MAX_DRAWN)
+    if found is None:
+        return [], 0
+    start, end, listed = found
+    tokens = _tokens(text[start:end])[-2 * MAX_DRAWN :]
+    return [float(t) for t in tokens], listed
+
+
+def _ring_and_fill(
+    kept: npt.NDArray[np.float64], width: int, height: int
+) -> tuple[tuple[Point, ...], tuple[tuple[Point, ...], ...]]:
+    """The ring clipped to scoring's window, and its even-odd region clipped to the frame."""
+    flat = kept.ravel().tolist()
+    outline = _points(window_clip(flat, height, width))
+    region = even_odd_region(flat, width, height) if len(flat) >= 6 else None
+    if region is None:
+        return outline, ()
+    fill = tuple(
+        tuple((x / REGION_SCALE, y / REGION_SCALE) for x, y in path) for path in region.paths
+    )
+    return outline, fill
+
+
+def _polyline(
+    kept: npt.NDArray[np.float64], width: int, height: int, notes: list[str]
+) -> tuple[Point, ...]:
+    """The polyline through the vertices within scoring's window (one frame beyond each
+    side); farther ones are left out and said to be."""
+    inside = (
+        (kept[:, 0] >= -width)
+        & (kept[:, 0] <= 2 * width)
+        & (kept[:, 1] >= -height)
+        & (kept[:, 1] <= 2 * height)
+    )
+    if not inside.all():
+        far = int((~inside).sum())
+        notes.append(f"{_vertices(far)} over a frame outside the image: not drawn")
+    return tuple((float(x), float(y)) for x, y in kept[inside])
+
+
+def _points(flat: Sequence[float]) -> tuple[Point, ...]:
+    return tuple((float(x), float(y)) for x, y in zip(flat[0::2], flat[1::2], strict=True))
+
+
+def _duplicates(units: npt.NDArray[np.float64]) -> tuple[int, ...]:
+    """Indices of vertices equal to an earlier vertex (the legality rule's duplicates)."""
+    seen: set[tuple[float, float]] = set()
+    out = []
+    for i, (x, y) in enumerate(units.tolist()):
+        if (x, y) in seen:
+            out.append(i)
+        seen.add((x, y))
+    return tuple(out)
+
+
+def _crossings(
+    units: npt.NDArray[np.float64], width: int, height: int, notes: list[str]
+) -> tuple[Point, ...]:
+    """Where the ring's edges cross or touch, in pixels: worked out on the answer's own
+    lattice, as legality is judged (the map to pixels keeps every crossing)."""
+    if len(units) < 3 or not np.isfinite(units).all():
+        return ()
+    if np.abs(units).max() > _LARGEST_EXACT:
+        notes.append("coordinates too large to mark where edges cross")
+        return ()
+    if len(units) > _MOST_CROSSING_CHECKED:
+        notes.append(f"over {_MOST_CROSSING_CHECKED} vertices: crossings not marked")
+        return ()
+    if shapely.LinearRing(units).is_simple:
+        return ()
+    points = edge_contacts(units)
+    return tuple((x * width / SCALE, y * height / SCALE) for x, y in points)
+
+
+def edge_contacts(ring: npt.NDArray[np.float64]) -> list[Point]:
+    """Every point where two edges of the closed ``ring`` (``M × 2``) meet other than at the
+    vertex they share: crossings, touchings and overlaps (one point each), sorted.
+
+    >>> edge_contacts(np.array([[0, 0], [2, 2], [2, 0], [0, 2]], float))  # a bow-tie
+    [(1.0, 1.0)]
+    >>> edge_contacts(np.array([[0, 0], [2, 0], [2, 2], [0, 2]], float))  # a square
+    []
+    """
+    m = len(ring)
+    found: set[Point] = set()
+    for i in range(m):
+        p, r = ring[i], ring[(i + 1) % m] - ring[i]
+        for j in range(i + 1, m):
+            q, s = ring[j], ring[(j + 1) % m] - ring[j]
+            adjacent = j == i + 1 or (i == 0 and j == m - 1)
+            contact = _contact(p, r, q, s, adjacent)
+            if contact is not None:
+                found.add(contact)
+    return sorted(found)
+
+
+def _contact(
+    p: npt.NDArray[np.float64],
+    r: npt.NDArray[np.float64],
+    q: npt.NDArray[np.float64],
+    s: npt.NDArray[np.float64],
+    adjacent: bool,
+) -> Point | None:
+    """Where segments ``p + t·r`` and ``q + u·s`` meet (``t, u ∈ [0, 1]``), if they do
+    anywhere but at the shared vertex of two ``adjacent`` edges."""
+    denominator = _cross(r, s)
+    qp = q - p
+    if denominator != 0.0:
+        if adjacent:  # two non-parallel neighbours meet only at their shared vertex
+            return None
+        t, u = _cross(qp, s) / denominator, _cross(qp, r) / denominator
+        if 0.0 <= t <= 1.0 and 0.0 <= u <= 1.0:
+            x, y = p + t * r
+            return (float(x), float(y))
+        return None
+    if _cross(qp, r) != 0.0:  # parallel, on different lines
+        return None
+    return _overlap(p, r, q, s, adjacent)
+
+
+def _overlap(
+    p: npt.NDArray[np.float64],
+    r: npt.NDArray[np.float64],
+    q: npt.NDArray[np.float64],
+    s: npt.NDArray[np.float64],
+    adjacent: bool,
+) -> Point | None:
+    """One point where two collinear segments overlap (or touch end to end), if they do;
+    for neighbours, only when the ring folds back along itself."""
+    length = float(r @ r)
+    if length == 0.0 or float(s @ s) == 0.0:
+        return None  # a zero-length edge: a duplicate vertex, marked as one
+    if adjacent:
+        return (float(q[0]), float(q[1])) if float(r @ s) < 0.0 else None
+    t0, t1 = sorted((float((q - p) @ r) / length, float((q + s - p) @ r) / length))
+    low, high = max(t0, 0.0), min(t1, 1.0)
+    if low > high:
+        return None
+    x, y = p + low * r
+    return (float(x), float(y))
+
+
+def _cross(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> float:
+    return float(a[0] * b[1] - a[1] * b[0])
+
+
+def _clamp(value: float, size: int) -> float:
+    return min(float(size), max(0.0, value))
+
+
+def _vertices(k: int) -> str:
+    """``k`` vertices and the verb that goes with them: "1 vertex is", "3 vertices are"."""
+    return "1 vertex is" if k == 1 else f"{k:,} vertices are"

@@ -78,9 +78,12 @@ class StoreActor:
         return self._opened
 
     def register(
-        self, configurations: Sequence[Registration], grid: Sequence[GridRow] | pa.Table
+        self,
+        configurations: Sequence[Registration],
+        grid: Sequence[GridRow] | pa.Table,
+        images: Path | None = None,
     ) -> list[tuple[str, str | None, int]]:
-        return self._store.register(configurations, grid)
+        return self._store.register(configurations, grid, images)
 
     def pending(self, configurations: Sequence[str] | None = None) -> list[Pending]:
         return self._store.pending(configurations)

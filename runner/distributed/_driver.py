@@ -364,7 +364,9 @@ class _Run:
         await _ray.call(opening)
         self._note_where(note)
         grid = grid_of(self.experiment, self.questions, configurations)
-        registering = self.store.register.remote(list(grid.registrations), grid_table(grid.rows))
+        registering = self.store.register.remote(
+            list(grid.registrations), grid_table(grid.rows), self.experiment.images
+        )
         reread = await _ray.call(registering)
         for name, was, answers in reread:
             self.echo(

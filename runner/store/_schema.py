@@ -260,6 +260,20 @@ _REFERENCE_SCORES = Migration(
     ),
 )
 
+_RUN_PATHS = Migration(
+    "run",
+    6,
+    "run_paths: where the last run found its images (what `show` and the HTML report draw)",
+    (
+        # A store names its questions' image files relative to the experiment's images
+        # folder, which only the experiment file said: each run records it here, so reading
+        # a store later (`groundbench show`, `report --html`) needs nothing beside it.
+        """CREATE TABLE run_paths (
+            name VARCHAR PRIMARY KEY, path VARCHAR NOT NULL,
+            recorded_at TIMESTAMPTZ DEFAULT current_timestamp)""",
+    ),
+)
+
 # Append only: a file records the versions it has, and is brought up to date from there.
 MIGRATIONS: tuple[Migration, ...] = (
     _RUN_TABLES,
@@ -267,5 +281,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     _BOX_BENCHMARKS,
     _REFERENCE_SCORES,
     BATCHES,
+    _RUN_PATHS,
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -238,10 +238,14 @@ class Store:
     # -- the run's grid ---------------------------------------------------------------------
 
     def register(
-        self, configurations: Sequence[Registration], grid: Iterable[GridRow] | pa.Table
+        self,
+        configurations: Sequence[Registration],
+        grid: Iterable[GridRow] | pa.Table,
+        images: Path | None = None,
     ) -> list[tuple[str, str | None, int]]:
         """Record this run's configurations and make ``grid`` (rows, or :func:`grid_table`'s
-        columns) the grid pending is counted on.
+        columns) the grid pending is counted on; record ``images``, the folder the questions'
+        image files are in, for what reads the store later.
 
         A configuration whose reading (coordinate convention) changed since its answers were
         scored has those scores dropped and its answers queued to be scored again: no call is
@@ -255,6 +259,11 @@ class Store:
         """
         with self._transaction():
             reread = self._register_configurations(configurations)
+            if images is not None:
+                self._con.execute(
+                    "INSERT OR REPLACE INTO run_paths (name, path) VALUES ('images', ?)",
+                    [str(Path(images).absolute())],
+                )
             self._con.register("grid_batch", grid_table(grid))
             try:
                 self._replace_grid()
