@@ -37,7 +37,7 @@ from runner.overlays._palette import (
     Style,
 )
 from runner.overlays._scene import Picture, QuestionView, Ring
-from scoring._drawn import DrawnAnswer, DrawnBox, Point
+from scoring._drawn import MAX_DRAWN, DrawnAnswer, DrawnBox, Point
 
 COCO_BOX = replace(TARGET, dash=(5.0, 1.5, 1.0, 1.5), label="referent's COCO box")
 """The box a box answer is scored against: the target's colour, dash-dotted."""
@@ -46,6 +46,8 @@ LINE_WIDTH = 1.2  # points: answers and targets
 THIN = 0.9  # points: parts, distractors, the frame
 NUMBER_SIZE = 5.0  # points: vertex numbers, small enough for 64 vertices on a column
 NUMBERED_MAX = 128  # vertices numbered; past this the numbers would hide the answer
+LABEL_MAX = 4  # places named in one label of vertices at one point
+MARKED_MAX = 128  # duplicate and crossing marks drawn; thousands would black the answer out
 BLANK = "#f2f2f2"  # the frame when no image is shown
 FRAME = "#4d4d4d"  # the frame's border: neutral, no role of the palette
 _FILLED = (ANSWER, CONTROL)  # roles whose legend swatch is filled
@@ -143,7 +145,8 @@ def draw_answer(ax: Axes, answer: DrawnAnswer, style: Style, view: View) -> list
         drawn += _line(ax, answer.outline, UNSCORED if style == ANSWER else style, closed=False)
     elif answer.shape == "polygon":
         drawn += _line(ax, answer.outline, style, closed=True)
-    _numbers(ax, answer.vertices, view)
+    if numbered(answer):
+        _numbers(ax, answer.vertices, view)
     duplicates = [answer.vertices[i] for i in answer.duplicates if i < len(answer.vertices)]
     drawn += _marks(ax, [p for p in duplicates if p is not None], DUPLICATE)
     return drawn + _marks(ax, answer.crossings, CROSSING)
@@ -191,24 +194,48 @@ def _rectangle(
                            zorder=_Z_ANSWER))  # fmt: skip
 
 
+def numbered(answer: DrawnAnswer | None) -> bool:
+    """Whether an answer's vertices are numbered: not when its list was too long to draw
+    whole, for then the vertices drawn are its last ones and a number would misname them."""
+    return answer is not None and answer.listed <= 2 * MAX_DRAWN
+
+
 def _numbers(ax: Axes, vertices: Sequence[Point | None], view: View) -> None:
     """Each vertex's 1-based place in the answer, beside it; none for a vertex not drawn or
-    outside the view, and none past :data:`NUMBERED_MAX`."""
+    outside the view, and none past :data:`NUMBERED_MAX`. Vertices at one point share one
+    label (``1, 5, 9``): drawn apart, the last would hide the others."""
+    places: dict[Point, list[int]] = {}
     for k, vertex in enumerate(vertices[:NUMBERED_MAX], start=1):
         if vertex is not None and view.holds(vertex):
-            ax.annotate(str(k), vertex, xytext=(1.5, 1.5), textcoords="offset points",
-                        fontsize=NUMBER_SIZE, color="black", zorder=_Z_NUMBER, parse_math=False,
-                        bbox={"boxstyle": "square,pad=0.05", "facecolor": "white",
-                              "edgecolor": "none", "alpha": 0.6})  # fmt: skip
+            places.setdefault(vertex, []).append(k)
+    for vertex, ks in places.items():
+        label = ", ".join(map(str, ks[:LABEL_MAX])) + (", …" if len(ks) > LABEL_MAX else "")
+        ax.annotate(label, vertex, xytext=(1.5, 1.5), textcoords="offset points",
+                    fontsize=NUMBER_SIZE, color="black", zorder=_Z_NUMBER, parse_math=False,
+                    bbox={"boxstyle": "square,pad=0.05", "facecolor": "white",
+                          "edgecolor": "none", "alpha": 0.6})  # fmt: skip
 
 
 def _marks(ax: Axes, points: Iterable[Point], style: Style) -> list[Style]:
-    shown = list(points)
+    shown = list(dict.fromkeys(points))[:MARKED_MAX]
     if not shown:
         return []
     xs, ys = zip(*shown, strict=True)
     ax.plot(xs, ys, linestyle="none", zorder=_Z_MARK, **_marker(style))
     return [style]
+
+
+def marking_notes(answer: DrawnAnswer) -> list[str]:
+    """What the numbers and marks leave out, one sentence each."""
+    notes = []
+    if numbered(answer) and len(answer.vertices) > NUMBERED_MAX:
+        notes.append(f"vertices past the {NUMBERED_MAX}th are not numbered")
+    duplicates = {answer.vertices[i] for i in answer.duplicates if i < len(answer.vertices)}
+    for many, what in ((len(duplicates - {None}), "repeated points"),
+                       (len(set(answer.crossings)), "crossings")):  # fmt: skip
+        if many > MARKED_MAX:
+            notes.append(f"{many:,} {what}: the first {MARKED_MAX} are marked")
+    return notes
 
 
 def _marker(style: Style) -> dict[str, Any]:

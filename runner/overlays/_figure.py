@@ -24,7 +24,6 @@ from matplotlib.typing import RcKeyType
 
 from conditions import BOX
 from runner.overlays._artists import (
-    NUMBERED_MAX,
     View,
     draw_answer,
     draw_box,
@@ -33,9 +32,11 @@ from runner.overlays._artists import (
     draw_picture,
     draw_references,
     legend_handle,
+    marking_notes,
 )
 from runner.overlays._caption import caption
 from runner.overlays._palette import ANSWER, CONTROL, Style
+from runner.overlays._read import OverlayError
 from runner.overlays._scene import AnswerView, QuestionView
 from scoring._drawn import DrawnAnswer, Point
 
@@ -71,7 +72,7 @@ def draw_overlay(
 
     Raises
     ------
-    ValueError
+    OverlayError
         ``control`` is given but the answer is not a box answer with a control for it.
     """
     drawn_control = _control(answer, control)
@@ -97,15 +98,19 @@ def save_overlay(figure: Figure, path: Path) -> Path:
 
     Raises
     ------
-    ValueError
-        ``path``'s suffix is none of these.
+    OverlayError
+        ``path``'s suffix is none of these, or the file cannot be written.
     """
     suffix = path.suffix.lower()
     if suffix not in SAVED:
         kinds = ", ".join(SAVED)
-        raise ValueError(f"{path}: an overlay is written as {kinds}; not {suffix or 'no suffix'}")
-    with matplotlib.rc_context(SAVED[suffix]):
-        figure.savefig(path, dpi=DPI, metadata=_NO_DATE[suffix])
+        raise OverlayError(f"{path}: an overlay is written as {kinds}; not {suffix or 'no suffix'}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with matplotlib.rc_context(SAVED[suffix]):
+            figure.savefig(path, dpi=DPI, metadata=_NO_DATE[suffix])
+    except OSError as exc:
+        raise OverlayError(f"{path}: cannot write the overlay: {exc.strerror or exc}") from None
     return path
 
 
@@ -115,7 +120,7 @@ def _control(answer: AnswerView, control: int | None) -> DrawnAnswer | None:
     if answer.box is None or control not in answer.box.controls:
         held = sorted(answer.box.controls) if answer.box is not None else []
         has = f"its controls are for N = {', '.join(map(str, held))}" if held else "it has none"
-        raise ValueError(f"no box-derived control for N = {control}: {has}")
+        raise OverlayError(f"no box-derived control for N = {control}: {has}")
     return answer.box.controls[control]
 
 
@@ -168,9 +173,8 @@ def _view_notes(answer: AnswerView, view: View) -> list[str]:
             f"{view.beyond} answer vertices lie beyond the view (half a frame outside the "
             "image at most is shown)"
         )
-    listed = len(answer.polygon.vertices) if answer.polygon is not None else 0
-    if listed > NUMBERED_MAX:
-        notes.append(f"vertices past the {NUMBERED_MAX}th are not numbered")
+    if answer.polygon is not None:
+        notes += marking_notes(answer.polygon)
     return notes
 
 

@@ -13,10 +13,13 @@ from matplotlib.text import Text
 from numpy.typing import NDArray
 from PIL import Image
 
+from runner.overlays import OverlayError
+from runner.overlays._artists import MARKED_MAX
 from runner.overlays._figure import DPI, WIDEN, draw_overlay, save_overlay
 from runner.overlays._palette import ANSWER, CONTROL, DISTRACTOR, FILL_ALPHA, TARGET
 from runner.overlays._scene import Picture
-from scoring._drawn import Point
+from scoring import draw_polygon
+from scoring._drawn import MAX_DRAWN, Point
 from tests.runner.overlays.scenes import (
     GREY,
     H,
@@ -109,6 +112,37 @@ def test_a_bow_tie_fills_both_lobes_and_not_between_them(tmp_path: Path) -> None
     assert _is(_at(figure, image, (100, 28)), GREY)
 
 
+BOW_TIE = "[100, 100, 400, 400, 400, 100, 100, 400]"  # crosses at (250, 250) units
+SQUARE = "100 100 400 100 400 400 100 400"
+
+
+def test_scorings_own_drawing_fills_a_bow_tie_and_not_a_ring_run_twice(tmp_path: Path) -> None:
+    tie = draw_polygon(BOW_TIE, 4, W, H)
+    figure = draw_overlay(question(), answer(tie, budget=4))
+    image = _png(figure, tmp_path)
+    crossing_x = 250 * W / 999
+    assert tie.crossings and tie.crossings[0][0] == pytest.approx(crossing_x)
+    assert _is(_at(figure, image, (crossing_x - 20, 25)), FILLED)  # the left lobe
+    assert _is(_at(figure, image, (crossing_x + 20, 25)), FILLED)  # the right lobe
+    assert _is(_at(figure, image, (crossing_x, 13)), GREY)  # above the crossing
+    twice = draw_polygon(f"{SQUARE} {SQUARE}", 8, W, H)
+    figure = draw_overlay(question(), answer(twice))
+    assert _is(_at(figure, _png(figure, tmp_path), (crossing_x, 25)), GREY)
+    labels = [t.get_text() for t in figure.axes[0].texts]
+    assert labels == ["1, 5", "2, 6", "3, 7", "4, 8"]  # one label for the vertices at a point
+
+
+def test_a_list_too_long_to_draw_whole_is_not_numbered() -> None:
+    many = draw_polygon(" ".join(str(k % 999) for k in range(4 * MAX_DRAWN)), 8, W, H)
+    figure = draw_overlay(question(), answer(many, score=None))
+    assert not figure.axes[0].texts
+    assert "not numbered" not in _text(figure)
+    assert all(note in _text(figure) for note in many.notes)
+    marks = [line for line in figure.axes[0].lines if line.get_marker() == "o"]
+    assert marks and all(len(line.get_xdata()) <= MARKED_MAX for line in marks)  # type: ignore[arg-type]
+    assert f"999 repeated points: the first {MARKED_MAX} are marked" in _text(figure)
+
+
 def test_svg_keeps_the_caption_and_vertex_numbers_as_text(tmp_path: Path) -> None:
     square = pixels(SQUARE_UNITS)
     figure = draw_overlay(question(), answer(drawn(square, (square,))))
@@ -131,7 +165,7 @@ def test_pdf_and_png_are_written_with_embedded_truetype_fonts(tmp_path: Path) ->
 
 def test_an_unknown_suffix_is_refused_naming_the_kinds(tmp_path: Path) -> None:
     figure = draw_overlay(question(), answer(None, score=None))
-    with pytest.raises(ValueError, match=r"\.png, \.svg, \.pdf; not \.jpg"):
+    with pytest.raises(OverlayError, match=r"\.png, \.svg, \.pdf; not \.jpg"):
         save_overlay(figure, tmp_path / "overlay.jpg")
     assert not (tmp_path / "overlay.jpg").exists()
 
@@ -243,5 +277,5 @@ def test_a_box_answer_draws_its_control_when_asked() -> None:
     labels = [t.get_text() for t in shown.legends[0].get_texts()]
     assert TARGET.label in labels and CONTROL.label in labels
     assert "box-derived control N = 16: IoU 45.7" in _text(shown)
-    with pytest.raises(ValueError, match="controls are for N = 16"):
+    with pytest.raises(OverlayError, match="controls are for N = 16"):
         draw_overlay(question(), boxed, control=8)
