@@ -856,7 +856,7 @@ def show(
 def _overlay_name(answer: AnswerView) -> str:
     """``qid-configuration-condition-budget-aAttempt.png``, safe as a file name."""
     parts = (answer.qid, answer.configuration, answer.condition, str(answer.budget))
-    stem = "-".join(re.sub(r"[^\w.]+", "_", part) for part in parts)
+    stem = "-".join(re.sub(r"[^\w.-]+", "_", part) for part in parts)
     return f"{stem}-a{answer.attempt}.png"
 
 

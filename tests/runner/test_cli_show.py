@@ -57,6 +57,9 @@ def test_the_answer_is_written_under_its_default_name(
             [qids[0]],
         ).fetchone()  # type: ignore[misc]
     assert written.name == f"{stem}-qwen-base-8-a{last}.png"  # the last attempt stored
+    result = runner.invoke(app, [*args, "--condition", "half-res", "--attempt", "0"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / f"{stem}-qwen-half-res-8-a0.png").exists()
 
 
 def test_the_caption_and_the_printed_line_carry_the_scores(store: Stored, tmp_path: Path) -> None:
