@@ -308,8 +308,10 @@ def edge_contacts(ring: npt.NDArray[np.float64]) -> list[Point]:
         p, r = ring[i], ring[(i + 1) % m] - ring[i]
         for j in range(i + 1, m):
             q, s = ring[j], ring[(j + 1) % m] - ring[j]
-            adjacent = j == i + 1 or (i == 0 and j == m - 1)
-            contact = _contact(p, r, q, s, adjacent)
+            # Neighbours share one vertex: the end of the first edge, or for the ring's last
+            # edge and its first, the start of the first.
+            shared = q if j == i + 1 else p if (i == 0 and j == m - 1) else None
+            contact = _contact(p, r, q, s, shared)
             if contact is not None:
                 found.add(contact)
     return sorted(found)
@@ -320,14 +322,15 @@ def _contact(
     r: npt.NDArray[np.float64],
     q: npt.NDArray[np.float64],
     s: npt.NDArray[np.float64],
-    adjacent: bool,
+    shared: npt.NDArray[np.float64] | None,
 ) -> Point | None:
     """Where segments ``p + t·r`` and ``q + u·s`` meet (``t, u ∈ [0, 1]``), if they do
-    anywhere but at the shared vertex of two ``adjacent`` edges."""
+    anywhere but at the ``shared`` vertex of two neighbouring edges (``None``: not
+    neighbours)."""
     denominator = _cross(r, s)
     qp = q - p
     if denominator != 0.0:
-        if adjacent:  # two non-parallel neighbours meet only at their shared vertex
+        if shared is not None:  # two non-parallel neighbours meet only at their shared vertex
             return None
         t, u = _cross(qp, s) / denominator, _cross(qp, r) / denominator
         if 0.0 <= t <= 1.0 and 0.0 <= u <= 1.0:
@@ -336,7 +339,7 @@ def _contact(
         return None
     if _cross(qp, r) != 0.0:  # parallel, on different lines
         return None
-    return _overlap(p, r, q, s, adjacent)
+    return _overlap(p, r, q, s, shared)
 
 
 def _overlap(
@@ -344,15 +347,16 @@ def _overlap(
     r: npt.NDArray[np.float64],
     q: npt.NDArray[np.float64],
     s: npt.NDArray[np.float64],
-    adjacent: bool,
+    shared: npt.NDArray[np.float64] | None,
 ) -> Point | None:
     """One point where two collinear segments overlap (or touch end to end), if they do;
-    for neighbours, only when the ring folds back along itself."""
+    for neighbours, only when the ring folds back along itself: then the vertex it folds back
+    at, which they share."""
     length = float(r @ r)
     if length == 0.0 or float(s @ s) == 0.0:
         return None  # a zero-length edge: a duplicate vertex, marked as one
-    if adjacent:
-        return (float(q[0]), float(q[1])) if float(r @ s) < 0.0 else None
+    if shared is not None:
+        return (float(shared[0]), float(shared[1])) if float(r @ s) < 0.0 else None
     t0, t1 = sorted((float((q - p) @ r) / length, float((q + s - p) @ r) / length))
     low, high = max(t0, 0.0), min(t1, 1.0)
     if low > high:
