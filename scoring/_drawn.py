@@ -140,7 +140,8 @@ def draw_polygon(text: str | None, n: int, width: int, height: int) -> DrawnAnsw
         notes = [f"its last list holds over {2 * MAX_DRAWN:,} numbers, not {2 * n}: not scored"]
         notes.append(f"only its last {len(values) // 2:,} vertices are drawn, unnumbered")
     else:
-        notes = [f"its last list holds {listed:,} numbers, not {2 * n}: not scored"]
+        holds = "1 number" if listed == 1 else f"{listed:,} numbers"  # "[5]" is a list
+        notes = [f"its last list holds {holds}, not {2 * n}: not scored"]
     return replace(drawn, listed=listed, notes=(*notes, *drawn.notes))
 
 
