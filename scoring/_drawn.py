@@ -358,12 +358,18 @@ def _overlap(
         return None  # a zero-length edge: a duplicate vertex, marked as one
     if shared is not None:
         return (float(shared[0]), float(shared[1])) if float(r @ s) < 0.0 else None
-    t0, t1 = sorted((float((q - p) @ r) / length, float((q + s - p) @ r) / length))
-    low, high = max(t0, 0.0), min(t1, 1.0)
-    if low > high:
+    # The overlap runs between two of the four ends: the other edge's ends placed along this
+    # one (t = 0 at p, 1 at p + r), cut to this edge.
+    (t0, first), (t1, last) = sorted(
+        ((float((q - p) @ r) / length, q), (float((q + s - p) @ r) / length, q + s)),
+        key=lambda end: end[0],
+    )
+    if t0 > 1.0 or t1 < 0.0:
         return None
-    x, y = p + low * r
-    return (float(x), float(y))
+    low, high = p if t0 <= 0.0 else first, p + r if t1 >= 1.0 else last
+    # Either end marks it; the lesser, so that the mark is the same whichever edge comes
+    # first, wherever the ring starts and whichever way it runs.
+    return min((float(low[0]), float(low[1])), (float(high[0]), float(high[1])))
 
 
 def _cross(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> float:
