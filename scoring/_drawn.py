@@ -43,7 +43,8 @@ _MOST_CROSSING_CHECKED = 512  # pairs of edges grow as the square: a budget is a
 Shape = Literal["polygon", "polyline", "none"]
 """How an answer is drawn: ``polygon`` (parseable: the ring scored, filled even-odd),
 ``polyline`` (its last list has the wrong length or odd values: not scored, drawn dashed and
-open), ``none`` (no list at all, or nothing finite in it)."""
+open), ``none`` (no list at all, nothing finite in it, or nothing within a frame of the
+image; the notes say which)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +169,8 @@ def drawn_values(
     shape: Shape = "polygon" if scored else "polyline"
     if scored:
         outline, fill = _ring_and_fill(kept, width, height)
+        if len(outline) < 2 <= len(kept):  # scored (IoU 0), but nowhere near the image
+            notes.append("the ring lies over a frame outside the image: not drawn")
     else:
         outline, fill = _polyline(kept, width, height, notes), ()
     if len(outline) < 2:
