@@ -25,9 +25,8 @@ import shapely
 from scoring._parse import _last_list, _tokens, parse_list
 from scoring._region import _SCALE as REGION_SCALE
 from scoring._region import even_odd_region
-from scoring._score import SCALE, box_polygon
+from scoring._score import SCALE, box_polygon, placed_ring
 from scoring._targets import BUDGETS
-from scoring._window import window_clip
 
 Point = tuple[float, float]
 """``(x, y)`` in the annotation frame's pixels, (0, 0) its top-left corner."""
@@ -164,11 +163,17 @@ def drawn_values(
         for (x, y), ok in zip(pixels.tolist(), finite.tolist(), strict=True)
     )
     if not finite.all():
-        notes.append(f"{_vertices(int((~finite).sum()))} not finite in pixels: not drawn")
+        overflowing = _vertices(int((~finite).sum()))
+        notes.append(
+            f"{overflowing} too far out to place in pixels: not numbered, its edges clipped "
+            "as scored"
+            if scored
+            else f"{overflowing} not finite in pixels: not drawn"
+        )
     kept = pixels[finite]
     shape: Shape = "polygon" if scored else "polyline"
     if scored:
-        outline, fill = _ring_and_fill(kept, width, height)
+        outline, fill = _ring_and_fill(units, width, height)
         if len(outline) < 2 <= len(kept):  # scored (IoU 0), but nowhere near the image
             notes.append("the ring lies over a frame outside the image: not drawn")
     else:
@@ -232,11 +237,12 @@ def _last_values(text: str) -> tuple[list[float], int]:
 
 
 def _ring_and_fill(
-    kept: npt.NDArray[np.float64], width: int, height: int
+    units: npt.NDArray[np.float64], width: int, height: int
 ) -> tuple[tuple[Point, ...], tuple[tuple[Point, ...], ...]]:
-    """The ring clipped to scoring's window, and its even-odd region clipped to the frame."""
-    flat = kept.ravel().tolist()
-    outline = _points(window_clip(flat, height, width))
+    """The ring scored (clipped to scoring's window in units, then mapped to pixels, as
+    ``place_answer`` places it), and its even-odd region clipped to the frame."""
+    flat = placed_ring(units.ravel().tolist(), width, height)
+    outline = _points(flat)
     region = even_odd_region(flat, width, height) if len(flat) >= 6 else None
     if region is None:
         return outline, ()

@@ -41,7 +41,6 @@ from scoring import (
 from scoring._drawn import drawn_values, edge_contacts
 from scoring._region import Region, even_odd_region, region_iou
 from scoring._score import place_answer
-from scoring._window import window_clip
 from tests.scoring.shapes import SHAPES, Shape
 
 Point = tuple[float, float]
@@ -252,10 +251,13 @@ def test_a_parseable_answer_is_drawn_as_the_ring_scored(
     assert parsed is not None
     drawn = draw_polygon(text, n, width, height)
     assert drawn.shape == "polygon" or (len(drawn.outline) < 2 and BEYOND in drawn.notes)
-    # The vertices are the very pixels scoring rasterises, and the outline its window's clip.
+    # The vertices are the answer's units mapped to pixels, and the outline the very ring
+    # scoring rasterises: clipped to its window (in units, then mapped; see placed_ring).
     placed = place_answer(parsed, referent(width, height))
-    assert flat(drawn.vertices) == placed.flat
-    assert flat(drawn.outline) == window_clip(placed.flat, height, width)
+    assert flat(drawn.vertices) == pytest.approx(
+        [v * (width if k % 2 == 0 else height) / 999 for k, v in enumerate(parsed.values)]
+    )
+    assert flat(drawn.outline) == placed.flat
     # The fill is the region iou_cont measures...
     region = even_odd_region(placed.flat, width, height)
     assert fill_area(drawn) == pytest.approx(region.area, rel=1e-6, abs=1e-9)
@@ -480,28 +482,36 @@ def test_a_hundred_thousand_vertices_given_as_the_scored_ring_are_capped() -> No
     assert drawn.notes == ("over 512 vertices: crossings not marked",)
 
 
-def test_coordinates_that_overflow_in_pixels_are_left_out() -> None:
+@pytest.mark.parametrize("text", ["1e308 1e308 1.7e308 0 500 500", "1e308 0 0 0 999 999 0 999"])
+def test_coordinates_that_overflow_in_pixels_are_scored_and_drawn_as_one_ring(text: str) -> None:
     # Finite in 0–999 units (so parseable), beyond float range once multiplied by 2000/999.
-    # Scoring is not called on it here: its ring in pixels holds inf, which the rasteriser
-    # is not guarded against.
-    text = "1e308 1e308 1.7e308 0 500 500"
-    assert parse_list(text, 6) is not None
-    drawn = draw_polygon(text, 3, 2000, 1000)
-    assert drawn.vertices[:2] == (None, None)
-    assert drawn.vertices[2] == pytest.approx((500 * 2000 / 999, 500 * 1000 / 999))
-    assert drawn.shape == "none"  # one point left: no ring to draw
-    assert "2 vertices are not finite in pixels: not drawn" in drawn.notes
+    # Scoring clips in units before mapping (placed_ring): mapped first, the ring held inf,
+    # clipping made NaNs, and pycocotools allocated until the machine ran out of memory.
+    n = len(text.split()) // 2
+    parsed = parse_list(text, 2 * n)
+    assert parsed is not None
+    drawn = draw_polygon(text, n, 2000, 1000)
+    placed = place_answer(parsed, referent(2000, 1000))
+    assert all(math.isfinite(v) for v in placed.flat)
+    assert flat(drawn.outline) == placed.flat
+    assert drawn.shape == "polygon"
+    overflowing = sum(v is None for v in drawn.vertices)
+    assert overflowing > 0
+    assert (
+        f"{'1 vertex is' if overflowing == 1 else f'{overflowing} vertices are'} too far out"
+        in (" ".join(drawn.notes))
+    )
+    assert fill_area(drawn) == pytest.approx(
+        even_odd_region(placed.flat, 2000, 1000).area, rel=1e-9
+    )
 
 
-def test_one_overflowing_vertex_leaves_the_rest_of_the_ring_drawn() -> None:
+def test_one_overflowing_vertex_keeps_the_ring_scoring_sees() -> None:
+    # The far vertex pulls the first edge out to the right: the region is the frame's lower
+    # right half, as scoring measures it.
     drawn = draw_polygon("1e308 0 0 0 999 999 0 999", 4, 2000, 1000)
     assert drawn.vertices[0] is None
-    assert drawn.shape == "polygon"
     assert fill_area(drawn) == pytest.approx(0.5 * 2000 * 1000, rel=1e-9)
-    assert drawn.notes == (
-        "1 vertex is not finite in pixels: not drawn",
-        "coordinates too large to mark where edges cross",
-    )
 
 
 def test_huge_finite_coordinates_are_drawn_clipped_to_scorings_window() -> None:
