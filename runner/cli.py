@@ -12,7 +12,9 @@ import csv
 import functools
 import json
 import math
+import re
 import sys
+import tempfile
 import time
 from importlib.metadata import version
 from pathlib import Path
@@ -27,6 +29,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from conditions import (
+    BOX,
     FILE_LOADERS,
     SOURCE_NAMES,
     CohortSpec,
@@ -48,6 +51,7 @@ from runner._errors import ConfigError, RunnerError
 from runner._tables import print_whole, report_table, summary_tables
 from runner.experiment import Experiment, load_experiment
 from runner.monitor import plain_lines, render
+from runner.overlays import AnswerView, OverlayError, recorded_images
 from runner.plan import prepare
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import (
@@ -834,6 +838,72 @@ def _write_html(store: Path, out: Path, images: Path | None) -> None:
         markup=False,
         highlight=False,
     )
+
+
+@app.command()
+def show(
+    store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file.")],
+    qid: Annotated[str, typer.Argument(help="The question, as the cohort names it.")],
+    configuration: Annotated[
+        str | None, typer.Option(help="The configuration [default: the only one stored for QID].")
+    ] = None,
+    condition: Annotated[str, typer.Option(help="The condition, e.g. no-image.")] = "base",
+    budget: Annotated[
+        int | None,
+        typer.Option(help="N, or 0 for the box question [default: the only one stored]."),
+    ] = None,
+    attempt: Annotated[
+        int | None, typer.Option(help="The stored attempt [default: the last].")
+    ] = None,
+    control: Annotated[
+        int | None,
+        typer.Option(
+            help="Draw the box answer (budget 0) with its box-derived control for this N, and G_N."
+        ),
+    ] = None,
+    images: Annotated[
+        Path | None,
+        typer.Option(help="The images folder [default: the one the store's last run used]."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="The file to write: .png (300 dpi), .svg or .pdf "
+            "[default: QID-CONFIGURATION-CONDITION-N-aATTEMPT.png here]."
+        ),
+    ] = None,
+) -> None:
+    """Draw one stored answer over its image as the model saw it (its condition's variant):
+    the target G_N, the selected source part and the distractors, the answer as scored
+    (mapped from 0-999, filled even-odd, vertices numbered, crossings and duplicate vertices
+    marked), a legend and a caption with the expression, hint, scores and defect. A missing
+    or changed image file is named in the caption."""
+    from runner.overlays import Pictures, Selection, read_answers, read_question
+    from runner.overlays._caption import NO_BREAK, result
+    from runner.overlays._figure import draw_overlay, save_overlay
+    from runner.overlays._pick import pick_answer
+
+    if control is not None and budget not in (None, BOX):
+        raise OverlayError(f"--control draws a box answer's control: pass --budget {BOX} or none")
+    budget = BOX if control is not None else budget
+    with read_only(store) as con, tempfile.TemporaryDirectory() as cache:
+        question = read_question(con, qid)
+        pictures = Pictures(images or recorded_images(con), Path(cache))
+        answers = read_answers(con, question, pictures)
+        selection = Selection(configuration, condition, budget, attempt)
+        answer = pick_answer(answers, selection, qid)
+        figure = draw_overlay(question, answer, control=control)
+    path = save_overlay(figure, out or Path(_overlay_name(answer)))
+    console.print(f"wrote {path}", soft_wrap=True, markup=False, highlight=False)
+    scores = result(answer, control=control).replace(NO_BREAK, " ")  # a terminal wraps anyway
+    console.print(scores, soft_wrap=True, markup=False, highlight=False)
+
+
+def _overlay_name(answer: AnswerView) -> str:
+    """``qid-configuration-condition-budget-aAttempt.png``, safe as a file name."""
+    parts = (answer.qid, answer.configuration, answer.condition, str(answer.budget))
+    stem = "-".join(re.sub(r"[^\w.-]+", "_", part) for part in parts)
+    return f"{stem}-a{answer.attempt}.png"
 
 
 def _echo(line: str) -> None:
