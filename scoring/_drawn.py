@@ -313,17 +313,29 @@ def edge_contacts(ring: npt.NDArray[np.float64]) -> list[Point]:
     []
     """
     m = len(ring)
-    found: set[Point] = set()
-    for i in range(m):
-        p, r = ring[i], ring[(i + 1) % m] - ring[i]
-        for j in range(i + 1, m):
-            q, s = ring[j], ring[(j + 1) % m] - ring[j]
-            # Neighbours share one vertex: the end of the first edge, or for the ring's last
-            # edge and its first, the start of the first.
-            shared = q if j == i + 1 else p if (i == 0 and j == m - 1) else None
-            contact = _contact(p, r, q, s, shared)
-            if contact is not None:
-                found.add(contact)
+    steps = np.roll(ring, -1, axis=0) - ring
+    i, j = np.triu_indices(m, k=1)
+    p, r, q, s = ring[i], steps[i], ring[j], steps[j]
+    qp = q - p
+    denominator = r[:, 0] * s[:, 1] - r[:, 1] * s[:, 0]
+    # Every pair at once (a 64-gon has 2,016): two edges that are not parallel meet where
+    # t and u both lie in [0, 1]; neighbours that are not parallel meet only at their
+    # shared vertex. Parallel pairs are few, and each is worked out on its own.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (qp[:, 0] * s[:, 1] - qp[:, 1] * s[:, 0]) / denominator
+        u = (qp[:, 0] * r[:, 1] - qp[:, 1] * r[:, 0]) / denominator
+    neighbours = (j == i + 1) | ((i == 0) & (j == m - 1))
+    hit = (denominator != 0.0) & ~neighbours & (t >= 0) & (t <= 1) & (u >= 0) & (u <= 1)
+    points = p[hit] + t[hit, None] * r[hit]
+    found: set[Point] = {(x, y) for x, y in points.tolist()}
+    for k in np.flatnonzero(denominator == 0.0).tolist():
+        a, b = int(i[k]), int(j[k])
+        # Neighbours share one vertex: the end of the first edge, or for the ring's last
+        # edge and its first, the start of the first.
+        shared = ring[b] if b == a + 1 else ring[a] if (a == 0 and b == m - 1) else None
+        contact = _contact(ring[a], steps[a], ring[b], steps[b], shared)
+        if contact is not None:
+            found.add(contact)
     return sorted(found)
 
 
