@@ -246,8 +246,11 @@ def _ring_and_fill(
     region = even_odd_region(flat, width, height) if len(flat) >= 6 else None
     if region is None:
         return outline, ()
+    # Clipper's integer grid back to pixels, a path at a time in numpy (a self-crossing 64-gon's
+    # region has hundreds of vertices, and a report draws 120,000 answers).
     fill = tuple(
-        tuple((x / REGION_SCALE, y / REGION_SCALE) for x, y in path) for path in region.paths
+        tuple(map(tuple, (np.asarray(path, dtype=float) / REGION_SCALE).tolist()))
+        for path in region.paths
     )
     return outline, fill
 
