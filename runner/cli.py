@@ -12,7 +12,10 @@ import csv
 import functools
 import json
 import math
+import re
 import sys
+import tempfile
+import time
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
@@ -26,6 +29,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from conditions import (
+    BOX,
     FILE_LOADERS,
     SOURCE_NAMES,
     CohortSpec,
@@ -47,6 +51,7 @@ from runner._errors import ConfigError, RunnerError
 from runner._tables import print_whole, report_table, summary_tables
 from runner.experiment import Experiment, load_experiment
 from runner.monitor import plain_lines, render
+from runner.overlays import AnswerView, OverlayError, recorded_images
 from runner.plan import prepare
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import (
@@ -737,11 +742,29 @@ def report(
             "and the figures as PNG (300 dpi), PDF and SVG."
         ),
     ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write the report as HTML into this folder: index.html (every table, "
+            "the figures, galleries of each cell's answers drawn over their images) and a page "
+            "per question under q/ with all its attempts side by side. Self-contained: open "
+            "index.html from disk, nothing is fetched.",
+        ),
+    ] = None,
+    images: Annotated[
+        Path | None,
+        typer.Option(
+            help="The cohort's images folder for --html [default: the one the store's last "
+            "run used]."
+        ),
+    ] = None,
 ) -> None:
     """The paper's Tables 1–5 from a store (incomplete cells marked *), the analyses behind
     its text (rank stability, the subdivision slice, the phase audit, alternate references,
     the §4 findings as verdicts) and its figures; for a box benchmark's store, that
-    benchmark's main table. A table with no rows is left out with a line saying why.
+    benchmark's main table. A table with no rows is left out with a line saying why. With
+    --html, all of it as a web page too, with every answer drawn over its image.
 
     Nothing printed is cut: on a terminal a cell too wide folds onto a second line; piped or
     redirected, each table is drawn at its own width (rows whole up to 240 characters, long
@@ -771,6 +794,8 @@ def report(
         print_whole(console, fitting_table(table, console))
     for table in omitted:
         console.print(omitted_note(table), soft_wrap=True, markup=False, highlight=False)
+    if html is not None:
+        _write_html(store, html, images)
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)
@@ -788,6 +813,97 @@ def report(
         + f" to {out}",
         soft_wrap=True,
     )
+
+
+def _write_html(store: Path, out: Path, images: Path | None) -> None:
+    """The HTML report, with a progress bar over its question pages on a terminal; one line
+    saying what it wrote, how big and how long."""
+    from runner.pages import write_html_report
+
+    started = time.monotonic()
+    if console.is_terminal:
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task("question pages", total=None)
+            done = write_html_report(
+                store, out, images=images,
+                progress=lambda k, total: bar.update(task, completed=k, total=total),
+            )  # fmt: skip
+    else:
+        done = write_html_report(store, out, images=images)
+    console.print(
+        f"wrote the HTML report to {done.index}: {done.question_pages:,} question pages, "
+        f"{done.answers:,} answers, {done.bytes / 1e6:.1f} MB in "
+        f"{time.monotonic() - started:.1f} s",
+        soft_wrap=True,
+        markup=False,
+        highlight=False,
+    )
+
+
+@app.command()
+def show(
+    store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file.")],
+    qid: Annotated[str, typer.Argument(help="The question, as the cohort names it.")],
+    configuration: Annotated[
+        str | None, typer.Option(help="The configuration [default: the only one stored for QID].")
+    ] = None,
+    condition: Annotated[str, typer.Option(help="The condition, e.g. no-image.")] = "base",
+    budget: Annotated[
+        int | None,
+        typer.Option(help="N, or 0 for the box question [default: the only one stored]."),
+    ] = None,
+    attempt: Annotated[
+        int | None, typer.Option(help="The stored attempt [default: the last].")
+    ] = None,
+    control: Annotated[
+        int | None,
+        typer.Option(
+            help="Draw the box answer (budget 0) with its box-derived control for this N, and G_N."
+        ),
+    ] = None,
+    images: Annotated[
+        Path | None,
+        typer.Option(help="The images folder [default: the one the store's last run used]."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="The file to write: .png (300 dpi), .svg or .pdf "
+            "[default: QID-CONFIGURATION-CONDITION-N-aATTEMPT.png here]."
+        ),
+    ] = None,
+) -> None:
+    """Draw one stored answer over its image as the model saw it (its condition's variant):
+    the target G_N, the selected source part and the distractors, the answer as scored
+    (mapped from 0-999, filled even-odd, vertices numbered, crossings and duplicate vertices
+    marked), a legend and a caption with the expression, hint, scores and defect. A missing
+    or changed image file is named in the caption."""
+    from runner.overlays import Pictures, Selection, read_answers, read_question
+    from runner.overlays._caption import NO_BREAK, result
+    from runner.overlays._figure import draw_overlay, save_overlay
+    from runner.overlays._pick import pick_answer
+
+    if control is not None and budget not in (None, BOX):
+        raise OverlayError(f"--control draws a box answer's control: pass --budget {BOX} or none")
+    budget = BOX if control is not None else budget
+    with read_only(store) as con, tempfile.TemporaryDirectory() as cache:
+        question = read_question(con, qid)
+        pictures = Pictures(images or recorded_images(con), Path(cache))
+        answers = read_answers(con, question, pictures)
+        selection = Selection(configuration, condition, budget, attempt)
+        answer = pick_answer(answers, selection, qid)
+        figure = draw_overlay(question, answer, control=control)
+    path = save_overlay(figure, out or Path(_overlay_name(answer)))
+    console.print(f"wrote {path}", soft_wrap=True, markup=False, highlight=False)
+    scores = result(answer, control=control).replace(NO_BREAK, " ")  # a terminal wraps anyway
+    console.print(scores, soft_wrap=True, markup=False, highlight=False)
+
+
+def _overlay_name(answer: AnswerView) -> str:
+    """``qid-configuration-condition-budget-aAttempt.png``, safe as a file name."""
+    parts = (answer.qid, answer.configuration, answer.condition, str(answer.budget))
+    stem = "-".join(re.sub(r"[^\w.-]+", "_", part) for part in parts)
+    return f"{stem}-a{answer.attempt}.png"
 
 
 def _echo(line: str) -> None:

@@ -25,9 +25,8 @@ import shapely
 from scoring._parse import _last_list, _tokens, parse_list
 from scoring._region import _SCALE as REGION_SCALE
 from scoring._region import even_odd_region
-from scoring._score import SCALE, box_polygon
+from scoring._score import SCALE, box_polygon, placed_ring
 from scoring._targets import BUDGETS
-from scoring._window import window_clip
 
 Point = tuple[float, float]
 """``(x, y)`` in the annotation frame's pixels, (0, 0) its top-left corner."""
@@ -43,7 +42,8 @@ _MOST_CROSSING_CHECKED = 512  # pairs of edges grow as the square: a budget is a
 Shape = Literal["polygon", "polyline", "none"]
 """How an answer is drawn: ``polygon`` (parseable: the ring scored, filled even-odd),
 ``polyline`` (its last list has the wrong length or odd values: not scored, drawn dashed and
-open), ``none`` (no list at all, or nothing finite in it)."""
+open), ``none`` (no list at all, nothing finite in it, or nothing within a frame of the
+image; the notes say which)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +140,8 @@ def draw_polygon(text: str | None, n: int, width: int, height: int) -> DrawnAnsw
         notes = [f"its last list holds over {2 * MAX_DRAWN:,} numbers, not {2 * n}: not scored"]
         notes.append(f"only its last {len(values) // 2:,} vertices are drawn, unnumbered")
     else:
-        notes = [f"its last list holds {listed:,} numbers, not {2 * n}: not scored"]
+        holds = "1 number" if listed == 1 else f"{listed:,} numbers"  # "[5]" is a list
+        notes = [f"its last list holds {holds}, not {2 * n}: not scored"]
     return replace(drawn, listed=listed, notes=(*notes, *drawn.notes))
 
 
@@ -162,11 +163,19 @@ def drawn_values(
         for (x, y), ok in zip(pixels.tolist(), finite.tolist(), strict=True)
     )
     if not finite.all():
-        notes.append(f"{_vertices(int((~finite).sum()))} not finite in pixels: not drawn")
+        overflowing = _vertices(int((~finite).sum()))
+        notes.append(
+            f"{overflowing} too far out to place in pixels: not numbered, its edges clipped "
+            "as scored"
+            if scored
+            else f"{overflowing} not finite in pixels: not drawn"
+        )
     kept = pixels[finite]
     shape: Shape = "polygon" if scored else "polyline"
     if scored:
-        outline, fill = _ring_and_fill(kept, width, height)
+        outline, fill = _ring_and_fill(units, width, height)
+        if len(outline) < 2 <= len(kept):  # scored (IoU 0), but nowhere near the image
+            notes.append("the ring lies over a frame outside the image: not drawn")
     else:
         outline, fill = _polyline(kept, width, height, notes), ()
     if len(outline) < 2:
@@ -228,16 +237,20 @@ def _last_values(text: str) -> tuple[list[float], int]:
 
 
 def _ring_and_fill(
-    kept: npt.NDArray[np.float64], width: int, height: int
+    units: npt.NDArray[np.float64], width: int, height: int
 ) -> tuple[tuple[Point, ...], tuple[tuple[Point, ...], ...]]:
-    """The ring clipped to scoring's window, and its even-odd region clipped to the frame."""
-    flat = kept.ravel().tolist()
-    outline = _points(window_clip(flat, height, width))
+    """The ring scored (clipped to scoring's window in units, then mapped to pixels, as
+    ``place_answer`` places it), and its even-odd region clipped to the frame."""
+    flat = placed_ring(units.ravel().tolist(), width, height)
+    outline = _points(flat)
     region = even_odd_region(flat, width, height) if len(flat) >= 6 else None
     if region is None:
         return outline, ()
+    # Clipper's integer grid back to pixels, a path at a time in numpy (a self-crossing 64-gon's
+    # region has hundreds of vertices, and a report draws 120,000 answers).
     fill = tuple(
-        tuple((x / REGION_SCALE, y / REGION_SCALE) for x, y in path) for path in region.paths
+        tuple(map(tuple, (np.asarray(path, dtype=float) / REGION_SCALE).tolist()))
+        for path in region.paths
     )
     return outline, fill
 
@@ -303,15 +316,29 @@ def edge_contacts(ring: npt.NDArray[np.float64]) -> list[Point]:
     []
     """
     m = len(ring)
-    found: set[Point] = set()
-    for i in range(m):
-        p, r = ring[i], ring[(i + 1) % m] - ring[i]
-        for j in range(i + 1, m):
-            q, s = ring[j], ring[(j + 1) % m] - ring[j]
-            adjacent = j == i + 1 or (i == 0 and j == m - 1)
-            contact = _contact(p, r, q, s, adjacent)
-            if contact is not None:
-                found.add(contact)
+    steps = np.roll(ring, -1, axis=0) - ring
+    i, j = np.triu_indices(m, k=1)
+    p, r, q, s = ring[i], steps[i], ring[j], steps[j]
+    qp = q - p
+    denominator = r[:, 0] * s[:, 1] - r[:, 1] * s[:, 0]
+    # Every pair at once (a 64-gon has 2,016): two edges that are not parallel meet where
+    # t and u both lie in [0, 1]; neighbours that are not parallel meet only at their
+    # shared vertex. Parallel pairs are few, and each is worked out on its own.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (qp[:, 0] * s[:, 1] - qp[:, 1] * s[:, 0]) / denominator
+        u = (qp[:, 0] * r[:, 1] - qp[:, 1] * r[:, 0]) / denominator
+    neighbours = (j == i + 1) | ((i == 0) & (j == m - 1))
+    hit = (denominator != 0.0) & ~neighbours & (t >= 0) & (t <= 1) & (u >= 0) & (u <= 1)
+    points = p[hit] + t[hit, None] * r[hit]
+    found: set[Point] = {(x, y) for x, y in points.tolist()}
+    for k in np.flatnonzero(denominator == 0.0).tolist():
+        a, b = int(i[k]), int(j[k])
+        # Neighbours share one vertex: the end of the first edge, or for the ring's last
+        # edge and its first, the start of the first.
+        shared = ring[b] if b == a + 1 else ring[a] if (a == 0 and b == m - 1) else None
+        contact = _contact(ring[a], steps[a], ring[b], steps[b], shared)
+        if contact is not None:
+            found.add(contact)
     return sorted(found)
 
 
@@ -320,14 +347,15 @@ def _contact(
     r: npt.NDArray[np.float64],
     q: npt.NDArray[np.float64],
     s: npt.NDArray[np.float64],
-    adjacent: bool,
+    shared: npt.NDArray[np.float64] | None,
 ) -> Point | None:
     """Where segments ``p + t·r`` and ``q + u·s`` meet (``t, u ∈ [0, 1]``), if they do
-    anywhere but at the shared vertex of two ``adjacent`` edges."""
+    anywhere but at the ``shared`` vertex of two neighbouring edges (``None``: not
+    neighbours)."""
     denominator = _cross(r, s)
     qp = q - p
     if denominator != 0.0:
-        if adjacent:  # two non-parallel neighbours meet only at their shared vertex
+        if shared is not None:  # two non-parallel neighbours meet only at their shared vertex
             return None
         t, u = _cross(qp, s) / denominator, _cross(qp, r) / denominator
         if 0.0 <= t <= 1.0 and 0.0 <= u <= 1.0:
@@ -336,7 +364,7 @@ def _contact(
         return None
     if _cross(qp, r) != 0.0:  # parallel, on different lines
         return None
-    return _overlap(p, r, q, s, adjacent)
+    return _overlap(p, r, q, s, shared)
 
 
 def _overlap(
@@ -344,21 +372,28 @@ def _overlap(
     r: npt.NDArray[np.float64],
     q: npt.NDArray[np.float64],
     s: npt.NDArray[np.float64],
-    adjacent: bool,
+    shared: npt.NDArray[np.float64] | None,
 ) -> Point | None:
     """One point where two collinear segments overlap (or touch end to end), if they do;
-    for neighbours, only when the ring folds back along itself."""
+    for neighbours, only when the ring folds back along itself: then the vertex it folds back
+    at, which they share."""
     length = float(r @ r)
     if length == 0.0 or float(s @ s) == 0.0:
         return None  # a zero-length edge: a duplicate vertex, marked as one
-    if adjacent:
-        return (float(q[0]), float(q[1])) if float(r @ s) < 0.0 else None
-    t0, t1 = sorted((float((q - p) @ r) / length, float((q + s - p) @ r) / length))
-    low, high = max(t0, 0.0), min(t1, 1.0)
-    if low > high:
+    if shared is not None:
+        return (float(shared[0]), float(shared[1])) if float(r @ s) < 0.0 else None
+    # The overlap runs between two of the four ends: the other edge's ends placed along this
+    # one (t = 0 at p, 1 at p + r), cut to this edge.
+    (t0, first), (t1, last) = sorted(
+        ((float((q - p) @ r) / length, q), (float((q + s - p) @ r) / length, q + s)),
+        key=lambda end: end[0],
+    )
+    if t0 > 1.0 or t1 < 0.0:
         return None
-    x, y = p + low * r
-    return (float(x), float(y))
+    low, high = p if t0 <= 0.0 else first, p + r if t1 >= 1.0 else last
+    # Either end marks it; the lesser, so that the mark is the same whichever edge comes
+    # first, wherever the ring starts and whichever way it runs.
+    return min((float(low[0]), float(low[1])), (float(high[0]), float(high[1])))
 
 
 def _cross(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> float:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -16,6 +16,7 @@ from scoring._raster import Rle, mask_ious, rasterize
 from scoring._referent import Reference, Referent
 from scoring._region import Region, even_odd_region, region_iou
 from scoring._targets import BUDGETS, shoelace_area
+from scoring._window import window_clip
 
 SCALE = 999.0
 """Normalised answers run from 0 to 999 across the image; ``x`` maps to ``x·W/999`` pixels."""
@@ -165,9 +166,26 @@ class PlacedAnswer:
 def place_answer(parsed: ParsedList, referent: Referent) -> PlacedAnswer:
     """Map a parsed answer's 0–999 units to ``referent``'s pixels and rasterise it."""
     units = np.asarray(parsed.values, dtype=float).reshape(-1, 2)
-    flat = (units * (referent.width / SCALE, referent.height / SCALE)).ravel().tolist()
+    flat = placed_ring(parsed.values, referent.width, referent.height)
     mask = rasterize([flat], referent.height, referent.width)
     return PlacedAnswer(units, flat, mask, referent.width, referent.height)
+
+
+def placed_ring(values: Sequence[float], width: int, height: int) -> list[float]:
+    """A ring of finite 0–999 values (flat ``[x1, y1, …]``) in a ``width × height`` frame's
+    pixels, clipped to the window one frame beyond each side (§3).
+
+    Clipped in units, then mapped: a parseable value may be as large as 1.7·10³⁰⁸, which in a
+    frame wider than 999 px overflows to infinity, and clipping a ring with an infinite vertex
+    makes NaNs (pycocotools then allocated without bound). The window in units is the
+    window in pixels scaled by ``999/W``, ``999/H``, so clipping first is the same ring.
+
+    >>> [round(v) for v in placed_ring([0, 0, 1e308, 500, 0, 999], 2000, 100)]
+    [0, 0, 4000, 0, 4000, 100, 0, 100]
+    """
+    clipped = window_clip(values, int(SCALE), int(SCALE))
+    sx, sy = width / SCALE, height / SCALE  # as ever: x·(W/999), the same rounding
+    return [v * (sx if k % 2 == 0 else sy) for k, v in enumerate(clipped)]
 
 
 def legality_defect(parsed: ParsedList, units: npt.NDArray[np.float64]) -> Defect | None:

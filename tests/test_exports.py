@@ -14,6 +14,8 @@ PACKAGES = (
     "scoring",
     "runner.backends",
     "runner.distributed",
+    "runner.overlays",
+    "runner.pages",
     "runner.reports",
     "runner.simulator",
     "runner.store",

@@ -4,7 +4,8 @@ Plain Python over the store's views and the ``scoring`` package: :func:`load_rep
 reads the ``iou2`` and best-effort views back as scores, :func:`all_tables` builds Tables 1–5
 and the audits behind the text (the eight-phase audit and the alternate references, from the
 re-scored answers: :func:`phase_audit_figures`, :func:`alternate_reference_figures`),
-:func:`render` writes one as Markdown, CSV (:func:`csv_columns`: one number a column) or LaTeX,
+:func:`render` writes one as Markdown, CSV (:func:`csv_columns`: one number a column) or LaTeX
+(:func:`render_html`: as HTML, for the HTML report),
 :func:`write_results` every cell's figures as one tidy long table (CSV and Parquet), and
 :func:`write_figures` draws the figures.
 The rank-stability and subdivision-only analyses are plain values too (:func:`rank_stability`,
@@ -40,6 +41,7 @@ from runner.reports._render import (
     csv_columns,
     fitting_table,
     render,
+    render_html,
     rich_table,
 )
 from runner.reports._results import Result, results, write_results
@@ -126,6 +128,7 @@ __all__ = [
     "rank_stability",
     "rank_stability_table",
     "render",
+    "render_html",
     "results",
     "rich_table",
     "shown_and_omitted",

@@ -24,21 +24,22 @@ INTERVALS = "error bars: 95% bootstrap intervals"
 _DODGE = 0.5  # the width, in budget slots, the configurations' points spread over
 
 
-def write_figures(data: ReportData, out: Path) -> list[Path]:
+def write_figures(data: ReportData, out: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
     """IoU against N per configuration (with intervals), legal coverage against N, and the
-    condition deltas, each as PNG, PDF and SVG; returns the files written."""
+    condition deltas, each in every one of ``formats`` (default PNG, PDF and SVG; the HTML
+    report asks for SVG alone); returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
     # Text stays text: SVG labels searchable and editable, PDF fonts TrueType (Type 42), which
     # publishers accept where they refuse Type 3.
     with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42}):
         return [
-            *_iou_by_n(data, out),
-            *_legal_by_n(data, out),
-            *_condition_deltas(data, out),
+            *_iou_by_n(data, out, formats),
+            *_legal_by_n(data, out, formats),
+            *_condition_deltas(data, out, formats),
         ]
 
 
-def _iou_by_n(data: ReportData, out: Path) -> list[Path]:
+def _iou_by_n(data: ReportData, out: Path, formats: tuple[str, ...]) -> list[Path]:
     fig, ax = plt.subplots(figsize=(6.5, 4))
     budgets = _budgets(data)
     for k, configuration in enumerate(data.configurations):
@@ -54,10 +55,10 @@ def _iou_by_n(data: ReportData, out: Path) -> list[Path]:
         )
     _budget_axis(ax, budgets)
     ax.set(ylabel="fixed IoU (points, IoU2)", title=f"IoU against N ({INTERVALS})")
-    return _save(fig, ax, out / "iou_by_n")
+    return _save(fig, ax, out / "iou_by_n", formats)
 
 
-def _legal_by_n(data: ReportData, out: Path) -> list[Path]:
+def _legal_by_n(data: ReportData, out: Path, formats: tuple[str, ...]) -> list[Path]:
     fig, ax = plt.subplots(figsize=(6.5, 4))
     budgets = _budgets(data)
     for k, configuration in enumerate(data.configurations):
@@ -72,7 +73,7 @@ def _legal_by_n(data: ReportData, out: Path) -> list[Path]:
         ax.plot(x, legal, marker="o", label=configuration)
     _budget_axis(ax, budgets)
     ax.set(ylabel="legal coverage (%)", title="Legal coverage against N")
-    return _save(fig, ax, out / "legal_by_n")
+    return _save(fig, ax, out / "legal_by_n", formats)
 
 
 def _budgets(data: ReportData) -> list[int]:
@@ -95,7 +96,7 @@ def _budget_axis(ax: Axes, budgets: list[int]) -> None:
     ax.set_xlabel("N (vertices; one evenly spaced slot per budget)")
 
 
-def _condition_deltas(data: ReportData, out: Path) -> list[Path]:
+def _condition_deltas(data: ReportData, out: Path, formats: tuple[str, ...]) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7, 5))
     labels, deltas, lows, highs = [], [], [], []
     for configuration in data.configurations:
@@ -115,7 +116,7 @@ def _condition_deltas(data: ReportData, out: Path) -> list[Path]:
     ax.set(
         xlabel="Δ fixed IoU against base (points, paired)", title=f"Condition effects ({INTERVALS})"
     )
-    return _save(fig, ax, out / "condition_deltas", legend=False)
+    return _save(fig, ax, out / "condition_deltas", formats, legend=False)
 
 
 def _mean_interval(data: ReportData, cell: Cell) -> Contrast:
@@ -123,13 +124,15 @@ def _mean_interval(data: ReportData, cell: Cell) -> Contrast:
     return against_zero(data.headline.polygons.get(cell, {}))
 
 
-def _save(fig: Figure, ax: Axes, stem: Path, legend: bool = True) -> list[Path]:
-    """``stem`` as every one of :data:`FORMATS`; the legend right of the plot, off the data."""
+def _save(
+    fig: Figure, ax: Axes, stem: Path, formats: tuple[str, ...], legend: bool = True
+) -> list[Path]:
+    """``stem`` as every one of ``formats``; the legend right of the plot, off the data."""
     if legend and ax.get_legend_handles_labels()[0]:
         ax.legend(title="configuration", loc="upper left", bbox_to_anchor=(1.02, 1.0),
                   borderaxespad=0.0)  # fmt: skip
     ax.grid(alpha=0.3)
-    paths = [stem.with_suffix(f".{kind}") for kind in FORMATS]
+    paths = [stem.with_suffix(f".{kind}") for kind in formats]
     for path in paths:
         # "tight": the saved area grows to hold the legend outside the axes
         fig.savefig(path, dpi=DPI, bbox_inches="tight")

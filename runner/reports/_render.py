@@ -1,4 +1,4 @@
-"""A :class:`ReportTable` as a terminal table, Markdown, CSV or LaTeX."""
+"""A :class:`ReportTable` as a terminal table, Markdown, CSV, LaTeX or an HTML fragment."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from html import escape
 from typing import Literal, TypeVar
 
 from rich.cells import cell_len
@@ -83,6 +84,21 @@ def markdown(table: ReportTable) -> str:
     lines += [_md_row(r) for r in _styled(table, _md_cell)]
     lines += [""] + [f"_{n}_" for n in table.notes]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def render_html(table: ReportTable) -> str:
+    """``table`` as an HTML fragment for the HTML report: a ``<table>`` with its title as
+    caption, names left and figures right, a best cell bold and a second one underlined, an
+    incomplete cell (``*``) shaded and titled, its notes in a list below. Every text escaped."""
+    head = "".join(f"<th>{escape(c)}</th>" for c in table.columns)
+    body = "".join(f"<tr>{''.join(row)}</tr>" for row in _styled_at(table, _html_cell))
+    notes = "".join(f"<li>{escape(n)}</li>" for n in table.notes)
+    return (
+        f'<div class="scroll" id="table-{escape(table.name)}"><table>'
+        f"<caption>{escape(table.title)}</caption><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table></div>"
+        + (f'<ul class="notes">{notes}</ul>' if notes else "")
+    )
 
 
 def csv_text(table: ReportTable) -> str:
@@ -236,6 +252,27 @@ def _styled(table: ReportTable, cell: Callable[[str, Mark | None], T]) -> list[l
         [cell(value, table.marks.get((i, j))) for j, value in enumerate(row)]
         for i, row in enumerate(table.rows)
     ]
+
+
+def _styled_at(table: ReportTable, cell: Callable[[str, Mark | None, int], T]) -> list[list[T]]:
+    """:func:`_styled` for a format that also places a cell by its column."""
+    return [
+        [cell(value, table.marks.get((i, j)), j) for j, value in enumerate(row)]
+        for i, row in enumerate(table.rows)
+    ]
+
+
+_HTML_STYLE = {None: "{}", "best": "<strong>{}</strong>", "second": "<u>{}</u>"}
+
+
+def _html_cell(value: str, mark: Mark | None, column: int) -> str:
+    classes = ["num"] if column >= 2 else []
+    title = ""
+    if value.endswith(INCOMPLETE):
+        classes.append("incomplete")
+        title = ' title="incomplete: some of its questions are not settled"'
+    attributes = f' class="{" ".join(classes)}"' if classes else ""
+    return f"<td{attributes}{title}>{_HTML_STYLE[mark].format(escape(value))}</td>"
 
 
 _RICH_STYLE = {"best": "bold", "second": "underline"}

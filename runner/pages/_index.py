@@ -1,0 +1,269 @@
+"""The report's index page: every table, the figures, the galleries and a link to every
+question's page, in one self-contained file.
+
+The tables and figures are plain HTML and SVG: they show without a script. The galleries hold
+tens of thousands of thumbnails on the paper's grid, too many for one page's DOM: each
+thumbnail sits, made once, in a ``<template>`` (inert: parsed, never laid out), and a small
+inline script shows one page of them at a time for the filters chosen.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+
+from conditions import BOX
+from runner.overlays._svg import picture_defs
+from runner.pages._galleries import Gallery, GalleryItem
+from runner.pages._html import budget_label, document, legend, page_name
+from runner.reports import ReportTable, omitted_note, render_html
+
+PER_PAGE = 24  # thumbnails shown at once
+KINDS = {
+    "worst": "worst by IoU",
+    "unparseable": "unparseable (raw text)",
+    "illegal": "illegal",
+    "distractor": "distractor selected",
+    "refusal": "refusal",
+    "sample": "random sample",
+}
+FIGURES = {
+    "iou_by_n": "Fixed IoU against N per configuration, with 95% bootstrap intervals.",
+    "legal_by_n": "Legal coverage against N per configuration.",
+    "condition_deltas": "Each condition's paired change in fixed IoU against base.",
+}
+
+
+@dataclass(frozen=True)
+class Thumbnails:
+    """The galleries' thumbnails, each made once however many galleries hold it.
+
+    Attributes
+    ----------
+    html
+        Each thumbnail's HTML (an overlay linking to its attempt, and a caption).
+    at
+        Where each gallery item's thumbnail is in ``html``, by (configuration, condition,
+        budget, qid, attempt).
+    definitions
+        The pictures and question rings the thumbnails use, for the page's ``<defs>``.
+    """
+
+    html: Sequence[str]
+    at: dict[tuple[str, str, int, str, int], int]
+    definitions: Sequence[str]
+
+
+@dataclass(frozen=True)
+class IndexContent:
+    """What the index shows: ``questions`` are (qid, expression) of every question's page;
+    ``galleries`` is ``None`` for a box benchmark's store (it has none)."""
+
+    title: str
+    summary: str
+    tables: Sequence[ReportTable]
+    omitted: Sequence[ReportTable]
+    figures: Sequence[tuple[str, str]]
+    galleries: Sequence[Gallery] | None
+    thumbnails: Thumbnails
+    questions: Sequence[tuple[str, str]]
+    seed: int
+
+
+def index_page(content: IndexContent) -> str:
+    """The whole index page (see the module's docstring)."""
+    sections = [
+        f"<h1>{escape(content.title)}</h1><p>{escape(content.summary)}</p>",
+        '<nav><a href="#tables">Tables</a> · <a href="#figures">Figures</a> · '
+        '<a href="#galleries">Galleries</a> · <a href="#questions">Questions</a></nav>',
+        _tables(content),
+        _figures(content),
+        _galleries(content),
+        _questions(content),
+    ]
+    script = _SCRIPT if content.galleries else ""
+    return document(content.title, "".join(sections), script=script)
+
+
+def _tables(content: IndexContent) -> str:
+    omitted = "".join(f"<li>{escape(omitted_note(t))}</li>" for t in content.omitted)
+    return (
+        '<h2 id="tables">Tables</h2>'
+        + "".join(render_html(t) for t in content.tables)
+        + (f'<ul class="notes">{omitted}</ul>' if omitted else "")
+    )
+
+
+def _figures(content: IndexContent) -> str:
+    if not content.figures:
+        return '<h2 id="figures">Figures</h2><p>No figures: a box benchmark\'s store has none.</p>'
+    figures = "".join(
+        f'<figure id="figure-{escape(name)}">{svg}'
+        f"<figcaption>{escape(FIGURES.get(name, name))}</figcaption></figure>"
+        for name, svg in content.figures
+    )
+    return f'<h2 id="figures">Figures</h2>{figures}'
+
+
+def _galleries(content: IndexContent) -> str:
+    head = '<h2 id="galleries">Galleries</h2>'
+    if content.galleries is None:
+        return head + (
+            "<p>Galleries and question pages are made for GroundBench stores; this store holds "
+            "a box benchmark's answers.</p>"
+        )
+    thumbnails = content.thumbnails
+    shown = sorted(
+        (g for g in content.galleries if any(_key(i) in thumbnails.at for i in g.items)),
+        key=lambda g: (g.cell[0], g.cell[1], g.cell[2] == BOX, g.cell[2]),  # the box last
+    )  # a stable sort: each cell's kinds keep their order
+    if not shown:
+        return head + "<p>No answer is stored yet: there is nothing to show.</p>"
+    templates = "".join(
+        f'<template id="t{k}">{html}</template>' for k, html in enumerate(thumbnails.html)
+    )
+    data = {
+        "kinds": KINDS,
+        "perPage": PER_PAGE,
+        "galleries": [_gallery_data(g, thumbnails) for g in shown],
+    }
+    # No "<" at all in a script's text: neither "</script>" nor "<!--" can end or bend it.
+    blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
+    return (
+        head
+        + "<p>Per cell: the worst answers by IoU, the unparseable ones with their raw text, the "
+        "illegal ones, those that selected a distractor, refusals, and a random sample "
+        f"(seed {content.seed}). Each thumbnail links to its question's page.</p>"
+        + legend()
+        + "<noscript><p>The galleries need JavaScript; the tables, the figures and every "
+        "question's page do not.</p></noscript>"
+        + _filters(shown)
+        + '<div id="gallery-view"></div>'
+        + picture_defs(thumbnails.definitions)
+        + templates
+        + f'<script type="application/json" id="gallery-data">{blob}</script>'
+    )
+
+
+def _gallery_data(gallery: Gallery, thumbnails: Thumbnails) -> dict[str, object]:
+    configuration, condition, budget = gallery.cell
+    return {
+        "c": configuration,
+        "d": condition,
+        "n": budget_label(budget),
+        "k": gallery.kind,
+        "t": gallery.total,
+        "i": [thumbnails.at[_key(i)] for i in gallery.items if _key(i) in thumbnails.at],
+    }
+
+
+def _key(item: GalleryItem) -> tuple[str, str, int, str, int]:
+    return (
+        item.configuration,
+        item.condition,
+        item.budget,
+        item.qid,
+        item.attempt,
+    )
+
+
+def _filters(galleries: Sequence[Gallery]) -> str:
+    """The filters (hidden until the script runs: without it they would do nothing) and the
+    pager."""
+    choices = {
+        "c": ("configuration", sorted({g.cell[0] for g in galleries})),
+        "d": ("condition", sorted({g.cell[1] for g in galleries})),
+        "n": ("N", [budget_label(n) for n in sorted({g.cell[2] for g in galleries},
+                                                    key=lambda n: (n == BOX, n))]),
+        "k": ("gallery", [k for k in KINDS if any(g.kind == k for g in galleries)]),
+    }  # fmt: skip
+    selects = "".join(
+        f'<label>{label} <select name="{name}"><option value="">all</option>'
+        + "".join(
+            f'<option value="{escape(v)}">{escape(KINDS.get(v, v) if name == "k" else v)}</option>'
+            for v in values
+        )
+        + "</select></label>"
+        for name, (label, values) in choices.items()
+    )
+    return (
+        f'<form id="gallery-filters" class="controls" hidden>{selects}</form>'
+        '<p id="gallery-pager" class="pager" hidden><button type="button" id="gallery-prev">'
+        'Previous</button><span id="gallery-status"></span><button type="button" '
+        'id="gallery-next">Next</button></p>'
+    )
+
+
+def _questions(content: IndexContent) -> str:
+    if not content.questions:
+        return ""
+    items = "".join(
+        f'<li><a href="q/{page_name(qid)}">{escape(qid)}</a> “{escape(expression)}”</li>'
+        for qid, expression in content.questions
+    )
+    return (
+        f'<h2 id="questions">Questions</h2><details><summary>Every question\'s page '
+        f"({len(content.questions):,})</summary><ol>{items}</ol></details>"
+    )
+
+
+_SCRIPT = """
+(function () {
+  var data = JSON.parse(document.getElementById("gallery-data").textContent);
+  var form = document.getElementById("gallery-filters");
+  var pager = document.getElementById("gallery-pager");
+  var view = document.getElementById("gallery-view");
+  var status = document.getElementById("gallery-status");
+  var prev = document.getElementById("gallery-prev");
+  var next = document.getElementById("gallery-next");
+  var FIELDS = ["c", "d", "n", "k"], PER_PAGE = data.perPage, page = 0;
+  function chosen() {
+    var wanted = {};
+    FIELDS.forEach(function (f) { wanted[f] = form.elements[f].value; });
+    var out = [];
+    data.galleries.forEach(function (g) {
+      if (FIELDS.every(function (f) { return wanted[f] === "" || String(g[f]) === wanted[f]; })) {
+        g.i.forEach(function (k) { out.push([g, k]); });
+      }
+    });
+    return out;
+  }
+  function heading(g) {
+    return g.c + " · " + g.d + " · " + g.n + " — " + data.kinds[g.k] +
+      " (" + g.i.length + " of " + g.t + ")";
+  }
+  function show() {
+    var all = chosen(), pages = Math.max(1, Math.ceil(all.length / PER_PAGE));
+    page = Math.min(Math.max(page, 0), pages - 1);
+    view.textContent = "";
+    var grid = null, last = null;
+    all.slice(page * PER_PAGE, (page + 1) * PER_PAGE).forEach(function (entry) {
+      var template = document.getElementById("t" + entry[1]);
+      if (!template) { return; }
+      if (entry[0] !== last) {
+        last = entry[0];
+        var h = document.createElement("h3");
+        h.textContent = heading(last);
+        grid = document.createElement("div");
+        grid.className = "thumbs";
+        view.appendChild(h);
+        view.appendChild(grid);
+      }
+      grid.appendChild(template.content.cloneNode(true));
+    });
+    status.textContent = all.length
+      ? "page " + (page + 1) + " of " + pages + " · " + all.length + " thumbnails"
+      : "no gallery matches these filters";
+    prev.disabled = page === 0;
+    next.disabled = page >= pages - 1;
+  }
+  form.addEventListener("change", function () { page = 0; show(); });
+  prev.addEventListener("click", function () { page -= 1; show(); });
+  next.addEventListener("click", function () { page += 1; show(); });
+  form.hidden = false;
+  pager.hidden = false;
+  show();
+})();
+"""
