@@ -481,7 +481,8 @@ def demo(
     result = _run_in_view(experiment, path, progress_every=2.0)
     if benchmark is None:  # the report's re-scored tables read what this writes
         rescore(experiment.store)
-    report(experiment.store, out=out)
+    report(experiment.store, out=out, html=out / "html", images=None)
+    _screenshot(out / "html" / "index.html")
     if not result.complete:
         raise typer.Exit(code=3)
 
@@ -813,6 +814,28 @@ def report(
         + f" to {out}",
         soft_wrap=True,
     )
+
+
+def _screenshot(index: Path) -> None:
+    """A picture of the HTML report as a browser shows it, beside it, where Chromium is
+    installed; a line saying why not otherwise (the report itself is written either way)."""
+    from runner.pages._browser import BrowserError, check_page, find_chromium
+
+    if find_chromium() is None:
+        console.print(
+            "no screenshot of the HTML report: no Chromium found (install Debian's chromium "
+            "package, or set GROUNDBENCH_CHROMIUM)",
+            soft_wrap=True,
+        )
+        return
+    picture = index.with_name("screenshot.png")
+    try:
+        seen = check_page(index, screenshot=picture)
+    except BrowserError as exc:
+        console.print(f"no screenshot of the HTML report: {exc}", soft_wrap=True, markup=False)
+        return
+    errors = f"; console errors: {'; '.join(seen.console_errors)}" if seen.console_errors else ""
+    console.print(f"wrote {picture}{errors}", soft_wrap=True, markup=False, highlight=False)
 
 
 def _write_html(store: Path, out: Path, images: Path | None) -> None:

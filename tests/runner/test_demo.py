@@ -31,6 +31,12 @@ def test_the_demo_runs_the_grid_reports_and_resumes(tmp_path: Path) -> None:
                  "results.csv", "results.parquet"):  # fmt: skip
         assert (folder / "report" / name).stat().st_size > 0, name
     assert "qwen-max" in (folder / "report" / "table3.md").read_text()
+    html = folder / "report" / "html"
+    assert "<table" in (html / "index.html").read_text()
+    assert len(list((html / "q").glob("*.html"))) == 9  # 3 questions a source, 3 sources
+    # Where a browser is installed (CI installs one), the demo's page is photographed.
+    shot = html / "screenshot.png"
+    assert shot.exists() or "no screenshot of the HTML report" in first.stdout
 
     again = _demo(folder)  # a rerun resumes: nothing left to send
     assert again.returncode == 0, again.stderr[-3000:]
