@@ -40,22 +40,28 @@ def caption(
 
 
 def verdict(answer: AnswerView) -> str:
-    """How the attempt was judged, in a few words (``IoU 0.53 · illegal: self-intersecting``)."""
+    """How the attempt was judged, in a few words, IoUs in points as the tables give them
+    (``IoU 53.0 · illegal: self-intersecting``)."""
     if answer.outcome != "answer":
         error = (answer.error or "")[:ERROR_SHOWN]
         return f"error ({answer.outcome})" + (f": {error}" if error else "")
     if answer.box_score is not None:
         score = answer.box_score
-        return f"box IoU {score.box_iou:.2f}" if score.parseable else "unparseable"
+        return f"box IoU {_points(score.box_iou)}" if score.parseable else "unparseable"
     polygon = answer.score
     if polygon is None:
         return "unparseable" if not parsed(answer) else "not scored yet"
     if not polygon.parseable:
         return "unparseable"
-    words = [f"IoU {polygon.iou:.2f}", "legal" if polygon.legal else f"illegal: {polygon.defect}"]
+    words = [f"IoU {_points(polygon.iou)}"]
+    words.append("legal" if polygon.legal else f"illegal: {polygon.defect}")
     if not polygon.sel and polygon.iou_distractor > 0:
-        words.append(f"distractor IoU {polygon.iou_distractor:.2f}")
+        words.append(f"distractor IoU {_points(polygon.iou_distractor)}")
     return " · ".join(words)
+
+
+def _points(iou: float) -> str:
+    return f"{100 * iou:.1f}"
 
 
 def parsed(answer: AnswerView) -> bool:
