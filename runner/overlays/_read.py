@@ -28,10 +28,11 @@ from conditions import (
 )
 from runner._errors import RunnerError
 from runner.overlays._scene import AnswerView, Picture, QuestionView, Ring
+from runner.store import POLYGON_METRIC_NAMES
 from scoring import BoxScore, PolygonScore, draw_box, draw_polygon, select_part
 
-_POLYGON = ("iou", "iou_part", "iou_union", "iou_cont", "iou_distractor", "legal", "legal_iou",
-            "sel", "defect")  # fmt: skip
+# A polygon answer's score columns, but for ``parseable``, which every score row has.
+_POLYGON = tuple(name for name in POLYGON_METRIC_NAMES if name != "parseable")
 
 
 class OverlayError(RunnerError):
