@@ -36,7 +36,7 @@ from runner.overlays._palette import (
     UNSCORED,
     Style,
 )
-from runner.overlays._scene import Picture, QuestionView, Ring
+from runner.overlays._scene import MOST_MARKED, MOST_NUMBERED, Picture, QuestionView, Ring
 from scoring._drawn import MAX_DRAWN, DrawnAnswer, DrawnBox, Point
 
 COCO_BOX = replace(TARGET, dash=(5.0, 1.5, 1.0, 1.5), label="referent's COCO box")
@@ -45,9 +45,7 @@ COCO_BOX = replace(TARGET, dash=(5.0, 1.5, 1.0, 1.5), label="referent's COCO box
 LINE_WIDTH = 1.2  # points: answers and targets
 THIN = 0.9  # points: parts, distractors, the frame
 NUMBER_SIZE = 5.0  # points: vertex numbers, small enough for 64 vertices on a column
-NUMBERED_MAX = 128  # vertices numbered; past this the numbers would hide the answer
 LABEL_MAX = 4  # places named in one label of vertices at one point
-MARKED_MAX = 128  # duplicate and crossing marks drawn; thousands would black the answer out
 BLANK = "#f2f2f2"  # the frame when no image is shown
 FRAME = "#4d4d4d"  # the frame's border: neutral, no role of the palette
 _FILLED = (ANSWER, CONTROL)  # roles whose legend swatch is filled
@@ -202,10 +200,10 @@ def numbered(answer: DrawnAnswer | None) -> bool:
 
 def _numbers(ax: Axes, vertices: Sequence[Point | None], view: View) -> None:
     """Each vertex's 1-based place in the answer, beside it; none for a vertex not drawn or
-    outside the view, and none past :data:`NUMBERED_MAX`. Vertices at one point share one
+    outside the view, and none past :data:`MOST_NUMBERED`. Vertices at one point share one
     label (``1, 5, 9``): drawn apart, the last would hide the others."""
     places: dict[Point, list[int]] = {}
-    for k, vertex in enumerate(vertices[:NUMBERED_MAX], start=1):
+    for k, vertex in enumerate(vertices[:MOST_NUMBERED], start=1):
         if vertex is not None and view.holds(vertex):
             places.setdefault(vertex, []).append(k)
     for vertex, ks in places.items():
@@ -217,7 +215,7 @@ def _numbers(ax: Axes, vertices: Sequence[Point | None], view: View) -> None:
 
 
 def _marks(ax: Axes, points: Iterable[Point], style: Style) -> list[Style]:
-    shown = list(dict.fromkeys(points))[:MARKED_MAX]
+    shown = list(dict.fromkeys(points))[:MOST_MARKED]
     if not shown:
         return []
     xs, ys = zip(*shown, strict=True)
@@ -228,13 +226,13 @@ def _marks(ax: Axes, points: Iterable[Point], style: Style) -> list[Style]:
 def marking_notes(answer: DrawnAnswer) -> list[str]:
     """What the numbers and marks leave out, one sentence each."""
     notes = []
-    if numbered(answer) and len(answer.vertices) > NUMBERED_MAX:
-        notes.append(f"vertices past the {NUMBERED_MAX}th are not numbered")
+    if numbered(answer) and len(answer.vertices) > MOST_NUMBERED:
+        notes.append(f"vertices past the {MOST_NUMBERED}th are not numbered")
     duplicates = {answer.vertices[i] for i in answer.duplicates if i < len(answer.vertices)}
     for many, what in ((len(duplicates - {None}), "repeated points"),
                        (len(set(answer.crossings)), "crossings")):  # fmt: skip
-        if many > MARKED_MAX:
-            notes.append(f"{many:,} {what}: the first {MARKED_MAX} are marked")
+        if many > MOST_MARKED:
+            notes.append(f"{many:,} {what}: the first {MOST_MARKED} are marked")
     return notes
 
 

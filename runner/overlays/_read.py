@@ -9,7 +9,7 @@ is read in one pass.
 from __future__ import annotations
 
 import tempfile
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -64,17 +64,27 @@ class Pictures:
     and what is wrong, and the page that shows it names it.
     """
 
-    def __init__(self, images: Path | None, cache: Path | None = None) -> None:
+    def __init__(self, images: Path | None, cache: Path | None = None, memory: int = 64) -> None:
         self.images = images
         self._cache = VariantCache(cache or Path(tempfile.mkdtemp(prefix="groundbench-pics-")))
-        self._made: dict[tuple[str, Variant], Picture] = {}
+        self.memory = memory
+        self._made: OrderedDict[tuple[str, Variant], Picture] = OrderedDict()
 
     def picture(self, question: QuestionView, variant: Variant) -> Picture:
-        """``question``'s image as the ``variant`` sent it."""
+        """``question``'s image as the ``variant`` sent it.
+
+        The last ``memory`` pictures are kept: a question's attempts ask for its few variants
+        over and over, while a report reads questions one after another, so keeping every
+        picture held a whole cohort's images in memory at once.
+        """
         key = (question.image_sha256, variant)
-        if key not in self._made:
-            self._made[key] = self._make(question, variant)
-        return self._made[key]
+        if key in self._made:
+            self._made.move_to_end(key)
+            return self._made[key]
+        made = self._made[key] = self._make(question, variant)
+        if len(self._made) > self.memory:
+            self._made.popitem(last=False)
+        return made
 
     def _make(self, question: QuestionView, variant: Variant) -> Picture:
         if variant == "none":

@@ -12,11 +12,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from conditions import ImageBlob, Variant
+from runner.store import AttemptKey
 from scoring import BoxScore, PolygonScore
 from scoring._drawn import DrawnAnswer, DrawnBox, Point
 
 Ring = tuple[Point, ...]
 """A closed ring in pixels (the closing edge implied)."""
+
+MOST_NUMBERED = 128
+"""Vertices an overlay numbers at most: a legal answer has at most 64; past this the numbers
+would hide the answer."""
+MOST_MARKED = 128
+"""Duplicate vertices, and crossings, an overlay marks at most: a 4,096-vertex scrawl has
+thousands, which would black the answer out."""
 
 
 @dataclass(frozen=True)
@@ -116,3 +124,7 @@ class AnswerView:
     score: PolygonScore | None = None
     box: DrawnBox | None = None
     box_score: BoxScore | None = None
+
+    @property
+    def key(self) -> AttemptKey:
+        return AttemptKey(self.configuration, self.condition, self.budget, self.qid, self.attempt)

@@ -33,11 +33,16 @@ from runner.overlays._palette import (
     UNSCORED,
     Style,
 )
-from runner.overlays._scene import AnswerView, Picture, QuestionView, Ring
+from runner.overlays._scene import (
+    MOST_MARKED,
+    MOST_NUMBERED,
+    AnswerView,
+    Picture,
+    QuestionView,
+    Ring,
+)
 from scoring._drawn import DrawnAnswer, Point
 
-NUMBERED = 128  # vertices numbered at most: a legal answer has at most 64, more would be a blot
-MARKED = 128  # duplicates, and crossings, marked at most: a 4,096-vertex scrawl has thousands
 OUTSIDE = "#e8e8e8"  # the widened view beyond the frame
 THUMBNAIL_DIGITS = 0  # decimals of a thumbnail's answer: a pixel of the frame is < 1/3 on it
 _TRAILING = re.compile(r"\.0(?![0-9])")  # "12.0" → "12": a fifth of a path's bytes saved
@@ -278,10 +283,10 @@ def _polygon(
     else:
         out = ""
     points = [p for p in drawn.vertices if p is not None]
-    repeats = [drawn.vertices[i] for i in drawn.duplicates[:MARKED] if i < len(drawn.vertices)]
+    repeats = [drawn.vertices[i] for i in drawn.duplicates[:MOST_MARKED] if i < len(drawn.vertices)]
     out += _rings([p for p in repeats if p is not None and _inside(p, view)], size * 0.018)
-    out += _dots([p for p in drawn.crossings[:MARKED] if _inside(p, view)])
-    if not thumbnail and len(points) <= NUMBERED:
+    out += _dots([p for p in drawn.crossings[:MOST_MARKED] if _inside(p, view)])
+    if not thumbnail and len(points) <= MOST_NUMBERED:
         out += _numbers(drawn.vertices, size, view)
     return out
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from runner.overlays._scene import AnswerView
-from runner.overlays._svg import MARKED, NUMBERED
+from runner.overlays._scene import MOST_MARKED, MOST_NUMBERED, AnswerView
 from runner.pages._html import budget_label, raw_text
 from scoring import MAX_DRAWN, DrawnAnswer
 
@@ -85,14 +84,15 @@ def notes(answer: AnswerView) -> tuple[str, ...]:
 
 
 def _unmarked(drawn: DrawnAnswer) -> list[str]:
-    """What the overlay leaves unmarked of a scrawl: its numbers past :data:`NUMBERED`
-    vertices (above ``MAX_DRAWN`` the drawing says so itself), its marks past :data:`MARKED`."""
+    """What the overlay leaves unmarked of a scrawl: its numbers past :data:`MOST_NUMBERED`
+    vertices (above ``MAX_DRAWN`` the drawing says so itself), its marks past
+    :data:`MOST_MARKED`."""
     out = []
     vertices = sum(v is not None for v in drawn.vertices)
-    if vertices > NUMBERED and drawn.listed <= 2 * MAX_DRAWN:
-        out.append(f"its {vertices:,} vertices are not numbered (over {NUMBERED})")
+    if vertices > MOST_NUMBERED and drawn.listed <= 2 * MAX_DRAWN:
+        out.append(f"its {vertices:,} vertices are not numbered (over {MOST_NUMBERED})")
     for count, what in ((len(drawn.duplicates), "duplicate vertices"),
                         (len(drawn.crossings), "crossings")):  # fmt: skip
-        if count > MARKED:
-            out.append(f"{count:,} {what}: the first {MARKED} marked")
+        if count > MOST_MARKED:
+            out.append(f"{count:,} {what}: the first {MOST_MARKED} marked")
     return out

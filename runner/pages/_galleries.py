@@ -27,6 +27,7 @@ from typing import Literal
 import duckdb
 
 from conditions import BOX
+from runner.store import AttemptKey
 
 GalleryKind = Literal["worst", "unparseable", "refusal", "illegal", "distractor", "sample"]
 KINDS: tuple[GalleryKind, ...] = (
@@ -49,6 +50,10 @@ class GalleryItem:
     attempt: int
     iou: float | None
     defect: str | None
+
+    @property
+    def key(self) -> AttemptKey:
+        return AttemptKey(self.configuration, self.condition, self.budget, self.qid, self.attempt)
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,10 @@ from html import escape
 
 from conditions import BOX
 from runner.overlays._svg import picture_defs
-from runner.pages._galleries import Gallery, GalleryItem
+from runner.pages._galleries import Gallery
 from runner.pages._html import budget_label, document, legend, page_name
 from runner.reports import ReportTable, omitted_note, render_html
+from runner.store import AttemptKey
 
 PER_PAGE = 24  # thumbnails shown at once
 KINDS = {
@@ -52,7 +53,7 @@ class Thumbnails:
     """
 
     html: Sequence[str]
-    at: dict[tuple[str, str, int, str, int], int]
+    at: dict[AttemptKey, int]
     definitions: Sequence[str]
 
 
@@ -116,7 +117,7 @@ def _galleries(content: IndexContent) -> str:
         )
     thumbnails = content.thumbnails
     shown = sorted(
-        (g for g in content.galleries if any(_key(i) in thumbnails.at for i in g.items)),
+        (g for g in content.galleries if any(i.key in thumbnails.at for i in g.items)),
         key=lambda g: (g.cell[0], g.cell[1], g.cell[2] == BOX, g.cell[2]),  # the box last
     )  # a stable sort: each cell's kinds keep their order
     if not shown:
@@ -155,18 +156,8 @@ def _gallery_data(gallery: Gallery, thumbnails: Thumbnails) -> dict[str, object]
         "n": budget_label(budget),
         "k": gallery.kind,
         "t": gallery.total,
-        "i": [thumbnails.at[_key(i)] for i in gallery.items if _key(i) in thumbnails.at],
+        "i": [thumbnails.at[i.key] for i in gallery.items if i.key in thumbnails.at],
     }
-
-
-def _key(item: GalleryItem) -> tuple[str, str, int, str, int]:
-    return (
-        item.configuration,
-        item.condition,
-        item.budget,
-        item.qid,
-        item.attempt,
-    )
 
 
 def _filters(galleries: Sequence[Gallery]) -> str:

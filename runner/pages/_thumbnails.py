@@ -13,8 +13,7 @@ from runner.pages._galleries import Gallery
 from runner.pages._html import attempt_anchor, page_name, slug
 from runner.pages._index import Thumbnails
 from runner.pages._pictures import THUMBNAIL_SIDE, PagePictures
-
-Key = tuple[str, str, int, str, int]  # configuration, condition, budget, qid, attempt
+from runner.store import AttemptKey
 
 
 class ThumbnailMaker:
@@ -22,14 +21,13 @@ class ThumbnailMaker:
     from the views the question pages are drawn from."""
 
     def __init__(self, galleries: Sequence[Gallery]) -> None:
-        self._wanted: dict[str, set[Key]] = {}
+        self._wanted: dict[str, set[AttemptKey]] = {}
         for gallery in galleries:
-            for i in gallery.items:
-                key = (i.configuration, i.condition, i.budget, i.qid, i.attempt)
-                self._wanted.setdefault(i.qid, set()).add(key)
+            for item in gallery.items:
+                self._wanted.setdefault(item.qid, set()).add(item.key)
         self._pictures = PagePictures(THUMBNAIL_SIDE)
         self._html: list[str] = []
-        self._at: dict[Key, int] = {}
+        self._at: dict[AttemptKey, int] = {}
         self._scenes: list[str] = []
 
     def add(self, question: QuestionView, answers: Sequence[AnswerView]) -> None:
@@ -40,8 +38,7 @@ class ThumbnailMaker:
         scene = f"s-{slug(question.qid)}"
         self._scenes.append(question_defs(question, scene, part=False))
         for answer in answers:
-            key = (answer.configuration, answer.condition, answer.budget, answer.qid,
-                   answer.attempt)  # fmt: skip
+            key = answer.key
             if key in wanted and key not in self._at:
                 self._at[key] = len(self._html)
                 self._html.append(self._thumbnail(question, answer, scene))

@@ -14,10 +14,9 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from runner.overlays import OverlayError
-from runner.overlays._artists import MARKED_MAX
 from runner.overlays._figure import DPI, WIDEN, draw_overlay, save_overlay
 from runner.overlays._palette import ANSWER, CONTROL, DISTRACTOR, FILL_ALPHA, TARGET
-from runner.overlays._scene import Picture
+from runner.overlays._scene import MOST_MARKED, Picture
 from scoring import draw_polygon
 from scoring._drawn import MAX_DRAWN, Point
 from tests.runner.overlays.scenes import (
@@ -139,8 +138,8 @@ def test_a_list_too_long_to_draw_whole_is_not_numbered() -> None:
     assert "not numbered" not in _text(figure)
     assert all(note in _text(figure) for note in many.notes)
     marks = [line for line in figure.axes[0].lines if line.get_marker() == "o"]
-    assert marks and all(len(line.get_xdata()) <= MARKED_MAX for line in marks)  # type: ignore[arg-type]
-    assert f"999 repeated points: the first {MARKED_MAX} are marked" in _text(figure)
+    assert marks and all(len(line.get_xdata()) <= MOST_MARKED for line in marks)  # type: ignore[arg-type]
+    assert f"999 repeated points: the first {MOST_MARKED} are marked" in _text(figure)
 
 
 def test_svg_keeps_the_caption_and_vertex_numbers_as_text(tmp_path: Path) -> None:
