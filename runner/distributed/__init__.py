@@ -20,7 +20,6 @@ from runner.distributed._driver import (
     summary_lines,
 )
 from runner.distributed._feeder import (
-    BackendPort,
     Feed,
     Feeder,
     FeedPolicy,
@@ -32,28 +31,37 @@ from runner.distributed._feeder import (
 from runner.distributed._ray import query_running_store
 from runner.distributed._scorer import BoxScorer, Scorer, scorer_for
 from runner.distributed._watch import read_run, watch_run
-from runner.distributed._worker import BackendWorker, ChunkOutcome, Traffic, WorkerStats
+from runner.distributed._port import CallPort, Outcome, Shape, Traffic, online_shape
+from runner.distributed._spend import SpendCap, WorstCase
+from runner.distributed._store_port import StorePort
+from runner.distributed._worker import BackendWorker, DriverGone, WorkerStats
 
 __all__ = [
     "QUERIES",
-    "BackendPort",
     "BackendReport",
     "BackendWorker",
     "BatchReport",
     "BoxScorer",
-    "ChunkOutcome",
+    "CallPort",
     "CommitBatcher",
+    "DriverGone",
     "Feed",
     "FeedPolicy",
     "Feeder",
+    "Outcome",
     "PendingSource",
     "RunFailed",
     "RunOptions",
     "RunReport",
     "Scorer",
+    "Shape",
+    "SpendCap",
+    "StorePort",
     "Traffic",
     "WorkerLost",
     "WorkerStats",
+    "WorstCase",
+    "online_shape",
     "query_running_store",
     "read_run",
     "run_experiment",

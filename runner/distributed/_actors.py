@@ -25,7 +25,8 @@ from runner.backends import key_for
 from runner.batch import BatchOutcome
 from runner.distributed._batch_worker import BatchSpec, BatchWorker
 from runner.distributed._scorer import BoxScorer, Scorer
-from runner.distributed._worker import BackendWorker, ChunkOutcome, WorkerStats
+from runner.distributed._port import Outcome, Shape
+from runner.distributed._worker import BackendWorker, WorkerStats
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import (
     BatchKey,
@@ -63,6 +64,13 @@ class StoreActor:
         self._path = path
         self._finished = False
         self._opened: Store | None = None
+
+    @classmethod
+    def serving(cls, store: Store) -> StoreActor:
+        """The actor's methods over ``store``, open in this process (``StorePort.local``)."""
+        actor = cls(store.path)
+        actor._opened = store
+        return actor
 
     def open(self) -> None:
         """Open the file (a method, not the constructor: its errors reach the driver whole)."""
@@ -189,8 +197,14 @@ class BackendActor:
         gc.collect()
         gc.freeze()
 
-    async def run(self, calls: Sequence[Pending]) -> ChunkOutcome:
-        return await self._worker.run(calls)
+    def shape(self) -> Shape:
+        return self._worker.shape
+
+    async def lease(self, calls: Sequence[Pending]) -> Outcome:
+        return await self._worker.lease(calls)
+
+    async def collect_open(self) -> Outcome:
+        return await self._worker.collect_open()
 
     async def resume_after_quota(self) -> None:
         await self._worker.resume_after_quota()

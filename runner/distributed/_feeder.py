@@ -1,22 +1,27 @@
 """The run's policy: which calls go to which backend, when, and what happens when one fails.
 
-Plain asyncio, no Ray. The driver hands :class:`Feeder` small ports over its actors (a backend
-that runs a chunk of calls, the store that says what is pending); tests hand it in-process
-workers and fakes that die. The rules that decide whether a paid call is lost or sent twice all
-live here:
+Plain asyncio, no Ray. The driver hands :class:`Feeder` one :class:`CallPort` per backend (an
+online worker or a batch-mode one, an actor or in-process) and the store's port; tests hand it
+in-process workers and fakes that die. Online and batch mode are driven by the same rules,
+each written once, here:
 
-- **back-pressure**: a backend holds at most ``chunks_in_flight`` chunks of ``chunk`` calls
-  (one running, one queued), never 120,000 futures;
-- **a dead worker**: the chunks it held and every chunk not yet fed are lost *from this feed*,
-  not from the run; a new worker is started (at most ``max_restarts`` times) and fed only those
-  of the lost calls the store still has pending — a call whose record landed is never resent;
-- **quota**: a backend that reports a quota error gets no further chunk; after an optional wait
-  it resumes with what the store then has pending, else it stops and the others go on;
-- **a refused key or model** (401, 403, 404): the backend gets no further chunk and stops at
+- **leases**: a port holds at most ``shape.holds`` calls, handed ``shape.lease`` at a time
+  and topped up as leases end — never 120,000 futures, and never more than a worker may send
+  now and a little, so a worker whose driver is gone has almost nothing it could still send;
+- **rounds**: the store's pending calls are handed out; when every lease has ended the store
+  is asked again, for what was given back or is left to do (a batch's next attempts, the
+  lines a batch never ran). One attempt is handed at most ``1 + shape.resends`` times a run:
+  online, an attempt whose call ended in an error waits for the next run;
+- **a dead worker**: every lease it held is lost from this feed, not from the run; a new
+  worker is started (at most ``max_restarts`` times), collects what the dead one left open,
+  and is handed what the store still has pending — a call whose record landed is never resent;
+- **quota**: a backend that reports a quota error gets no further lease; after an optional
+  wait it resumes with what the store then has pending, else it stops and the others go on;
+- **a refused key or model** (401, 403, 404): the backend gets no further lease and stops at
   once, with no wait (no wait mends a key); the others go on;
-- **a spending cap** (:class:`SpendCap`): a chunk is handed out only as large as the money
-  left pays for, at the backend's estimated cost per call; when not one more call is paid for,
-  every backend stops once its calls in flight end;
+- **the spending cap** (:class:`SpendCap`): a lease is handed out only as far as the worst
+  case of its calls fits in the money left beside the worst case of every lease in flight;
+  when not one more call fits, every backend stops once its leases end;
 - **scoring rounds**: when the scorers finish with answers still unscored (one died holding
   them), the answers are queued again and a fresh scorer replaces each dead one.
 """
@@ -24,13 +29,15 @@ live here:
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runner._errors import RunnerError
-from runner.distributed._spend import SpendCap, per_call
-from runner.distributed._worker import ChunkOutcome, Traffic
+from runner.distributed._port import CallPort, Outcome, Shape, Traffic
+from runner.distributed._spend import SpendCap, WorstCase
+from runner.distributed._store_port import request_of
 from runner.store import Pending
 
 Echo = Callable[[str], None]
@@ -45,20 +52,8 @@ class WorkerLost(RunnerError):
     """A backend's or scorer's worker died (its process, its node) with work in hand."""
 
 
-class BackendPort(Protocol):
-    """One backend's worker, wherever it runs."""
-
-    async def run(self, chunk: list[Pending]) -> ChunkOutcome:
-        """Make the chunk's calls; :class:`WorkerLost` if the worker dies meanwhile."""
-        ...
-
-    async def resume_after_quota(self) -> None:
-        """Accept calls again after a quota error."""
-        ...
-
-
 class PendingSource(Protocol):
-    """The store, as the feeder asks it."""
+    """The store, as the feeder asks it (:class:`~runner.distributed.StorePort`)."""
 
     async def pending(self, configurations: Sequence[str]) -> list[Pending]:
         """The calls of ``configurations`` with no finished record yet."""
@@ -73,29 +68,8 @@ class PendingSource(Protocol):
         ...
 
 
-class Limited:
-    """The store's pending calls, only those of ``allowed`` requests (``run --limit``): the
-    rest of the grid stays pending for a later run."""
-
-    def __init__(self, store: PendingSource, allowed: frozenset[tuple[str, str, int, str]]) -> None:
-        self._store = store
-        self._allowed = allowed
-
-    async def pending(self, configurations: Sequence[str]) -> list[Pending]:
-        calls = await self._store.pending(configurations)
-        return [p for p in calls if _key(p) in self._allowed]
-
-    async def unscored(self) -> int:
-        return await self._store.unscored()
-
-    async def requeue_unscored(self) -> None:
-        await self._store.requeue_unscored()
-
-
 @dataclass(frozen=True)
 class FeedPolicy:
-    chunk: int = 512  # calls per chunk handed to a backend's worker
-    chunks_in_flight: int = 2  # per backend: one running, one queued behind it
     max_restarts: int = 3  # per backend and run
     wait_on_quota_s: float | None = None  # wait this long after a quota error, then go on
     max_quota_waits: int = 1
@@ -108,8 +82,11 @@ class Feed:
 
     name: str
     configurations: tuple[str, ...]
-    port: BackendPort
-    restart: Callable[[], Awaitable[BackendPort]]  # a new worker for this backend
+    port: CallPort
+    restart: Callable[[], Awaitable[CallPort]]  # a new worker for this backend
+    shape: Shape
+    cost: Callable[[int, int], float] = lambda _input, _output: 0.0  # dollars of tokens
+    worst: WorstCase | None = None  # the most one call can cost (None: calls cost nothing)
     quota: str | None = None  # the quota error that stopped it, if one did
     refused: str | None = None  # the refusal of its key or model that stopped it, if one did
     restarts: int = 0
@@ -120,32 +97,48 @@ class Feed:
     # and those of the workers that died before it
     worker_traffic: Traffic = field(default_factory=Traffic)
     earlier_traffic: Traffic = field(default_factory=Traffic)
-    cost: Callable[[int, int], float] = lambda _input, _output: 0.0  # dollars of tokens
-    call_cost: float = 0.0  # dollars a call is expected to cost before any is measured
     spent: float = 0.0  # dollars this run, from the tokens of its answers
     input_tokens: int = 0
     output_tokens: int = 0
     capped: bool = False  # stopped by the run's spending cap
     learnt_per_minute: float | None = None  # the limit its 429s taught, as last reported
+    # Times each attempt was handed this run; what the worker given it left open is collected
+    # before anything else (set again when a new worker replaces a dead one).
+    handed: Counter[Pending] = field(default_factory=Counter)
+    collect_due: bool = True
 
-    def next_call_cost(self) -> float:
-        return per_call(self.spent, self.finished, self.call_cost)
+    def worst_case(self, call: Pending) -> float:
+        return self.worst(call) if self.worst is not None else 0.0
 
     @property
     def traffic(self) -> Traffic:
         """HTTP calls sent and failures retried, as far as this feed's workers reported them
-        (a worker that dies takes the calls it made after its last finished chunk with it)."""
+        (a worker that dies takes the calls it made after its last finished lease with it)."""
         return self.earlier_traffic + self.worker_traffic
+
+
+@dataclass(frozen=True)
+class _Lease:
+    calls: list[Pending]
+    reserved: float  # dollars the cap holds for it
+    collect: bool = False  # the batches an earlier worker left open, not calls handed
 
 
 @dataclass
 class _Fed:
-    """How handing a backend its calls ended."""
+    """How one round of handing a backend its calls ended."""
 
     quota: str | None = None  # the quota error that stopped it
     refused: str | None = None  # the refusal that stopped it
     lost: list[Pending] = field(default_factory=list)  # the calls its dead worker held
+    died: bool = False  # its worker died
     capped: bool = False  # the spending cap paid for no more calls
+    next_worst: float = 0.0  # with capped: the most the next call could have cost
+    progressed: bool = False  # some lease stored a record or finished a call
+
+    @property
+    def stopped(self) -> bool:
+        return self.quota is not None or self.refused is not None or self.died
 
 
 class Feeder:
@@ -184,134 +177,178 @@ class Feeder:
             self._cap.sharing -= 1
 
     async def _drive(self, feed: Feed) -> None:
-        calls = await self._store.pending(feed.configurations)
         waits = 0
-        while calls:
+        while True:
+            calls = self._handable(feed, await self._store.pending(feed.configurations))
+            if not calls and not feed.collect_due:
+                return
             fed = await self._feed(feed, calls)
-            quota, refused = fed.quota, fed.refused
-            if fed.lost:
-                calls = await self._after_death(feed, fed.lost)
+            if fed.died:
+                await self._after_death(feed, fed.lost)
                 continue
             if fed.capped:
                 feed.capped = True
-                self._say_capped()
+                self._say_capped(feed, fed.next_worst)
                 return
-            if refused is not None:
-                feed.refused = refused
-                self._echo(f"backend {feed.name}: stopped, no call of it can succeed: {refused}")
+            if fed.refused is not None:
+                feed.refused = fed.refused
+                self._echo(f"backend {feed.name}: stopped, no call of it can succeed: {fed.refused}")
                 return
-            if quota is None:
+            if fed.quota is not None:
+                if not await self._waited_out(feed, fed.quota, waits):
+                    return
+                waits += 1
+                continue
+            if not fed.progressed:  # every call came back unsent: nothing more to do now
                 return
-            feed.quota = quota
-            wait = self._policy.wait_on_quota_s
-            if wait is None or waits >= self._policy.max_quota_waits:
-                self._echo(f"backend {feed.name}: quota exhausted, stopped: {quota}")
-                return
-            waits += 1
-            self._echo(f"backend {feed.name}: quota exhausted; trying again in {wait:g} s")
-            await self._sleep(wait)
-            await feed.port.resume_after_quota()
-            feed.quota = None
-            calls = await self._store.pending(feed.configurations)
 
-    async def _after_death(self, feed: Feed, lost: list[Pending]) -> list[Pending]:
-        """A new worker for ``feed``; the lost calls the store still has pending."""
+    def _handable(self, feed: Feed, calls: Iterable[Pending]) -> list[Pending]:
+        """The calls whose attempt may be handed (again) this run."""
+        return [c for c in calls if feed.handed[c] <= feed.shape.resends]
+
+    async def _waited_out(self, feed: Feed, quota: str, waits: int) -> bool:
+        """After a quota error: whether the backend goes on (the policy's wait, once more)."""
+        feed.quota = quota
+        wait = self._policy.wait_on_quota_s
+        if wait is None or waits >= self._policy.max_quota_waits:
+            self._echo(f"backend {feed.name}: quota exhausted, stopped: {quota}")
+            return False
+        self._echo(f"backend {feed.name}: quota exhausted; trying again in {wait:g} s")
+        await self._sleep(wait)
+        await feed.port.resume_after_quota()
+        feed.quota = None
+        feed.handed.clear()  # what the quota ended goes again: the quota has been waited out
+        return True
+
+    async def _after_death(self, feed: Feed, lost: list[Pending]) -> None:
+        """A new worker for ``feed``, which collects first what the dead one left open."""
         feed.restarts += 1
         if feed.restarts > self._policy.max_restarts:
             raise RunFailed(f"backend {feed.name}: its actor died {feed.restarts} times")
         feed.port = await feed.restart()
         feed.earlier_traffic, feed.worker_traffic = feed.traffic, Traffic()
-        # Only what the store still lacks: a call whose record landed before the worker died
-        # was paid for, and is not sent again.
-        keys = {_key(p) for p in lost}
+        feed.collect_due = True
+        # Only what the store still lacks is handed again: a call whose record landed before
+        # the worker died was paid for, and is not sent again.
+        keys = {request_of(p) for p in lost}
         now = await self._store.pending(feed.configurations)
-        calls = [p for p in now if _key(p) in keys]
-        self._echo(f"backend {feed.name}: actor restarted; {len(calls)} calls re-sent")
-        return calls
+        again = sum(request_of(p) in keys for p in self._handable(feed, now))
+        self._echo(f"backend {feed.name}: actor restarted; {again} calls re-sent")
 
-    def _say_capped(self) -> None:
+    def _say_capped(self, feed: Feed, next_worst: float) -> None:
         cap = self._cap
         assert cap is not None
         if self._cap_said:  # one line for the run, not one per backend
             return
         self._cap_said = True
         self._echo(
-            f"spending cap reached: ${cap.spent:,.2f} of ${cap.limit:,.2f} spent this run; "
-            "no further call is sent (the calls in flight end)"
+            f"spending cap reached: ${cap.spent:,.2f} of ${cap.limit:,.2f} spent this run, and "
+            f"the next call of backend {feed.name} could cost up to "
+            f"${next_worst:,.2f}; no further call is sent"
         )
 
-    def _next_chunk(self, feed: Feed, calls: list[Pending]) -> tuple[list[Pending], float]:
-        """The next chunk of ``calls`` (removed from it) and the dollars reserved for it: at
-        most ``chunk`` calls, and no more than the spending cap pays for."""
-        size = self._policy.chunk
+    def _next_lease(self, feed: Feed, left: list[Pending], room: int) -> _Lease:
+        """The next lease of ``left`` (removed from it): at most ``shape.lease`` calls and
+        ``room``, and no more than the spending cap pays for at their worst case."""
+        size = min(feed.shape.lease, room, len(left))
         if self._cap is None:
-            chunk = calls[:size]
-            del calls[:size]
-            return chunk, 0.0
-        cost = feed.next_call_cost()
-        size = self._cap.affordable(cost, min(size, len(calls)))
-        chunk = calls[:size]
-        del calls[:size]
-        if chunk:
-            self._cap.reserve(cost * size)
-        return chunk, cost * size
+            calls, reserved = left[:size], 0.0
+        else:
+            taken, reserved = self._cap.take([feed.worst_case(c) for c in left[:size]])
+            calls = left[:taken]
+        del left[: len(calls)]
+        for c in calls:
+            feed.handed[c] += 1
+        return _Lease(calls, reserved)
 
-    def _settle(self, feed: Feed, outcome: ChunkOutcome, reserved: float) -> None:
+    def _settle(self, feed: Feed, lease: _Lease, outcome: Outcome, fed: _Fed) -> None:
         feed.finished += outcome.calls
         feed.answered += outcome.answered
         feed.transient_ended += outcome.transient
         feed.worker_traffic = feed.worker_traffic.latest(outcome.traffic)
-        feed.learnt_per_minute = outcome.learnt_per_minute
+        if outcome.learnt_per_minute is not None or not lease.collect:
+            feed.learnt_per_minute = outcome.learnt_per_minute
         feed.input_tokens += outcome.input_tokens
         feed.output_tokens += outcome.output_tokens
         spent = feed.cost(outcome.input_tokens, outcome.output_tokens)
         feed.spent += spent
-        if self._cap is not None:
-            self._cap.settle(reserved, spent)
+        if feed.worst is not None:
+            feed.worst.learn(outcome.max_input_tokens)
+        if self._cap is not None and lease.calls:
+            self._cap.settle(lease.reserved, spent)
+        elif self._cap is not None:  # collected, not handed: nothing was reserved for it
+            self._cap.count(spent)
+        for c in outcome.given_back:  # never sent: it may be handed again
+            feed.handed[c] -= 1
+        fed.quota = fed.quota or outcome.quota
+        fed.refused = fed.refused or outcome.refused
+        fed.progressed = fed.progressed or bool(outcome.calls or outcome.attempts)
+
+    def _lost(self, feed: Feed, lease: _Lease, fed: _Fed) -> None:
+        if self._cap is not None and lease.calls:
+            self._cap.settle(lease.reserved, 0.0)
+        for c in lease.calls:  # whatever of it the store lacks is handed to the next worker
+            feed.handed[c] -= 1
+        fed.lost.extend(lease.calls)
+        fed.died = True
 
     async def _feed(self, feed: Feed, calls: Sequence[Pending]) -> _Fed:
-        """Hand ``calls`` to the worker a chunk at a time, at most ``chunks_in_flight`` at
+        """Hand ``calls`` to the port a lease at a time, holding at most ``shape.holds`` at
         once, until they are done, the backend stops (quota, a refusal), its worker dies (the
         calls it held are lost) or the spending cap pays for no more."""
         left = list(calls)
-        running: dict[asyncio.Task[ChunkOutcome], tuple[list[Pending], float]] = {}
+        running: dict[asyncio.Task[Outcome], _Lease] = {}
         fed = _Fed()
+        if feed.collect_due:
+            feed.collect_due = False
+            running[asyncio.ensure_future(feed.port.collect_open())] = _Lease([], 0.0, True)
         try:
             while left or running:
-                while left and len(running) < self._policy.chunks_in_flight:
-                    if fed.quota is not None or fed.refused is not None or fed.lost:
-                        break
-                    chunk, reserved = self._next_chunk(feed, left)
-                    if not chunk:
-                        break  # the cap: what is running may still free a reservation
-                    running[asyncio.ensure_future(feed.port.run(chunk))] = (chunk, reserved)
+                self._top_up(feed, left, running, fed)
                 if not running:
                     # Calls left, none running, no stop: the cap pays for none of them now.
-                    stopped = fed.quota or fed.refused or fed.lost
-                    if left and not stopped and self._cap is not None and self._cap.holding:
+                    if left and not fed.stopped and self._cap is not None and self._cap.holding:
                         await self._cap.next_settled()  # another backend may give some back
                         continue
-                    fed.capped = bool(left) and not stopped
+                    fed.capped = bool(left) and not fed.stopped
+                    fed.next_worst = feed.worst_case(left[0]) if left else 0.0
                     break
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:
-                    chunk, reserved = running.pop(task)
-                    try:
-                        outcome = task.result()
-                    except WorkerLost:
-                        if self._cap is not None:
-                            self._cap.settle(reserved, 0.0)
-                        fed.lost.extend(chunk)
-                        continue
-                    self._settle(feed, outcome, reserved)
-                    fed.quota = fed.quota or outcome.quota
-                    fed.refused = fed.refused or outcome.refused
-                if fed.lost:  # nothing more goes to a dead worker
-                    fed.lost.extend(left)
+                    self._ended(feed, running.pop(task), task, fed)
+                if fed.stopped:  # nothing more goes to a stopped backend or a dead worker
                     left = []
         finally:
             forget(running)  # interrupted: nobody will read these any more
         return fed
+
+    def _top_up(
+        self,
+        feed: Feed,
+        left: list[Pending],
+        running: dict[asyncio.Task[Outcome], _Lease],
+        fed: _Fed,
+    ) -> None:
+        """Hand out leases while the port has room and the cap pays."""
+        held = sum(len(lease.calls) for lease in running.values())
+        while left and held < feed.shape.holds and not fed.stopped:
+            lease = self._next_lease(feed, left, feed.shape.holds - held)
+            if not lease.calls:
+                return  # the cap: what is running may still free a reservation
+            running[asyncio.ensure_future(feed.port.lease(lease.calls))] = lease
+            held += len(lease.calls)
+
+    def _ended(self, feed: Feed, lease: _Lease, task: asyncio.Task[Outcome], fed: _Fed) -> None:
+        try:
+            outcome = task.result()
+        except WorkerLost:
+            self._lost(feed, lease, fed)
+            return
+        except BaseException:
+            if self._cap is not None and lease.calls:
+                self._cap.settle(lease.reserved, 0.0)
+            raise
+        self._settle(feed, lease, outcome, fed)
 
 
 async def score_to_the_end(
@@ -351,5 +388,13 @@ def forget(tasks: Iterable[asyncio.Task[Any]]) -> None:
             task.exception()
 
 
-def _key(p: Pending) -> tuple[str, str, int, str]:
-    return (p.configuration, p.condition, p.budget, p.qid)
+__all__ = [
+    "Feed",
+    "FeedPolicy",
+    "Feeder",
+    "PendingSource",
+    "RunFailed",
+    "WorkerLost",
+    "forget",
+    "score_to_the_end",
+]

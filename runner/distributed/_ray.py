@@ -38,7 +38,8 @@ from runner.distributed._address import (
     same_place,
 )
 from runner.distributed._feeder import RunFailed, WorkerLost
-from runner.distributed._worker import ChunkOutcome
+from runner.distributed._port import Outcome
+from runner.distributed._store_port import StorePort
 from runner.store import (
     QUERY_TIMEOUT_S,
     BatchKey,
@@ -365,35 +366,30 @@ async def named(start: Callable[[], Any], failure: str) -> Any:
 
 
 class ActorBackend:
-    """A backend actor as the feeder's :class:`BackendPort`."""
+    """A backend actor, online or in batch mode, as the feeder's :class:`CallPort`."""
 
     def __init__(self, handle: Any) -> None:
         self.handle = handle
 
-    async def run(self, chunk: list[Pending]) -> ChunkOutcome:
-        outcome: ChunkOutcome = await lost_if_dead(self.handle.run.remote(chunk))
+    async def lease(self, calls: list[Pending]) -> Outcome:
+        outcome: Outcome = await lost_if_dead(self.handle.lease.remote(calls))
+        return outcome
+
+    async def collect_open(self) -> Outcome:
+        outcome: Outcome = await lost_if_dead(self.handle.collect_open.remote())
         return outcome
 
     async def resume_after_quota(self) -> None:
         await call(self.handle.resume_after_quota.remote())
 
 
-class ActorStore:
-    """The store actor as the feeder's :class:`PendingSource`."""
+def store_port(handle: Any) -> StorePort:
+    """The store actor as every asynchronous part of the run asks it."""
 
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
+    async def invoke(name: str, *args: Any) -> Any:
+        return await call(getattr(handle, name).remote(*args))
 
-    async def pending(self, configurations: Sequence[str]) -> list[Pending]:
-        table = await call(self.handle.pending_table.remote(list(configurations)))
-        return pending_rows(table)
-
-    async def unscored(self) -> int:
-        left: int = await call(self.handle.unscored.remote())
-        return left
-
-    async def requeue_unscored(self) -> None:
-        await call(self.handle.requeue_unscored.remote())
+    return StorePort(invoke)
 
 
 class ActorLedger:

@@ -1,58 +1,115 @@
-"""A run's spending cap (``run --max-spend``): calls are handed out only as far as the money
-left pays for them.
+"""A run's spending cap (``run --max-spend``): a call is handed out only while the worst case of
+everything in flight fits in the money left.
 
-Plain Python, no Ray. The feeder asks :meth:`SpendCap.affordable` before each chunk and
-reserves the chunk's estimated cost; when the chunk ends its real cost (from the tokens the
-provider reported and the configured prices) replaces the reservation. So the run stops
-sending before the cap, not after it: what it can overshoot by is the difference between the
-estimate and the real cost of the calls in flight, never a chunk's worth of calls sent after
-the money ran out.
+Plain Python, no Ray. The worst case of a call (:class:`WorstCase`) is every attempt it may
+still make at its input bound and its ``max_output_tokens``, at the configured prices: no
+estimate of the mean enters it, so an estimate 3× low cannot make the run overshoot, and one
+3× high only stops it a little sooner. The feeder reserves a lease's worst case before
+handing it out (:meth:`SpendCap.take`); when the lease ends, its real cost (the tokens the
+provider reported) replaces the reservation (:meth:`SpendCap.settle`). So what is spent plus
+what is reserved never passes the cap, and what is spent is at most that.
+
+The input bound is the estimated input per call times :data:`INPUT_MARGIN`, raised to the
+largest input any answer of the backend has reported; a provider that counts more than that
+(a server that bills beyond ``max_tokens``) is the one way past the cap, and the run then
+stops handing out calls at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-# How many calls' worth of the prior a backend's measured cost per call is weighed against:
-# the first few answers (one long reasoning trace) must not swing a chunk's size.
-PRIOR_WEIGHT = 8
+from runner.store import Pending
+
+# The estimated input per call (the prompt's characters / 4, a token per 28-pixel patch; or
+# the mean measured) is a mean, and providers count images differently: OpenAI's 512-pixel
+# tiles make ~2× the patch count of a COCO image. Four times it bounds one call's input.
+INPUT_MARGIN = 4.0
+# The cap is compared with sums of floats: this much of it is never handed out, so rounding
+# cannot carry the spend a fraction of a cent past it.
+ROUNDING = 1e-9
+
+Cost = Callable[[int, int], float]  # dollars of (input tokens, output tokens)
+
+
+@dataclass
+class WorstCase:
+    """The most one call of a backend can cost.
+
+    ``attempts`` is how many attempts a request of each configuration may make (one, where
+    a lease's call is one attempt: a batch line); ``max_output`` its ``max_output_tokens``.
+    """
+
+    cost: Cost
+    input_bound: int
+    max_output: Mapping[str, int]
+    attempts: Mapping[str, int]
+    one_attempt: bool = False
+
+    def __call__(self, call: Pending) -> float:
+        attempts = 1 if self.one_attempt else self.attempts[call.configuration] - call.next_attempt
+        one = self.cost(self.input_bound, self.max_output[call.configuration])
+        return max(attempts, 1) * one
+
+    def learn(self, max_input_tokens: int) -> None:
+        """An answer reported ``max_input_tokens`` of input: no call is assumed to take less."""
+        self.input_bound = max(self.input_bound, max_input_tokens)
+
+
+def input_bound(estimated_input: float) -> int:
+    """The input tokens one call is assumed never to pass, from the estimated mean.
+
+    >>> input_bound(500.0)
+    2000
+    """
+    return math.ceil(INPUT_MARGIN * estimated_input)
 
 
 @dataclass
 class SpendCap:
-    """US dollars this run may spend, and what it has spent and holds reserved.
+    """US dollars this run may spend, what it has spent, and the worst case of what is in
+    flight.
 
-    The backends share what is left: while ``sharing`` of them are being fed, one may reserve
-    at most its share of the room (at least one call, where the room pays for one), so the
-    first to ask does not hold the whole cap on an estimate while the others wait.
+    The backends share what is left: while ``sharing`` of them are being fed, one lease may
+    hold at most its backend's share of the room (at least one call, where the room pays for
+    one), so the first to ask does not hold the whole cap while the others wait.
     """
 
     limit: float
     spent: float = 0.0
-    reserved: float = 0.0
-    holding: int = 0  # chunks running with a reservation
+    reserved: float = 0.0  # the worst case of every lease in flight
+    holding: int = 0  # leases in flight with a reservation
     sharing: int = 0  # backends being fed (the feeder counts them in and out)
     _settled: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
-    def affordable(self, per_call: float, wanted: int) -> int:
-        """How many of ``wanted`` calls, at ``per_call`` dollars each, this backend's share of
-        the money left pays for (all of them when a call costs nothing)."""
-        if per_call <= 0:
-            return wanted
-        room = self.limit - self.spent - self.reserved
-        if room < per_call:
-            return 0
-        share = math.floor(room / max(self.sharing, 1) / per_call)
-        return min(wanted, max(share, 1))
+    @property
+    def room(self) -> float:
+        """Dollars no call in flight could claim."""
+        return self.limit * (1 - ROUNDING) - self.spent - self.reserved
 
-    def reserve(self, dollars: float) -> None:
-        self.reserved += dollars
-        self.holding += 1
+    def take(self, worst: Sequence[float]) -> tuple[int, float]:
+        """How many of the calls whose worst cases are ``worst`` (in order) this backend's
+        share of the room pays for, and the dollars reserved for them (held until
+        :meth:`settle`)."""
+        room = self.room
+        share = room / max(self.sharing, 1)
+        taken, held = 0, 0.0
+        for w in worst:
+            # Its share, except that one call may take all the room: near the cap the last
+            # calls go one at a time rather than not at all.
+            if held + w > share and not (taken == 0 and w <= room):
+                break
+            taken, held = taken + 1, held + w
+        if taken:
+            self.reserved += held
+            self.holding += 1
+        return taken, held
 
     def settle(self, reserved: float, spent: float) -> None:
-        """A chunk ended: its reservation is released and its real cost counted."""
+        """A lease ended: its reservation is released and its real cost counted."""
         self.holding -= 1
         # Counted, not summed to zero: float sums leave crumbs that would read as money held.
         self.reserved = max(0.0, self.reserved - reserved) if self.holding else 0.0
@@ -60,19 +117,17 @@ class SpendCap:
         self._settled.set()  # wakes whoever waits for room
         self._settled = asyncio.Event()
 
+    def count(self, spent: float) -> None:
+        """Dollars spent with nothing reserved for them (batches an earlier run left open,
+        collected now: that run's cap let them be made)."""
+        self.spent += spent
+        self._settled.set()
+        self._settled = asyncio.Event()
+
     async def next_settled(self) -> None:
-        """Wait until a chunk running elsewhere ends (and may give back some of its
+        """Wait until a lease running elsewhere ends (and may give back some of its
         reservation)."""
         await self._settled.wait()
 
 
-def per_call(spent: float, calls: int, prior: float) -> float:
-    """The cost of a backend's next call: its measured mean, shrunk towards ``prior`` while
-    few calls are measured.
-
-    >>> per_call(0.0, 0, 0.01)
-    0.01
-    >>> round(per_call(0.16, 8, 0.01), 4)  # 8 calls at 0.02 against a prior of 0.01
-    0.015
-    """
-    return (spent + prior * PRIOR_WEIGHT) / (calls + PRIOR_WEIGHT)
+__all__ = ["INPUT_MARGIN", "SpendCap", "WorstCase", "input_bound"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +30,7 @@ from runner.backends import (
 )
 from runner.batch import OpenBatch
 from runner.distributed._batcher import CommitBatcher
+from runner.distributed._port import Outcome, Shape, Traffic, online_shape
 from runner.store import Pending, ResponseRow, response_row
 
 # Enough blobs for every variant of the questions that the workers hold at once: calls come
@@ -46,62 +47,14 @@ KeySource = Callable[[Configuration], ApiKey]
 Write = Callable[[list[ResponseRow]], Awaitable[object]]
 
 
-@dataclass(frozen=True)
-class Traffic:
-    """What a worker's backends put on the wire since the worker started: running totals.
+class DriverGone(CallError):
+    """The worker's driver is gone (killed, ended, out of reach): no record it makes could
+    reach a store, so nothing more is sent. Never stored: it ends only calls not sent."""
 
-    An attempt is one or more HTTP calls: the first, and one more for each failure retried
-    within it (a transient one, or a throttle).
-    """
-
-    http_calls: int = 0  # POSTs sent, every try of every attempt
-    transient_retried: int = 0  # 5xx, resets, timeouts, broken bodies: tried again
-    throttles_retried: int = 0  # 429s: tried again after the pause
-
-    @classmethod
-    def of(cls, backends: Iterable[Backend]) -> Traffic:
-        """The totals of ``backends`` (one limiter's configurations)."""
-        calls = transient = throttles = 0
-        for b in backends:
-            calls += b.calls_sent
-            transient += b.retried["transient"]
-            throttles += b.retried["rate-limited"]
-        return cls(calls, transient, throttles)
-
-    def __add__(self, other: Traffic) -> Traffic:
-        return Traffic(
-            self.http_calls + other.http_calls,
-            self.transient_retried + other.transient_retried,
-            self.throttles_retried + other.throttles_retried,
-        )
-
-    def latest(self, other: Traffic) -> Traffic:
-        """The later of two readings of one worker's totals (each only grows), whichever
-        order they arrive in."""
-        return Traffic(
-            max(self.http_calls, other.http_calls),
-            max(self.transient_retried, other.transient_retried),
-            max(self.throttles_retried, other.throttles_retried),
-        )
-
-
-@dataclass(frozen=True)
-class ChunkOutcome:
-    """What became of one chunk of calls."""
-
-    calls: int  # requests whose attempts finished (a call not sent once stopped is not one)
-    attempts: int  # records stored (answers and errors)
-    answered: int
-    errored: int
-    transient: int = 0  # of the errored: attempts that a transient failure ended
-    quota: str | None = None  # the quota error that stopped the backend, if one did
-    refused: str | None = None  # the refusal of its key or model that stopped it, if one did
-    input_tokens: int = 0  # of its answers: what the provider bills
-    output_tokens: int = 0  # reasoning included, as both wires report it
-    # The worker's running totals as the chunk ended, not the chunk's own: chunks run at once
-    # and share the backends, so a call is never told to one chunk.
-    traffic: Traffic = Traffic()
-    learnt_per_minute: float | None = None  # the limit its 429s taught the backend, if any
+    kind = "fatal"
+    retryable = False
+    stops = True
+    stopped_because = "its driver is gone"
 
 
 @dataclass
@@ -187,19 +140,27 @@ class BackendWorker:
             await self._session.close()
             self._session = None
 
-    async def run(self, calls: Sequence[Pending]) -> ChunkOutcome:
-        """Make the attempts of ``calls``, ``concurrency`` at a time, storing every record.
+    @property
+    def shape(self) -> Shape:
+        """How the feeder leases it calls: its concurrency and a small buffer."""
+        return online_shape(self.concurrency)
+
+    async def lease(self, calls: Sequence[Pending]) -> Outcome:
+        """Make the attempts of ``calls``, ``concurrency`` at a time (with every other lease
+        it holds), storing every record.
 
         Stops taking calls once a terminal error stops the backend (spent quota, a refused key
-        or model): the calls already sent finish and are stored, the rest stay pending.
+        or model) or its driver is gone: the calls already sent finish and are stored, the
+        rest come back unsent in ``given_back`` and stay pending.
         """
         await self._ensure_open()
         slots = self._slots
         assert slots is not None
         queue = iter(calls)
+        given_back: list[Pending] = []
         counts = dict.fromkeys(
             ("calls", "attempts", "answered", "errored", "transient", "input_tokens",
-             "output_tokens"),
+             "output_tokens", "max_input_tokens"),
             0,
         )  # fmt: skip
 
@@ -210,6 +171,9 @@ class BackendWorker:
             if record.outcome == "answer":
                 counts["input_tokens"] += record.input_tokens or 0
                 counts["output_tokens"] += record.output_tokens or 0
+                counts["max_input_tokens"] = max(
+                    counts["max_input_tokens"], record.input_tokens or 0
+                )
             await self._store(record)
 
         def finished() -> None:
@@ -219,16 +183,19 @@ class BackendWorker:
         async def take() -> None:
             for call in queue:
                 if self._stopped is not None:
+                    given_back.append(call)
                     return
                 try:
                     # One slot from taking a call to storing its last record, shared by every
-                    # chunk the actor runs: at most `concurrency` paid calls are ever unstored.
+                    # lease the actor runs: at most `concurrency` paid calls are ever unstored.
                     async with slots:
                         await self._ask(call, counted)
                 except CallError as exc:  # ask raises only what stops the backend
                     self._stop(exc)
                     if exc.sent:  # its attempts ended with the error that stopped the backend
                         finished()
+                    else:
+                        given_back.append(call)
                     return
                 finished()
 
@@ -238,11 +205,16 @@ class BackendWorker:
                     group.create_task(take())
         except ExceptionGroup as failed:  # the first failure, as itself (a missing image, ...)
             raise failed.exceptions[0] from None
+        given_back.extend(queue)  # not reached once every taker stopped
         stats = self._stats
-        return ChunkOutcome(
-            **counts, quota=stats.quota, refused=stats.refused, traffic=self.traffic(),
-            learnt_per_minute=self._limiter.learnt,
+        return Outcome(
+            **counts, quota=stats.quota, refused=stats.refused, given_back=tuple(given_back),
+            traffic=self.traffic(), learnt_per_minute=self._limiter.learnt,
         )  # fmt: skip
+
+    async def collect_open(self) -> Outcome:
+        """Nothing: an online call is never left open by a run that ended."""
+        return Outcome.nothing()
 
     async def _ask(
         self, call: Pending, sink: Callable[[AttemptRecord], Awaitable[None]]
@@ -266,8 +238,20 @@ class BackendWorker:
             stats.errors[record.outcome] = stats.errors.get(record.outcome, 0) + 1
         await self._batcher.put(response_row(record))
 
+    def driver_gone(self, why: str) -> None:
+        """Send nothing more: calls not taken stay unsent, and those waiting for a rate slot
+        (or a retry) leave it unsent now; the calls on the wire end as they will."""
+        if isinstance(self._stopped, DriverGone):
+            return
+        gone = DriverGone(f"not sent: {why}", sent=False)
+        self._stopped = gone
+        self._limiter.halt(gone)
+
     def _stop(self, exc: CallError) -> None:
         if self._stopped is not None:
+            return
+        if isinstance(exc, DriverGone):
+            self._stopped = exc
             return
         if not exc.sent:  # a call refused once stopped: the error that stopped it says why
             stopped = (b.stopped for b in self._backends.values() if b.stopped is not None)
