@@ -134,7 +134,7 @@ class _Fed:
     died: bool = False  # its worker died
     capped: bool = False  # the spending cap paid for no more calls
     next_worst: float = 0.0  # with capped: the most the next call could have cost
-    progressed: bool = False  # some lease stored a record or finished a call
+    progressed: bool = False  # a lease took a call or stored a record
 
     @property
     def stopped(self) -> bool:
@@ -282,7 +282,10 @@ class Feeder:
             feed.handed[c] -= 1
         fed.quota = fed.quota or outcome.quota
         fed.refused = fed.refused or outcome.refused
-        fed.progressed = fed.progressed or bool(outcome.calls or outcome.attempts)
+        # Progress: the port took a call (each is handed a bounded number of times a run) or
+        # stored a record; a round that only had calls given back would go round for ever.
+        took = len(outcome.given_back) < len(lease.calls)
+        fed.progressed = fed.progressed or took or outcome.attempts > 0
 
     def _lost(self, feed: Feed, lease: _Lease, fed: _Fed) -> None:
         if self._cap is not None and lease.calls:

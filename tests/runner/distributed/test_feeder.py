@@ -1,40 +1,49 @@
-"""The run's policy without Ray: the feeder drives in-process workers and fakes that die.
+"""The run's policy without Ray: the feeder drives in-process ports and fakes that die.
 
-Two kinds of backend: a fake that "sends" a chunk by marking its calls done in a fake store
-(and can die, or meet its quota, on chunk k), and the real :class:`BackendWorker` against the
-simulator on loopback with a real store, wrapped to die after part of chunk k has landed — the
-cases the Ray fault suite covers, counted rather than timed.
+Every rule is tested in both modes, through one fake port shaped as an online worker (its
+concurrency and a small buffer, each attempt handed once a run) or as a batch-mode one (big
+leases, attempts handed again when a batch never ran them); and through the real
+:class:`BackendWorker` against the simulator on loopback with a real store, wrapped to die
+after part of lease k has landed — the cases the Ray fault suite covers, counted, not timed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conditions import Cohort, DataRoot, VariantCache
 from runner._errors import RunnerError
 from runner.backends import ApiKey
 from runner.distributed import (
     BackendWorker,
-    ChunkOutcome,
     Feed,
     Feeder,
     FeedPolicy,
+    Outcome,
     RunFailed,
+    Shape,
+    SpendCap,
+    StorePort,
     WorkerLost,
+    WorstCase,
+    online_shape,
     score_to_the_end,
 )
-from runner.distributed._spend import SpendCap
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import Pending, ResponseRow
-from tests.runner.distributed.local import StorePort
 from tests.runner.distributed.test_worker import CLEAN, _configuration, _store
 
-SMALL = FeedPolicy(chunk=4, chunks_in_flight=2, max_restarts=2)
+ONLINE = online_shape(4)  # holds 5, a lease of 1
+BATCH = Shape(holds=12, lease=6, resends=2, one_attempt=True)
+MODES = pytest.mark.parametrize("shape", [ONLINE, BATCH], ids=["online", "batch"])
 
 
 def _calls(n: int) -> list[Pending]:
@@ -43,7 +52,7 @@ def _calls(n: int) -> list[Pending]:
 
 @dataclass
 class FakeStore:
-    """The pending set of one configuration; a call is done once a backend "sends" it."""
+    """The pending set of one configuration; a call is done once a port "sends" it."""
 
     calls: list[Pending]
     done: set[str] = field(default_factory=set)
@@ -63,48 +72,72 @@ class FakeStore:
 
 
 @dataclass
-class FakeBackend:
-    """Sends chunks into ``store``; on chunk ``die_on`` (counted over its life) it sends
-    ``before_death`` of the calls and dies; on chunk ``quota_on`` it reports a quota error."""
+class FakePort:
+    """Sends leases into ``store``. On lease ``die_on`` (counted over its life) it sends
+    ``before_death`` of the calls and dies; on lease ``quota_on`` it sends one call and
+    reports a quota error; on ``refused_on`` one call meets a refused key."""
 
     store: FakeStore
     sent: list[str] = field(default_factory=list)  # every call that reached "the provider"
-    chunks: int = 0
-    running: int = 0
-    most_running: int = 0
+    leases: int = 0
+    sizes: list[int] = field(default_factory=list)
+    holding: int = 0
+    most_holding: int = 0
     die_on: int | None = None
     before_death: int = 0
     quota_on: int | None = None
     refused_on: int | None = None
     fail_on: int | None = None
+    take_only: int | None = None  # sends this many of each lease and gives the rest back
+    never_runs: set[str] = field(default_factory=set)  # "sent" but never run (an expiry)
     resumed: int = 0
-    tokens_per_call: int = 0  # input tokens each answer reports
+    collected: int = 0
+    stopped_at: int | None = None  # the lease that stopped it
+    after_stop: int = 0  # leases handed after it had reported the stop
+    tokens: tuple[int, int] = (0, 0)  # input and output tokens each answer reports
 
-    async def run(self, chunk: list[Pending]) -> ChunkOutcome:
-        self.chunks += 1
-        number = self.chunks
-        self.running += 1
-        self.most_running = max(self.most_running, self.running)
+    async def lease(self, calls: list[Pending]) -> Outcome:
+        self.leases += 1
+        number = self.leases
+        self.after_stop += self.stopped_at is not None
+        self.sizes.append(len(calls))
+        self.holding += len(calls)
+        self.most_holding = max(self.most_holding, self.holding)
         try:
-            await asyncio.sleep(0)  # let the feeder queue what it would
-            if number == self.fail_on:
-                raise RunnerError("the store refused a write")
-            if number == self.die_on:
-                self._send(chunk[: self.before_death])
-                raise WorkerLost("actor died")
-            if number == self.quota_on:
-                self._send(chunk[:1])
-                return ChunkOutcome(1, 1, 1, 0, quota="insufficient_quota")
-            if number == self.refused_on:
-                return ChunkOutcome(1, 1, 0, 1, refused="fatal (HTTP 401 invalid_api_key): no")
-            self._send(chunk)
-            tokens = self.tokens_per_call * len(chunk)
-            return ChunkOutcome(len(chunk), len(chunk), len(chunk), 0, input_tokens=tokens)
+            await asyncio.sleep(0)  # let the feeder hand what it would
+            return self._outcome(number, calls)
         finally:
-            self.running -= 1
+            self.holding -= len(calls)
+
+    def _outcome(self, number: int, calls: list[Pending]) -> Outcome:
+        if number == self.fail_on:
+            raise RunnerError("the store refused a write")
+        if number == self.die_on:
+            self._send(calls[: self.before_death])
+            raise WorkerLost("actor died")
+        if number in (self.quota_on, self.refused_on):
+            self.stopped_at = number
+            quota = number == self.quota_on
+            if quota:
+                self._send(calls[:1])
+            stop = {"quota": "insufficient_quota"} if quota else {"refused": "fatal (HTTP 401): no"}
+            return Outcome(1, 1, int(quota), int(not quota), given_back=tuple(calls[1:]), **stop)
+        taken = calls[: self.take_only] if self.take_only is not None else calls
+        ran = [c for c in taken if c.qid not in self.never_runs]
+        self._send(ran)
+        n = len(ran)
+        return Outcome(
+            n, n, n, 0, input_tokens=n * self.tokens[0], output_tokens=n * self.tokens[1],
+            max_input_tokens=self.tokens[0] if n else 0, given_back=tuple(calls[len(taken):]),
+        )  # fmt: skip
+
+    async def collect_open(self) -> Outcome:
+        self.collected += 1
+        return Outcome.nothing()
 
     async def resume_after_quota(self) -> None:
         self.resumed += 1
+        self.stopped_at = None
 
     def _send(self, calls: Sequence[Pending]) -> None:
         for p in calls:
@@ -112,170 +145,263 @@ class FakeBackend:
             self.store.done.add(p.qid)
 
 
-def _feed(backend: FakeBackend, restarts: list[FakeBackend] | None = None) -> Feed:
-    """A feed whose restart hands out the next of ``restarts`` (fresh, healthy workers)."""
-    spares = list(restarts or [])
+def _feed(port: FakePort, shape: Shape = ONLINE, spares: Sequence[FakePort] = ()) -> Feed:
+    """A feed whose restart hands out the next of ``spares`` (fresh, healthy ports)."""
+    left = list(spares)
 
-    async def restart() -> FakeBackend:
-        return spares.pop(0)
+    async def restart() -> FakePort:
+        return left.pop(0)
 
-    return Feed("b", ("m",), backend, restart)
+    return Feed("b", ("m",), port, restart, shape)
+
+
+async def _no_wait(_: float) -> None:
+    return None
 
 
 def _drive(
-    store: FakeStore, feed: Feed, policy: FeedPolicy = SMALL, cap: SpendCap | None = None
-) -> list[str]:
+    store: FakeStore, feed: Feed, policy: FeedPolicy = FeedPolicy(max_restarts=2),
+    cap: SpendCap | None = None,
+) -> list[str]:  # fmt: skip
     lines: list[str] = []
-
-    async def no_wait(_: float) -> None:
-        return None
-
-    asyncio.run(Feeder(store, policy, lines.append, no_wait, cap=cap).drive(feed))
+    asyncio.run(Feeder(store, policy, lines.append, _no_wait, cap=cap).drive(feed))
     return lines
 
 
-def test_every_call_is_sent_once_with_at_most_the_chunks_in_flight() -> None:
-    store = FakeStore(_calls(37))
-    backend = FakeBackend(store)
-    feed = _feed(backend)
-    _drive(store, feed)
-    assert sorted(backend.sent) == [p.qid for p in store.calls]  # each once
-    assert backend.chunks == 10 and backend.most_running == 2  # ceil(37 / 4), two at a time
-    assert feed.finished == 37 and feed.restarts == 0 and store.asked == 1
-
-
-@pytest.mark.parametrize("die_on", [1, 2, 5, 10])
-@pytest.mark.parametrize("before_death", [0, 3])
-def test_a_worker_dying_on_chunk_k_costs_no_call_twice_and_loses_none(
-    die_on: int, before_death: int
+@MODES
+def test_every_call_is_sent_once_and_the_port_never_holds_more_than_its_shape(
+    shape: Shape,
 ) -> None:
     store = FakeStore(_calls(37))
-    dying = FakeBackend(store, die_on=die_on, before_death=before_death)
-    fresh = FakeBackend(store)
-    feed = _feed(dying, [fresh])
+    port = FakePort(store)
+    feed = _feed(port, shape)
+    _drive(store, feed)
+    assert sorted(port.sent) == [p.qid for p in store.calls]  # each once
+    assert port.most_holding == shape.holds and max(port.sizes) == shape.lease
+    assert feed.finished == 37 and feed.restarts == 0 and port.collected == 1
+    assert store.asked == 2  # the calls, then once more: nothing was left
+
+
+@MODES
+@pytest.mark.parametrize("die_on", [1, 2, 5])
+@pytest.mark.parametrize("before_death", [0, 1])
+def test_a_worker_dying_on_lease_k_costs_no_call_twice_and_loses_none(
+    shape: Shape, die_on: int, before_death: int
+) -> None:
+    store = FakeStore(_calls(37))
+    dying = FakePort(store, die_on=die_on, before_death=before_death)
+    fresh = FakePort(store)
+    feed = _feed(dying, shape, [fresh])
     lines = _drive(store, feed)
     sent = dying.sent + fresh.sent
     assert sorted(sent) == [p.qid for p in store.calls]  # every call once: none lost, none twice
-    assert feed.restarts == 1 and feed.port is fresh
+    assert feed.restarts == 1 and feed.port is fresh and fresh.collected == 1
     assert len(fresh.sent) == 37 - len(dying.sent)  # the new worker gets only what is left
-    assert lines == [f"backend b: actor restarted; {len(fresh.sent)} calls re-sent"]
+    assert lines[0].startswith("backend b: actor restarted; ") and lines[0].endswith(" re-sent")
+    again = int(lines[0].split("; ")[1].split()[0])
+    assert again <= shape.holds  # what the dead worker held, less what landed
 
 
 def test_a_worker_that_keeps_dying_fails_the_run_after_the_restarts_allowed() -> None:
     store = FakeStore(_calls(20))
-    workers = [FakeBackend(store, die_on=1, before_death=1) for _ in range(4)]
-    feed = _feed(workers[0], workers[1:])
+    ports = [FakePort(store, die_on=1, before_death=1) for _ in range(4)]
+    feed = _feed(ports[0], ONLINE, ports[1:])
     with pytest.raises(RunFailed, match="backend b: its actor died 3 times"):
         _drive(store, feed)
-    assert feed.restarts == 3 and workers[3].chunks == 0  # no fourth worker is fed
-    sent = [q for w in workers for q in w.sent]
+    assert feed.restarts == 3 and ports[3].leases == 0  # no fourth worker is fed
+    sent = [q for p in ports for q in p.sent]
     assert len(sent) == len(set(sent)) == len(store.done)  # what landed stays; none twice
 
 
-def test_quota_stops_the_backend_and_nothing_more_is_fed() -> None:
+@MODES
+def test_quota_stops_the_backend_and_no_lease_is_handed_after_it(shape: Shape) -> None:
     store = FakeStore(_calls(40))
-    backend = FakeBackend(store, quota_on=3)
-    feed = _feed(backend)
+    port = FakePort(store, quota_on=3)
+    feed = _feed(port, shape)
     lines = _drive(store, feed)
-    assert feed.quota == "insufficient_quota"
-    # Chunk 3 met the quota while chunk 4 was queued behind it; no chunk after that one.
-    assert backend.chunks == 4 and len(backend.sent) == 4 + 4 + 1 + 4
+    assert feed.quota == "insufficient_quota" and port.after_stop == 0
+    assert len(port.sent) < 40 and len(port.sent) == len(set(port.sent))
     assert lines == ["backend b: quota exhausted, stopped: insufficient_quota"]
 
 
-def test_after_the_quota_wait_the_backend_resumes_with_what_is_pending() -> None:
+@MODES
+def test_after_the_quota_wait_the_backend_resumes_with_what_is_pending(shape: Shape) -> None:
     store = FakeStore(_calls(40))
-    backend = FakeBackend(store, quota_on=3)
-    feed = _feed(backend)
-    waited = FeedPolicy(chunk=4, wait_on_quota_s=30.0, max_quota_waits=1)
-    lines = _drive(store, feed, waited)
-    assert backend.resumed == 1 and feed.quota is None
-    assert sorted(backend.sent) == [p.qid for p in store.calls]  # the rest, each once
+    port = FakePort(store, quota_on=3)
+    feed = _feed(port, shape)
+    lines = _drive(store, feed, FeedPolicy(wait_on_quota_s=30.0, max_quota_waits=1))
+    assert port.resumed == 1 and feed.quota is None
+    assert sorted(port.sent) == [p.qid for p in store.calls]  # the rest, each once
     assert lines == ["backend b: quota exhausted; trying again in 30 s"]
 
 
-def test_a_refused_key_stops_the_backend_at_once_with_no_wait() -> None:
+@MODES
+def test_a_refused_key_stops_the_backend_at_once_with_no_wait(shape: Shape) -> None:
     store = FakeStore(_calls(40))
-    backend = FakeBackend(store, refused_on=2)
-    feed = _feed(backend)
-    waited = FeedPolicy(chunk=4, wait_on_quota_s=30.0, max_quota_waits=3)  # not for a key
+    port = FakePort(store, refused_on=2)
+    feed = _feed(port, shape)
+    waited = FeedPolicy(wait_on_quota_s=30.0, max_quota_waits=3)  # not for a key
     lines = _drive(store, feed, waited)
-    assert feed.refused == "fatal (HTTP 401 invalid_api_key): no" and feed.quota is None
-    # Chunks 1 and 2 ran together, 2 meeting the refusal: no chunk was fed after it.
-    assert backend.chunks == 2 and backend.resumed == 0 and len(store.done) == 4
-    assert lines == [
-        "backend b: stopped, no call of it can succeed: fatal (HTTP 401 invalid_api_key): no"
-    ]
+    assert feed.refused == "fatal (HTTP 401): no" and feed.quota is None
+    assert port.after_stop == 0 and port.resumed == 0 and len(store.done) < 40
+    assert lines == ["backend b: stopped, no call of it can succeed: fatal (HTTP 401): no"]
 
 
-@pytest.mark.parametrize("prior", [1.0, 3.0, 0.5])  # the estimate per call: right, high, low
-def test_a_spending_cap_stops_the_calls_where_the_money_runs_out(prior: float) -> None:
-    store = FakeStore(_calls(40))
-    backend = FakeBackend(store, tokens_per_call=1000)
-    feed = _feed(backend)
-    feed.cost = lambda input_tokens, _output: input_tokens / 1000  # a dollar a call
-    feed.call_cost = prior
-    cap = SpendCap(10.5)
-    lines = _drive(store, feed, cap=cap)
-    sent = len(backend.sent)
-    assert feed.capped and feed.spent == sent == cap.spent and cap.reserved == 0
-    assert lines == [
-        f"spending cap reached: ${sent:,.2f} of $10.50 spent this run; no further call is sent "
-        "(the calls in flight end)"
-    ]
-    if prior == 1.0:
-        assert sent == 10  # every call the money pays for, and not one more
-    elif prior > 1.0:  # stops short by what the high estimate of the next call holds back
-        assert 8 <= sent <= 10
-    else:  # an estimate too low overshoots by no more than the calls in flight
-        assert 10 < sent <= 10 + SMALL.chunk * SMALL.chunks_in_flight
-    assert sent == len(set(backend.sent))
+@MODES
+def test_calls_given_back_are_handed_again_and_each_is_sent_once(shape: Shape) -> None:
+    store = FakeStore(_calls(30))
+    port = FakePort(store, take_only=1)  # a batch with room for one line only
+    feed = _feed(port, shape)
+    _drive(store, feed)
+    assert sorted(port.sent) == [p.qid for p in store.calls]
 
 
-def test_backends_share_the_cap_and_none_is_stopped_while_another_holds_money_back() -> None:
-    # Backend a's estimate is 5 times its real cost: its first chunk holds back money it
-    # will not spend. Backend b must wait for it, not stop with nothing sent.
-    feeds, backends = [], []
-    for name, prior in (("a", 5.0), ("b", 1.0)):
-        store = FakeStore(_calls(40))
-        backend = FakeBackend(store, tokens_per_call=1000)
-        feed = Feed(name, ("m",), backend, _no_restart)
-        feed.cost = lambda input_tokens, _output: input_tokens / 1000
-        feed.call_cost = prior
-        feeds.append((store, feed))
-        backends.append(backend)
-    cap = SpendCap(20.5)
-    lines: list[str] = []
-
-    async def both() -> None:
-        await asyncio.gather(
-            *(Feeder(store, SMALL, lines.append, cap=cap).drive(feed) for store, feed in feeds)
-        )
-
-    asyncio.run(both())
-    sent = [len(b.sent) for b in backends]
-    assert all(n > 0 for n in sent) and all(f.capped for _, f in feeds)
-    assert 18 <= sum(sent) <= 20 and cap.spent == sum(sent) and cap.reserved == 0
+def test_an_attempt_a_batch_never_ran_goes_again_as_often_as_resends_allow() -> None:
+    store = FakeStore(_calls(10))
+    port = FakePort(store, never_runs={"q003"})
+    _drive(store, _feed(port, BATCH))
+    assert port.sizes.count(1) == BATCH.resends  # q003 alone, handed again twice
+    assert sorted(port.sent) == [f"q{i:03d}" for i in range(10) if i != 3]
 
 
-async def _no_restart() -> FakeBackend:
-    raise AssertionError("no worker dies here")
-
-
-def test_a_free_backend_is_never_stopped_by_the_cap() -> None:
-    store = FakeStore(_calls(20))
-    backend = FakeBackend(store, tokens_per_call=1000)
-    feed = _feed(backend)  # no prices: every call costs nothing
-    assert _drive(store, feed, cap=SpendCap(0.0)) == []
-    assert len(backend.sent) == 20 and not feed.capped
+def test_online_an_attempt_that_ended_in_an_error_waits_for_the_next_run() -> None:
+    store = FakeStore(_calls(10))
+    port = FakePort(store, never_runs={"q003"})
+    _drive(store, _feed(port, ONLINE))
+    assert port.leases == 10 and "q003" not in store.done  # handed once, not again this run
 
 
 def test_an_error_of_the_worker_ends_the_drive_as_itself() -> None:
     store = FakeStore(_calls(40))
-    backend = FakeBackend(store, fail_on=2)
+    port = FakePort(store, fail_on=2)
     with pytest.raises(RunnerError, match="the store refused a write"):
-        _drive(store, _feed(backend))
-    assert backend.chunks == 2  # nothing fed after the error
+        _drive(store, _feed(port, ONLINE))
+
+
+# -- the spending cap ----------------------------------------------------------------------------
+
+DOLLAR_PER_KTOK = 1e-3  # a dollar for a thousand tokens, input or output
+
+
+def _dollars(input_tokens: int, output_tokens: int) -> float:
+    return (input_tokens + output_tokens) * DOLLAR_PER_KTOK
+
+
+def _capped_feed(
+    port: FakePort, shape: Shape, estimated_input: int, max_output: int, name: str = "b"
+) -> Feed:
+    worst = WorstCase(_dollars, 4 * estimated_input, {"m": max_output}, {"m": 1}, True)
+    return Feed(name, ("m",), port, _no_restart, shape, cost=_dollars, worst=worst)
+
+
+async def _no_restart() -> FakePort:
+    raise AssertionError("no worker dies here")
+
+
+@MODES
+@pytest.mark.parametrize("wrong", [1 / 3, 1.0, 3.0], ids=["3x-low", "right", "3x-high"])
+def test_the_cap_is_never_passed_whatever_the_estimate(shape: Shape, wrong: float) -> None:
+    # Each answer: 300 tokens in, 500 out (max_tokens 1000): $0.80; its worst case is bounded
+    # by the estimate of its input (`wrong` times the truth) and max_tokens.
+    store = FakeStore(_calls(200))
+    port = FakePort(store, tokens=(300, 500))
+    feed = _capped_feed(port, shape, round(300 * wrong), 1000)
+    cap = SpendCap(20.0)
+    lines = _drive(store, feed, cap=cap)
+    assert feed.capped and cap.reserved == 0 and cap.holding == 0
+    assert feed.spent == cap.spent == pytest.approx(0.8 * len(port.sent))
+    assert cap.spent <= 20.0
+    # It stops only when the next call's worst case no longer fits: within a worst case of it.
+    assert 20.0 - feed.worst_case(store.calls[0]) <= cap.spent
+    assert lines[0].startswith(f"spending cap reached: ${cap.spent:,.2f} of $20.00 spent")
+
+
+def test_an_input_above_its_bound_raises_the_bound_for_the_next_calls() -> None:
+    store = FakeStore(_calls(50))
+    port = FakePort(store, tokens=(5000, 10))  # 50 times the estimated input
+    feed = _capped_feed(port, ONLINE, 100, 10)
+    _drive(store, feed, cap=SpendCap(1000.0))
+    assert feed.worst is not None and feed.worst.input_bound == 5000
+
+
+def test_backends_share_the_cap_and_none_is_stopped_while_another_holds_money_back() -> None:
+    # Backend a's worst case is many times its real cost: its leases hold back money they
+    # will not spend. Backend b must wait for it, not stop with nothing sent.
+    cap = SpendCap(40.0)
+    runs = []
+    for name, max_output in (("a", 9000), ("b", 1000)):
+        store = FakeStore(_calls(200))
+        port = FakePort(store, tokens=(300, 500))
+        runs.append((store, port, _capped_feed(port, ONLINE, 300, max_output, name)))
+    lines: list[str] = []
+
+    async def both() -> None:
+        await asyncio.gather(
+            *(Feeder(s, FeedPolicy(), lines.append, cap=cap).drive(f) for s, _, f in runs)
+        )
+
+    asyncio.run(both())
+    assert all(p.sent for _, p, _ in runs) and all(f.capped for _, _, f in runs)
+    assert cap.spent == pytest.approx(0.8 * sum(len(p.sent) for _, p, _ in runs))
+    assert cap.spent <= 40.0
+    assert cap.reserved == 0 and all(line.startswith("spending cap reached") for line in lines)
+
+
+@given(
+    limit=st.floats(0.5, 60.0),
+    calls=st.integers(1, 120),
+    wrong=st.sampled_from([1 / 3, 0.5, 1.0, 2.0, 3.0]),
+    online=st.booleans(),
+    backends=st.integers(1, 3),
+    seed=st.integers(0, 2**16),
+)
+def test_whatever_the_costs_and_estimates_the_spend_never_passes_the_cap(
+    limit: float, calls: int, wrong: float, online: bool, backends: int, seed: int
+) -> None:
+    """The law of the cap: every answer costs at most its worst case, so what is spent never
+    passes the cap, however wrong the estimate, however many backends share it."""
+    rng = random.Random(seed)
+    cap = SpendCap(limit)
+    runs = []
+    for b in range(backends):
+        store = FakeStore(_calls(calls))
+        port = VaryingPort(store, rng=rng, input_tokens=300, max_output=rng.randint(1, 2000))
+        shape = ONLINE if online else BATCH
+        feed = _capped_feed(port, shape, max(1, round(300 * wrong)), port.max_output, f"b{b}")
+        runs.append((store, feed))
+
+    async def all_of_them() -> None:
+        await asyncio.gather(
+            *(Feeder(s, FeedPolicy(), lambda _: None, cap=cap).drive(f) for s, f in runs)
+        )
+
+    asyncio.run(all_of_them())
+    assert cap.spent <= limit and cap.reserved == 0 and cap.holding == 0
+
+
+@dataclass
+class VaryingPort(FakePort):
+    """Each answer reports up to ``input_tokens`` in and up to ``max_output`` out."""
+
+    rng: random.Random = field(default_factory=random.Random)
+    input_tokens: int = 0
+    max_output: int = 1
+
+    def _outcome(self, number: int, calls: list[Pending]) -> Outcome:
+        self._send(calls)
+        inputs = [self.rng.randint(1, self.input_tokens) for _ in calls]
+        outputs = [self.rng.randint(0, self.max_output) for _ in calls]
+        n = len(calls)
+        return Outcome(n, n, n, 0, input_tokens=sum(inputs), output_tokens=sum(outputs),
+                       max_input_tokens=max(inputs))  # fmt: skip
+
+
+def test_a_free_backend_is_never_stopped_by_the_cap() -> None:
+    store = FakeStore(_calls(20))
+    port = FakePort(store, tokens=(1000, 1000))
+    feed = _feed(port)  # no prices: every call costs nothing
+    assert _drive(store, feed, cap=SpendCap(0.0)) == []
+    assert len(port.sent) == 20 and not feed.capped
 
 
 # -- scoring rounds ------------------------------------------------------------------------------
@@ -324,28 +450,31 @@ def test_a_scorers_own_error_is_raised() -> None:
         asyncio.run(main())
 
 
-# -- the real worker, dying after part of a chunk has landed -------------------------------------
+# -- the real worker, dying after part of a lease has landed -------------------------------------
 
 
-class DiesMidChunk:
-    """A real worker that, on chunk ``die_on``, sends only the first ``sent`` calls of it and
-    then dies — their records are stored, the rest of the chunk is lost with the worker."""
+class DiesMidLease:
+    """A real worker that, on lease ``die_on``, sends only the first ``sent`` calls of it and
+    then dies — their records are stored, the rest of the lease is lost with the worker."""
 
     def __init__(self, worker: BackendWorker, die_on: int, sent: int) -> None:
-        self.worker, self.die_on, self.sent, self.chunks = worker, die_on, sent, 0
+        self.worker, self.die_on, self.sent, self.leases = worker, die_on, sent, 0
 
-    async def run(self, chunk: list[Pending]) -> ChunkOutcome:
-        self.chunks += 1
-        if self.chunks == self.die_on:
-            await self.worker.run(chunk[: self.sent])
+    async def lease(self, calls: list[Pending]) -> Outcome:
+        self.leases += 1
+        if self.leases == self.die_on:
+            await self.worker.lease(calls[: self.sent])
             raise WorkerLost("actor died")
-        return await self.worker.run(chunk)
+        return await self.worker.lease(calls)
+
+    async def collect_open(self) -> Outcome:
+        return await self.worker.collect_open()
 
     async def resume_after_quota(self) -> None:
         await self.worker.resume_after_quota()
 
 
-@pytest.mark.parametrize("die_on", [1, 3])
+@pytest.mark.parametrize("die_on", [1, 6])
 def test_a_real_worker_dying_mid_chunk_is_resumed_with_no_call_paid_twice(
     small_cohort: Cohort, small_root: DataRoot, tmp_path: Path, die_on: int
 ) -> None:
@@ -372,10 +501,11 @@ def test_a_real_worker_dying_mid_chunk_is_resumed_with_no_call_paid_twice(
             async def restart() -> BackendWorker:
                 return worker()
 
-            feed = Feed("qwen", (_configuration(url).name,), DiesMidChunk(worker(), die_on, 5),
-                        restart)  # fmt: skip
+            first = worker()
+            feed = Feed("qwen", (_configuration(url).name,), DiesMidLease(first, die_on, 1),
+                        restart, first.shape)  # fmt: skip
             try:
-                await Feeder(StorePort(store), FeedPolicy(chunk=16), lambda _: None).drive(feed)
+                await Feeder(StorePort.local(store), FeedPolicy(), lambda _: None).drive(feed)
             finally:
                 for w in workers:
                     await w.close()

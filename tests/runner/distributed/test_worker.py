@@ -16,7 +16,7 @@ from conditions import (
     plan,
 )
 from runner.backends import ApiKey
-from runner.distributed import BackendWorker, ChunkOutcome
+from runner.distributed import BackendWorker, Outcome
 from runner.simulator import Behaviour, Faults, SimSpec, Simulator, serving
 from runner.store import GridRow, Registration, ResponseRow, Store
 
@@ -49,20 +49,20 @@ def _run_worker(
     spec: SimSpec,
     key: str = "sk-test",
     **transport: float,
-) -> tuple[ChunkOutcome, Simulator]:
+) -> tuple[Outcome, Simulator]:
     simulator = Simulator(cohort, root.images, VariantCache(tmp / "variants"), spec)
 
     async def write(rows: Sequence[ResponseRow]) -> int:
         return store.write_responses(rows)
 
-    async def main() -> ChunkOutcome:
+    async def main() -> Outcome:
         async with serving(simulator) as url:
             worker = BackendWorker(
                 [_configuration(url, **transport)], cohort, root.images, tmp / "variants", write,
                 lambda _: ApiKey(key),
             )  # fmt: skip
             try:
-                return await worker.run(store.pending())
+                return await worker.lease(store.pending())
             finally:
                 await worker.close()
 
@@ -100,6 +100,9 @@ def test_quota_stops_the_worker_and_a_second_run_sends_exactly_the_rest(
     assert stored["quota"] <= 8
     left = store.pending()
     assert len(left) == requests - 25
+    # What the quota kept from being sent comes back to the feeder, untouched.
+    assert len(outcome.given_back) == requests - outcome.calls
+    assert set(outcome.given_back) <= set(left)
 
     outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, SimSpec(behaviour=CLEAN))
     assert outcome.quota is None and outcome.calls == len(left)
@@ -156,3 +159,46 @@ def test_a_wrong_key_stops_the_worker_after_the_calls_in_flight(
     outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, spec, key="sk-right")
     assert outcome.refused is None and outcome.answered == requests
     assert store.pending() == []
+
+
+def test_once_its_driver_is_gone_the_worker_sends_nothing_it_has_not_sent_already(
+    small_cohort: Cohort, small_root: DataRoot, tmp_path: Path
+) -> None:
+    """The lifeline broke after the 5th record: the calls waiting for a rate slot leave it
+    unsent, no call is taken after, and only calls already on the wire reach the server."""
+    store = _store(tmp_path / "exp.duckdb", small_cohort)
+    calls = store.pending()
+    simulator = Simulator(
+        small_cohort, small_root.images, VariantCache(tmp_path / "v"), SimSpec(behaviour=CLEAN)
+    )
+    seen: list[int] = []  # calls the server had answered, and calls on the wire, at the break
+    workers: list[BackendWorker] = []
+
+    async def write(rows: Sequence[ResponseRow]) -> int:
+        written = store.write_responses(rows)
+        _, ((stored,),) = store.query("SELECT count(*) FROM responses")
+        if stored >= 5 and not seen:
+            seen.append(sum(simulator.stats.statuses.values()))
+            seen.append(workers[0].stats().in_flight)
+            workers[0].driver_gone("the driver's connection closed")
+        return written
+
+    async def main() -> Outcome:
+        async with serving(simulator) as url:
+            # 10 calls a second: most of the lease waits for a rate slot when the line breaks.
+            configuration = _configuration(url, requests_per_minute=600.0)
+            workers.append(BackendWorker([configuration], small_cohort, small_root.images,
+                                         tmp_path / "v", write, lambda _: ApiKey("sk-test")))  # fmt: skip
+            try:
+                return await workers[0].lease(calls)
+            finally:
+                await workers[0].close()
+
+    outcome = asyncio.run(main())
+    answered_then, on_the_wire = seen
+    reached = sum(simulator.stats.statuses.values())
+    assert reached - answered_then <= on_the_wire <= 8  # none sent after the break
+    assert outcome.calls == reached  # each call sent was finished and stored
+    assert len(outcome.given_back) == len(calls) - reached  # the rest come back unsent
+    assert outcome.quota is None and outcome.refused is None
+    assert len(store.pending()) == len(calls) - reached
