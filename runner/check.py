@@ -100,6 +100,12 @@ class CheckReport:
         """What the check's own calls cost."""
         return sum(p.dollars for p in self.probes)
 
+    def dearest_call(self, configurations: Sequence[str]) -> float:
+        """The dearest estimated call among ``configurations`` (0 where none is estimated): the
+        spending cap's prior for a backend before any of its calls is measured."""
+        costs = [c.per_call for c in self.costs if c.configuration in configurations]
+        return max(costs, default=0.0)
+
 
 async def check(
     experiment: Experiment,
