@@ -100,6 +100,12 @@ class CheckReport:
         """What the check's own calls cost."""
         return sum(p.dollars for p in self.probes)
 
+    def input_per_call(self, configurations: Sequence[str]) -> float:
+        """The largest estimated input per call among ``configurations`` (0 where none is
+        estimated): what the spending cap's bound on a call's input starts from."""
+        inputs = [c.tokens.input for c in self.costs if c.configuration in configurations]
+        return max(inputs, default=0.0)
+
 
 async def check(
     experiment: Experiment,

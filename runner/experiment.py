@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal, Self
 from urllib.parse import urlsplit
@@ -95,6 +96,7 @@ from runner._errors import ConfigError
 from runner.backends import KEY_SHAPED, provider_named
 from runner.batch import BatchSettings
 from runner.simulator import SimSpec
+from runner.store import Progress
 from scoring import BOX_READERS, BUDGETS, Convention, ReaderName
 
 SIMULATOR = "simulator"
@@ -126,6 +128,15 @@ class Prices(_Frozen):
 
     def batch_cost(self, input_tokens: int, output_tokens: int) -> float:
         return self.batch_rate * self.cost(input_tokens, output_tokens)
+
+    def spent_on(self, progress: Progress) -> float:
+        """The dollars of ``progress``'s stored answers: the tokens a batch brought at the batch
+        price, the others at the online price."""
+        online = self.cost(
+            progress.input_tokens - progress.batch_input_tokens,
+            progress.output_tokens - progress.batch_output_tokens,
+        )
+        return online + self.batch_cost(progress.batch_input_tokens, progress.batch_output_tokens)
 
 
 class BackendSpec(Transport):
@@ -359,6 +370,16 @@ class Experiment(_Frozen):
 
     def configurations_of(self, backend: str) -> tuple[ConfigurationSpec, ...]:
         return tuple(c for c in self.configurations if c.backend == backend)
+
+    def spent_on(self, progress: Iterable[Progress]) -> float:
+        """The dollars of these configurations' stored answers, each at its backend's prices
+        (a configuration the experiment no longer has is not counted)."""
+        backend_of = {c.name: c.backend for c in self.configurations}
+        return sum(
+            self.backends[backend_of[p.configuration]].prices.spent_on(p)
+            for p in progress
+            if p.configuration in backend_of
+        )
 
 
 def load_experiment(path: Path | str) -> Experiment:

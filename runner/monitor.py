@@ -2,13 +2,14 @@
 
 Plain Python over what the store and the backend actors report; :class:`Snapshot` is built from
 two consecutive readings (for rates), :func:`render` draws it with rich, :func:`plain_lines`
-writes it as lines for a log when there is no terminal.
+writes it as lines for a log when there is no terminal (:func:`echoing`, line by line). The run's
+closing text is :mod:`runner.summary`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -319,6 +320,16 @@ def summary_line(view: Snapshot) -> str:
     if refused:
         parts.append(f"key or model refused: {', '.join(refused)}")
     return " · ".join(parts)
+
+
+def echoing(echo: Callable[[str], object]) -> Callable[[Snapshot], None]:
+    """Show each snapshot as :func:`plain_lines` through ``echo`` (a log, no terminal)."""
+
+    def show(view: Snapshot) -> None:
+        for line in plain_lines(view):
+            echo(line)
+
+    return show
 
 
 def plain_lines(view: Snapshot) -> list[str]:

@@ -5,20 +5,16 @@ The actors are thin wrappers (``_actors``) over plain classes tested without Ray
 :class:`Scorer` and :class:`BoxScorer` (score rows for stored answers) and
 :class:`CommitBatcher` (many writers, one batched write at a time). The run's policy — chunks
 and back-pressure, restarts, the quota wait, scoring rounds — is :class:`Feeder`, plain asyncio
-over small ports. :func:`run_experiment` is the driver: the lifecycle on Ray. Every Ray call
-outside the actor declarations is in ``_ray``.
+over small ports. :func:`run_experiment` is the driver (``_driver``): the lifecycle on Ray. Around
+it: what is settled before the actors start, the pre-flight included (``_prepare``); where the
+actors start and how a dead one starts again (``_fleet``); how the run ended, as data
+(``_report``: :class:`RunReport`), written out by :func:`summary_lines` (:mod:`runner.summary`,
+beside the live view). Every Ray call outside the actor declarations is in ``_ray``.
 """
 
 from runner.distributed._actors import QUERIES
 from runner.distributed._batcher import CommitBatcher
-from runner.distributed._driver import (
-    BackendReport,
-    BatchReport,
-    RunOptions,
-    RunReport,
-    run_experiment,
-    summary_lines,
-)
+from runner.distributed._driver import RunOptions, run_experiment
 from runner.distributed._feeder import (
     Feed,
     Feeder,
@@ -28,13 +24,15 @@ from runner.distributed._feeder import (
     WorkerLost,
     score_to_the_end,
 )
-from runner.distributed._ray import query_running_store
-from runner.distributed._scorer import BoxScorer, Scorer, scorer_for
-from runner.distributed._watch import read_run, watch_run
 from runner.distributed._port import CallPort, Outcome, Shape, Traffic, online_shape
+from runner.distributed._ray import query_running_store
+from runner.distributed._report import BackendReport, BatchReport, RunReport
+from runner.distributed._scorer import BoxScorer, Scorer, scorer_for
 from runner.distributed._spend import SpendCap, WorstCase
 from runner.distributed._store_port import StorePort
+from runner.distributed._watch import read_run, watch_run
 from runner.distributed._worker import BackendWorker, DriverGone, WorkerStats
+from runner.summary import summary_lines
 
 __all__ = [
     "QUERIES",

@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from conditions import Configuration
 from runner.store import Pending
 
 # The estimated input per call (the prompt's characters / 4, a token per 28-pixel patch; or
@@ -57,6 +58,20 @@ class WorstCase:
     def learn(self, max_input_tokens: int) -> None:
         """An answer reported ``max_input_tokens`` of input: no call is assumed to take less."""
         self.input_bound = max(self.input_bound, max_input_tokens)
+
+
+def worst_case(
+    cost: Cost,
+    configurations: Sequence[Configuration],
+    attempts: Mapping[str, int],
+    estimated_input: float,
+    one_attempt: bool,
+) -> WorstCase:
+    """The worst case of a backend's calls: ``max_output_tokens`` is what its providers bill
+    at most for an answer (reasoning included: OpenAI's ``max_completion_tokens`` and Gemini's
+    ``maxOutputTokens`` count it)."""
+    max_output = {c.name: c.decoding.max_output_tokens for c in configurations}
+    return WorstCase(cost, input_bound(estimated_input), max_output, attempts, one_attempt)
 
 
 def input_bound(estimated_input: float) -> int:
@@ -130,4 +145,4 @@ class SpendCap:
         await self._settled.wait()
 
 
-__all__ = ["INPUT_MARGIN", "SpendCap", "WorstCase", "input_bound"]
+__all__ = ["INPUT_MARGIN", "SpendCap", "WorstCase", "input_bound", "worst_case"]

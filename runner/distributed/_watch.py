@@ -1,4 +1,5 @@
-"""Reading a run for its live view: the store's progress and cells, each backend's counters."""
+"""Reading a run for its live view: the store's progress and cells, each backend's counters;
+shown by the driver as it runs (:class:`LiveView`), or from another process (:func:`watch_run`)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,36 @@ async def read_run(store: Any, backends: Mapping[str, Any]) -> Reading:
             n: s if isinstance(s, WorkerStats) else None for n, s in zip(names, stats, strict=True)
         },
     )
+
+
+class LiveView:
+    """The live view of the run this process drives: a reading shown every so often, with the
+    rates since the one before."""
+
+    def __init__(
+        self,
+        store: Any,
+        backends: Callable[[], Mapping[str, Any]],
+        experiment: Experiment,
+        show: Callable[[Snapshot], object],
+        begun: float,
+    ) -> None:
+        self._store = store
+        self._backends = backends  # asked each time: a restarted backend has a new actor
+        self._prices = {name: b.prices for name, b in experiment.backends.items()}
+        self._show = show
+        self._begun = begun
+        self._last: Reading | None = None
+
+    async def every(self, seconds: float) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            await self.once()
+
+    async def once(self) -> None:
+        now = await read_run(self._store, self._backends())
+        self._show(snapshot(now, self._last, self._begun, self._prices))
+        self._last = now
 
 
 async def _stats(handle: Any) -> WorkerStats | None:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from conditions import CONDITION_NAMES, BoxSet, DataRoot, generate_box_benchmark
 from runner._errors import ConfigError
 from runner.experiment import load_experiment
+from runner.store import Progress
 
 GOOD = """
 store = "runs/paper.duckdb"
@@ -303,3 +304,17 @@ def test_batch_mode_on_a_provider_without_a_batch_api_is_one_line(
     with pytest.raises(ConfigError, match=f"provider {provider} has no batch API") as caught:
         load_experiment(_file(tmp_path, text))
     assert "\n" not in str(caught.value) and 'mode = "online"' in str(caught.value)
+
+
+def test_the_stores_spend_is_each_answers_tokens_at_its_backends_prices(tmp_path: Path) -> None:
+    experiment = load_experiment(_file(tmp_path, GOOD))
+    # qwen-max: 3M input and 1M output tokens, 1M and 0.5M of them brought by a batch;
+    # gemini-high's backend is free; a configuration the file no longer has is not counted.
+    qwen = Progress("qwen-max", 10, 10, 0, 10, 10, 10, 3_000_000, 1_000_000, 1_000_000, 500_000)
+    gemini = Progress("gemini-high", 10, 10, 0, 10, 10, 10, 9_000_000, 9_000_000)
+    gone = Progress("dropped", 10, 10, 0, 10, 10, 10, 9_000_000, 9_000_000)
+    online = 2 * 0.2 + 0.5 * 1.6
+    batch = 0.5 * (1 * 0.2 + 0.5 * 1.6)
+    assert experiment.backends["qwen"].prices.spent_on(qwen) == pytest.approx(online + batch)
+    assert experiment.spent_on([qwen, gemini, gone]) == pytest.approx(online + batch)
+    assert experiment.spent_on([]) == 0

@@ -9,7 +9,7 @@ import pytest
 
 from conditions import DataRoot
 from runner._errors import ClusterError, ConfigError
-from runner.distributed import _driver, _ray
+from runner.distributed import _driver, _prepare, _ray
 from runner.experiment import load_experiment
 from tests.runner.distributed.conftest import write_experiment
 
@@ -21,13 +21,13 @@ SIMULATED: dict[str, object] = {
 
 
 def test_work_beside_gives_its_result_and_its_error() -> None:
-    assert _driver._beside(lambda: 42).result(timeout=10) == 42
+    assert _prepare.beside(lambda: 42).result(timeout=10) == 42
 
     def fails() -> None:
         raise ConfigError("no cohort")
 
     with pytest.raises(ConfigError, match="no cohort"):
-        _driver._beside(fails).result(timeout=10)
+        _prepare.beside(fails).result(timeout=10)
 
 
 def _experiment(tmp_path: Path, store: Path, root: DataRoot) -> Path:

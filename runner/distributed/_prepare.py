@@ -1,0 +1,89 @@
+"""What a run settles before its actors start, on a thread beside Ray's start: the questions,
+and the estimate the spending cap starts from (the pre-flight's calls, made first when asked).
+
+Ray takes seconds to start, most of them spent waiting on its own processes; the driver runs
+:func:`prepared` meanwhile, :func:`beside` it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, TypeVar
+
+from conditions import Questions
+from runner._errors import RunnerError
+from runner.check import CheckReport, cap_lines, check, check_lines, stored_progress
+from runner.experiment import Experiment
+from runner.plan import ensure_questions
+
+if TYPE_CHECKING:  # the driver imports this module
+    from runner.distributed._driver import Echo, RunOptions
+
+_T = TypeVar("_T")
+
+
+class PreflightFailed(RunnerError):
+    """A pre-flight call failed: the run would pay for calls that fail the same way."""
+
+
+def prepared(
+    experiment: Experiment, options: RunOptions, echo: Echo
+) -> tuple[Questions, CheckReport | None]:
+    """The experiment's questions, and the estimate the spending cap starts from: the
+    pre-flight's (its calls made), else the cap's, else None."""
+    questions = ensure_questions(experiment)
+    if options.preflight:
+        return questions, preflight(experiment, questions, options, echo)
+    if options.max_spend is None:
+        return questions, None
+    # The cap needs a cost per call before any is measured.
+    stored = stored_progress(experiment)
+    estimate = asyncio.run(
+        check(experiment, questions, stored, stated_output=options.output_tokens, call=False)
+    )
+    for line in cap_lines(estimate.costs, options.max_spend):
+        echo(line)
+    return questions, estimate
+
+
+def beside(work: Callable[[], _T]) -> Future[_T]:
+    """``work`` on a thread of its own. A daemon: Ctrl-C ends the run without waiting for it."""
+    future: Future[_T] = Future()
+
+    def target() -> None:
+        try:
+            future.set_result(work())
+        except BaseException as exc:  # handed to whoever reads the result
+            future.set_exception(exc)
+
+    threading.Thread(target=target, name="groundbench-prepare", daemon=True).start()
+    return future
+
+
+def preflight(
+    experiment: Experiment, questions: Questions, options: RunOptions, echo: Echo
+) -> CheckReport:
+    """Call each configuration of a real backend once per decoding, and say what the calls
+    left will cost and take (a simulated backend costs nothing and is not called).
+
+    Raises
+    ------
+    PreflightFailed
+        A call failed: each failure with what to do is echoed first.
+    """
+    stored = stored_progress(experiment)
+    report = asyncio.run(
+        check(experiment, questions, stored, stated_output=options.output_tokens, only_real=True)
+    )
+    for line in check_lines(report, options.max_spend):
+        echo(f"pre-flight: {line}")
+    if not report.ok:
+        failed = sum(not p.ok for p in report.probes)
+        raise PreflightFailed(
+            f"pre-flight: {failed} of {len(report.probes)} calls failed (see above); nothing "
+            "was run. Put it right and run again, or skip the pre-flight with --no-check"
+        )
+    return report

@@ -1,0 +1,94 @@
+"""How a run ended, as data: what the driver returns and :mod:`runner.summary` writes out.
+
+Plain frozen records, no Ray: the summary and its tests build them by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from runner.distributed._feeder import Feed
+from runner.distributed._port import Traffic
+from runner.store import ErrorCount, Progress
+
+
+@dataclass(frozen=True)
+class BackendReport:
+    name: str
+    configurations: tuple[str, ...]
+    quota: str | None
+    restarts: int
+    refused: str | None = None  # the refusal of its key or model that stopped it
+    spent: float = 0.0  # dollars this run, from its answers' tokens and the prices
+    capped: bool = False  # stopped by the spending cap
+    learnt_per_minute: float | None = None  # the limit its 429s taught, below the configured
+    batch: BatchReport | None = None  # a batch-mode backend's batches
+
+    @classmethod
+    def of(cls, feed: Feed, batch: BatchReport | None) -> BackendReport:
+        """What ``feed``'s backend did this run, as the feeder (or its batches) left it."""
+        return cls(
+            feed.name,
+            feed.configurations,
+            feed.quota,
+            feed.restarts,
+            feed.refused,
+            feed.spent,
+            feed.capped,
+            feed.learnt_per_minute,
+            batch,
+        )
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """What a batch-mode backend's batches did this run, and what they saved."""
+
+    created: int  # batches created at the provider
+    read: int  # batches whose results were stored
+    unrun: int  # lines a batch never ran (expired, cancelled, failed): sent again or pending
+    problems: int  # result lines that could not be read (batch_problems)
+    online_cost: float  # what its answers would have cost online
+    not_made: str | None = None  # a file or batch the provider refused: no more were made
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """How a run ended: progress per configuration, and what stopped each backend."""
+
+    progress: tuple[Progress, ...]
+    backends: tuple[BackendReport, ...]
+    elapsed_s: float
+    requests_finished: int  # requests whose attempts ended (answered, or an error stored)
+    unscored: int
+    simulator_calls: int | None = None
+    # HTTP calls sent, and failures retried within an attempt
+    traffic: Traffic = field(default_factory=Traffic)
+    attempts_answered: int = 0
+    transient_ended: int = 0  # attempts that a transient failure ended (stored as errors)
+    errors: tuple[ErrorCount, ...] = ()  # what keeps the requests left from completing
+    spent_total: float = 0.0  # dollars of every answer in the store, this run's and earlier
+    max_spend: float | None = None
+    limit: int | None = None
+    limited_left: int = 0  # with a limit: its requests not complete
+    held: int = 0  # requests open batches hold (collected by a batch-mode run, never resent)
+
+    @property
+    def complete(self) -> bool:
+        return all(p.pending == 0 for p in self.progress)
+
+    @property
+    def done(self) -> bool:
+        """Every request this run was asked to send is complete: the grid's, or with a limit,
+        the limit's."""
+        return self.limited_left == 0 if self.limit is not None else self.complete
+
+    preflight_spent: float = 0.0  # dollars of the pre-flight's calls
+
+    @property
+    def spent(self) -> float:
+        return self.preflight_spent + sum(b.spent for b in self.backends)
+
+    @property
+    def pending(self) -> int:
+        return sum(p.pending for p in self.progress)

@@ -1,0 +1,145 @@
+"""The run's closing text: what it did, what is left, and how to resume.
+
+Beside :mod:`runner.monitor`, the live view: the monitor draws a run as it goes, the summary
+writes it out once it has ended, from the driver's :class:`~runner.distributed.RunReport`.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from runner.backends import what_to_do
+
+# Annotations only: runner.distributed's __init__ imports the driver, which imports this module.
+if TYPE_CHECKING:
+    from runner.distributed._report import BatchReport, RunReport
+    from runner.store import ErrorCount
+
+
+def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
+    """What the run did, what is left, and how to resume."""
+    traffic = report.traffic
+    lines = [
+        f"run ended after {report.elapsed_s:.1f} s: {traffic.http_calls:,} HTTP calls sent, "
+        f"{report.attempts_answered:,} attempts answered, {report.requests_finished:,} "
+        "requests finished",
+    ]
+    if traffic.transient_retried or traffic.throttles_retried or report.transient_ended:
+        lines.append(
+            f"  transient failures (5xx, resets, timeouts, broken bodies): "
+            f"{traffic.transient_retried:,} retried, {report.transient_ended:,} ended an attempt; "
+            f"throttles (429): {traffic.throttles_retried:,} retried"
+        )
+    for p in report.progress:
+        state = "complete" if p.pending == 0 else f"{p.pending:,} pending ({p.errored:,} errored)"
+        lines.append(
+            f"  {p.configuration}: {p.complete:,}/{p.requests:,} requests complete, {state}; "
+            f"{p.answered:,} answers, {p.scored:,} scored"
+        )
+    for b in report.backends:
+        if b.quota is not None:
+            lines.append(f"  backend {b.name} stopped: quota exhausted ({b.quota})")
+        if b.refused is not None:
+            lines.append(f"  backend {b.name} stopped: no call of it can succeed ({b.refused})")
+        if b.learnt_per_minute is not None:
+            learnt = math.floor(b.learnt_per_minute)
+            lines.append(
+                f"  backend {b.name}: its server admits about {learnt:,} requests/min, below its "
+                f"requests_per_minute (learnt from its 429s, and kept to); set "
+                f"requests_per_minute = {learnt} to start there"
+            )
+    if report.errors:
+        lines.append("  errors that keep requests from completing, most frequent first:")
+        lines.extend(f"    {error_line(e)}" for e in report.errors)
+    if report.unscored:
+        lines.append(f"  {report.unscored:,} stored answers are not scored yet")
+    if report.held:
+        lines.append(
+            f"  {report.held:,} requests are held by open batches (groundbench batches STORE "
+            "lists them): a run with their backend in batch mode collects them, and none is "
+            "sent again meanwhile"
+        )
+    preflight = (
+        f" (its pre-flight's calls ${report.preflight_spent:,.2f})"
+        if report.preflight_spent
+        else ""
+    )
+    lines.append(
+        f"  spend: ${report.spent:,.2f} this run{preflight}, ${report.spent_total:,.2f} for the "
+        "answers in the store over every run (tokens at the configured prices)"
+    )
+    for b in report.backends:
+        if b.batch is not None:
+            lines += batch_lines(b.name, b.spent, b.batch)
+    if any(b.capped for b in report.backends):
+        lines.append(
+            f"  stopped at the spending cap (--max-spend ${report.max_spend:,.2f}); "
+            "run again with a higher cap to go on"
+        )
+    command = f"groundbench run {experiment_file}" if experiment_file else "the same command"
+    if report.limit is not None:
+        lines.append(
+            f"  --limit {report.limit}: the first {report.limit} questions of every cell, "
+            f"{report.limited_left:,} of their requests left"
+        )
+    if not report.complete:
+        again = "without --limit" if report.limit is not None and report.done else "again"
+        lines.append(
+            f"{report.pending:,} requests left: run {command} {again} to send exactly those"
+            + _once(report)
+        )
+    return lines
+
+
+def batch_lines(name: str, spent: float, batch: BatchReport) -> list[str]:
+    """A batch-mode backend's batches, and what they saved against the online price."""
+    saved = batch.online_cost - spent
+    share = f" ({100 * saved / batch.online_cost:.0f}%)" if batch.online_cost > 0 else ""
+    extra = []
+    if batch.unrun:
+        extra.append(f"{batch.unrun:,} lines never ran (expired, cancelled or failed batches)")
+    if batch.problems:
+        extra.append(f"{batch.problems:,} result lines unreadable (SELECT * FROM batch_problems)")
+    more = f"; {'; '.join(extra)}" if extra else ""
+    line = (
+        f"  backend {name} (batch mode): {batch.created:,} batches created, {batch.read:,} read; "
+        f"${spent:,.2f} at the batch price, ${batch.online_cost:,.2f} online: ${saved:,.2f} "
+        f"saved{share}{more}"
+    )
+    if batch.not_made is None:
+        return [line]
+    return [
+        line,
+        f"  backend {name}: no more batches made after the provider refused one: "
+        f"{batch.not_made} (a file too large: set a lower batch.max_bytes or max_requests)",
+    ]
+
+
+def _once(report: RunReport) -> str:
+    """What must happen before the requests left can succeed, where a backend was stopped."""
+    needs = []
+    if any(b.refused for b in report.backends):
+        needs.append("the key or model is put right")
+    if any(b.quota for b in report.backends):
+        needs.append("the quota resets")
+    return f" (once {' and '.join(needs)})" if needs else ""
+
+
+def error_line(error: ErrorCount) -> str:
+    """One kind of stored error: where, how often, the server's words (one line, at most
+    ``_MESSAGE_CHARACTERS``) and what to do."""
+    where = f"HTTP {error.status}" if error.status is not None else "no response"
+    code = f" {error.code}" if error.code else ""
+    message = " ".join((error.message or "").split())
+    if len(message) > _MESSAGE_CHARACTERS:
+        message = message[: _MESSAGE_CHARACTERS - 1] + "…"
+    said = f": {message}" if message else ""
+    return (
+        f"{error.configuration}: {error.count:,} × {error.kind} ({where}{code}){said} — "
+        f"{what_to_do(error.kind, error.status, error.code)}"
+    )
+
+
+_MESSAGE_CHARACTERS = 160
