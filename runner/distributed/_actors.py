@@ -24,6 +24,7 @@ from conditions import Configuration, Questions, VariantCache
 from runner.backends import key_for
 from runner.batch import BatchOutcome
 from runner.distributed._batch_worker import BatchSpec, BatchWorker
+from runner.distributed._lifeline import LifelineAddress
 from runner.distributed._port import Outcome, Shape
 from runner.distributed._scorer import BoxScorer, Scorer
 from runner.distributed._worker import BackendWorker, WorkerStats
@@ -183,6 +184,7 @@ class BackendActor:
         cache: Path,
         store: Any,
         simulator_key: str | None,
+        lifeline: LifelineAddress | None = None,
     ) -> None:
         self._worker = BackendWorker(
             configurations,
@@ -191,6 +193,7 @@ class BackendActor:
             cache,
             lambda rows: store.write_responses.remote(rows),
             key_for(simulator_key),
+            lifeline,
         )
         # The questions are long-lived: keep the collector from scanning them after every
         # batch.

@@ -32,6 +32,7 @@ from runner.distributed._feeder import (
     score_to_the_end,
 )
 from runner.distributed._fleet import BackendActor, Fleet
+from runner.distributed._lifeline import LifelineAddress, LifelineServer
 from runner.distributed._port import Shape, Traffic
 from runner.distributed._prepare import beside, prepared
 from runner.distributed._report import BackendReport, BatchReport, RunReport
@@ -138,7 +139,9 @@ class _Run:
         self.store = await self.fleet.start_store()
         note = _address.here(_ray.cluster_address(), NAMESPACE, _ray.token_auth())
         try:
-            return await self._go(begun, note)
+            # The backends send only while they hear the driver: killed, it is heard no more.
+            async with LifelineServer.start(_ray.node_ip()) as lifeline:
+                return await self._go(begun, note, lifeline.address)
         finally:
             _address.remove_note(self.experiment.store, note)
             # Whatever happened, no actor of this run outlives it (their names would block
@@ -165,7 +168,9 @@ class _Run:
             f'BY ALL"); the run: {_address.described(note)}'
         )
 
-    async def _go(self, begun: float, note: _address.RunAddress) -> RunReport:
+    async def _go(
+        self, begun: float, note: _address.RunAddress, lifeline: LifelineAddress
+    ) -> RunReport:
         # The actors' processes start while the store opens: each is a Python process that
         # imports the runner, seconds on a small machine, and the first call waits for them.
         opening = self.store.open.remote()
@@ -177,7 +182,7 @@ class _Run:
         ]
         # Backends build requests: the questions are all they need of the cohort.
         asking_ref = _ray.put(self.questions.for_asking())
-        self.actors = self.fleet.start_backends(configurations, asking_ref, self.store)
+        self.actors = self.fleet.start_backends(configurations, asking_ref, self.store, lifeline)
         # Opening is the store actor's readiness: its errors (lock, schema) come back whole,
         # before the run says where it is or registers anything.
         await _ray.call(opening)

@@ -192,7 +192,9 @@ class Feeder:
                 return
             if fed.refused is not None:
                 feed.refused = fed.refused
-                self._echo(f"backend {feed.name}: stopped, no call of it can succeed: {fed.refused}")
+                self._echo(
+                    f"backend {feed.name}: stopped, no call of it can succeed: {fed.refused}"
+                )
                 return
             if fed.quota is not None:
                 if not await self._waited_out(feed, fed.quota, waits):

@@ -25,6 +25,7 @@ from runner.distributed._actors import (
     RemoteStore,
 )
 from runner.distributed._batch_worker import BatchSpec
+from runner.distributed._lifeline import LifelineAddress
 from runner.experiment import Experiment
 
 
@@ -81,10 +82,14 @@ class Fleet:
         ).remote(questions_ref, experiment.images, self.cache, experiment.simulator)
 
     def start_backends(
-        self, configurations: Sequence[Configuration], questions_ref: Any, store: Any
+        self,
+        configurations: Sequence[Configuration],
+        questions_ref: Any,
+        store: Any,
+        lifeline: LifelineAddress,
     ) -> list[BackendActor]:
         """One actor per backend with a configuration in ``configurations``, each writing to
-        the ``store`` actor."""
+        the ``store`` actor and sending only while it hears the driver's ``lifeline``."""
         by_name = {c.name: c for c in configurations}
         actors = []
         for name, spec in self.experiment.backends.items():
@@ -108,6 +113,7 @@ class Fleet:
             if batch:
                 spool = self.experiment.store.with_suffix(".batches")
                 args += (BatchSpec(name, spec.batch, spool, spec.simulated),)
+            args += (lifeline,)
             actor = BackendActor(name, members, spec.simulated, options, args, batch)
             actor.handle = self.place(actor)
             actors.append(actor)

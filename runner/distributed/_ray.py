@@ -23,6 +23,7 @@ from typing import IO, Any, cast
 import ray
 from ray._raylet import Config  # type: ignore[attr-defined]  # in its .pyx, no stub
 from ray.exceptions import RayActorError, RayTaskError
+from ray.util import get_node_ip_address
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from conditions import ConditionsError
@@ -276,6 +277,12 @@ def kill(handle: Any) -> None:
 def driver_node() -> str:
     node: str = ray.get_runtime_context().get_node_id()
     return node
+
+
+def node_ip() -> str:
+    """This node's address, as the cluster's other nodes reach it."""
+    address: str = get_node_ip_address()  # type: ignore[no-untyped-call]
+    return address
 
 
 def pinned(node: str) -> NodeAffinitySchedulingStrategy:

@@ -30,6 +30,7 @@ from runner.backends import (
 )
 from runner.batch import OpenBatch
 from runner.distributed._batcher import CommitBatcher
+from runner.distributed._lifeline import Lifeline, LifelineAddress
 from runner.distributed._port import Outcome, Shape, Traffic, online_shape
 from runner.store import Pending, ResponseRow, response_row
 
@@ -95,9 +96,13 @@ class BackendWorker:
         cache: Path,
         write: Write,
         key_for: KeySource,
+        lifeline: LifelineAddress | None = None,
     ) -> None:
         if not configurations:
             raise ValueError("a backend worker needs at least one configuration")
+        # Nothing is sent once the driver is no longer heard (None: an in-process run).
+        self._lifeline = Lifeline(lifeline, self.driver_gone)
+        self._opening = asyncio.Lock()
         self.configurations = {c.name: c for c in configurations}
         first = configurations[0]
         transport = first.transport
@@ -125,15 +130,22 @@ class BackendWorker:
         }
 
     async def _ensure_open(self) -> None:
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.concurrency)
-        if self._session is None:
-            connector = aiohttp.TCPConnector(limit=self.concurrency)
-            self._session = aiohttp.ClientSession(connector=connector)
-            for backend in self._backends.values():
-                backend.open(self._session)
+        """The lifeline to the driver, then the session: on the loop that sends, once."""
+        async with self._opening:
+            if self._slots is None:
+                self._slots = asyncio.Semaphore(self.concurrency)
+                await self._lifeline.start()  # a driver it cannot hear gets no call sent
+            if self._session is None:
+                connector = aiohttp.TCPConnector(limit=self.concurrency)
+                self._session = aiohttp.ClientSession(connector=connector)
+                for backend in self._backends.values():
+                    backend.open(self._session)
 
     async def close(self) -> None:
+        await self._close_session()
+        await self._lifeline.close()
+
+    async def _close_session(self) -> None:
         for backend in self._backends.values():
             await backend.close()
         if self._session is not None:
@@ -265,7 +277,7 @@ class BackendWorker:
     async def resume_after_quota(self) -> None:
         """Forget a spent quota (after a wait): fresh backends, the same limits."""
         with contextlib.suppress(Exception):
-            await self.close()
+            await self._close_session()
         self._stopped = None
         self._stats.quota = self._stats.refused = None
         self._make_backends()
