@@ -10,11 +10,17 @@ from hypothesis import settings
 
 from conditions import Cohort, CohortSpec, DataRoot, SynthSpec, build_cohort, generate_synthetic
 
+# Every property test draws the profile's count of examples (a few scale it, tests/examples.py).
 # The machine is shared and noisy: no per-example deadline. In CI, examples are derived from
-# the test's name so that a red run can be reproduced exactly.
-settings.register_profile("dev", deadline=None)
-settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+# the test's name so that a red run can be reproduced exactly. GROUNDBENCH_HYPOTHESIS=thorough
+# draws 20 times as many, about the counts the laws once ran at in every run, for a nightly or
+# soak run; a failure it finds is kept in .hypothesis/ and replayed first by the next local run.
+settings.register_profile("dev", deadline=None, max_examples=100)
+settings.register_profile("ci", deadline=None, max_examples=100, derandomize=True, print_blob=True)
+settings.register_profile("thorough", deadline=None, max_examples=2_000, print_blob=True)
+settings.load_profile(
+    os.environ.get("GROUNDBENCH_HYPOTHESIS") or ("ci" if os.environ.get("CI") else "dev")
+)
 
 # Ray starts its workers at niceness 15, where any normal process beside the suite (another
 # suite, a benchmark) leaves them ~3% of a core: every run test then waits ~30 times longer

@@ -129,7 +129,7 @@ def good_file(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) ->
     return _Good(path.read_bytes(), small_cohort.hash)
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     cuts=st.lists(st.tuples(st.floats(0.0, 1.0), st.binary(min_size=1, max_size=64)), max_size=4),
     keep=st.none() | st.floats(0.0, 1.0),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from conditions import CONDITION_NAMES, BoxSet, DataRoot, generate_box_benchmark
@@ -251,7 +251,6 @@ edits = st.tuples(
 )
 
 
-@settings(max_examples=2_000)
 @given(st.lists(edits, min_size=1, max_size=3))
 def test_a_mangled_file_loads_or_is_one_line_naming_it_and_writes_nothing(
     tmp_path_factory: pytest.TempPathFactory, changes: list[tuple[float, int, str]]

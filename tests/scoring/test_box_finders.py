@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from scoring import Box, ReaderName, find_box
@@ -144,7 +144,6 @@ PIECES = st.one_of(
 )  # fmt: skip
 
 
-@settings(max_examples=1_000, deadline=None)
 @given(st.lists(PIECES, max_size=30).map("".join))
 def test_no_reader_raises_on_any_text(text: str) -> None:
     for parsing in FILE_LOADERS:

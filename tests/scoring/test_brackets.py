@@ -6,7 +6,7 @@ from __future__ import annotations
 from unittest import mock
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from scoring import _brackets
@@ -26,7 +26,6 @@ def _every_open_closed(text: bytes) -> bool:
     return open_ == 0
 
 
-@settings(max_examples=2_000)
 @given(_TEXTS, st.sampled_from([8, 16, 1 << 16]))
 def test_the_groups_are_those_a_stack_finds_each_written_over(text: bytes, chunk: int) -> None:
     blotted = bytearray(text)
@@ -42,7 +41,6 @@ def test_the_groups_are_those_a_stack_finds_each_written_over(text: bytes, chunk
     assert blotted == inside
 
 
-@settings(max_examples=2_000)
 @given(_TEXTS, st.sampled_from([8, 16, 1 << 16]))
 def test_one_pass_agrees_with_two_where_every_bracket_closes(text: bytes, chunk: int) -> None:
     two, one = bytearray(text), bytearray(text)

@@ -41,6 +41,7 @@ from scoring import (
 from scoring._drawn import drawn_values, edge_contacts
 from scoring._region import Region, even_odd_region, region_iou
 from scoring._score import place_answer
+from tests.examples import scaled
 from tests.scoring.shapes import SHAPES, Shape
 
 Point = tuple[float, float]
@@ -240,7 +241,6 @@ def rings(coordinates: st.SearchStrategy[int], least: int = 3) -> st.SearchStrat
     )
 
 
-@settings(max_examples=120)
 @given(rings(coordinate), frames, styles)
 def test_a_parseable_answer_is_drawn_as_the_ring_scored(
     ring: Ring, frame: tuple[int, int], style: str
@@ -273,7 +273,6 @@ def test_a_parseable_answer_is_drawn_as_the_ring_scored(
         assert (scored & filled).sum() / (scored | filled).sum() > 0.99
 
 
-@settings(max_examples=40)
 @given(rings(coordinate), frames)
 def test_a_list_of_another_length_is_drawn_unscored(ring: Ring, frame: tuple[int, int]) -> None:
     text = as_text(ring)
@@ -292,7 +291,6 @@ def test_a_list_of_another_length_is_drawn_unscored(ring: Ring, frame: tuple[int
         )
 
 
-@settings(max_examples=40)
 @given(rings(st.integers(0, 999)), st.sampled_from([(640, 480), (999, 999)]))
 def test_the_fill_is_what_the_polygon_score_measures(ring: Ring, frame: tuple[int, int]) -> None:
     width, height = frame
@@ -348,7 +346,6 @@ def test_the_catalogue_fills_its_exact_areas(shape: Shape) -> None:
         assert drawn.crossings == ()
 
 
-@settings(max_examples=60)
 @given(rings(coordinate), st.data())
 def test_reversal_and_cyclic_shift_keep_the_fill(ring: Ring, data: st.DataObject) -> None:
     shift = data.draw(st.integers(1, len(ring) - 1))
@@ -365,7 +362,10 @@ def test_reversal_and_cyclic_shift_keep_the_fill(ring: Ring, data: st.DataObject
 coarse = st.integers(0, 9).map(lambda k: 111 * k)
 
 
-@settings(max_examples=300)
+# Three and one and a half times the profile, the counts at which these two laws found a
+# fold-back marked off the edges that meet there and marks that moved when the ring started
+# elsewhere or ran the other way (0ef53dd, fc366c1); together they take under a second.
+@settings(max_examples=scaled(3))
 @given(rings(coarse), st.sampled_from([(999, 999), (640, 480), (37, 1013)]))
 def test_marks_agree_with_legality(ring: Ring, frame: tuple[int, int]) -> None:
     width, height = frame
@@ -388,7 +388,7 @@ def test_marks_agree_with_legality(ring: Ring, frame: tuple[int, int]) -> None:
         assert witnessed(crossing, pixels), f"{crossing} lies on no two edges that meet there"
 
 
-@settings(max_examples=150)
+@settings(max_examples=scaled(1.5))
 @given(rings(st.integers(0, 4)), st.data())
 def test_contacts_do_not_depend_on_where_the_ring_starts_or_its_direction(
     ring: Ring, data: st.DataObject
@@ -634,7 +634,6 @@ NUMBERS = ["0", "999", "-7", "2.5", "5000", "1e308", "1.7e308", "1e400", "nan", 
 tokens = st.sampled_from([*NUMBERS, " ", ", ", "; ", "\n", "[", "]", "(", ")", "x", "."])
 
 
-@settings(max_examples=150)
 @given(st.lists(tokens, max_size=60).map("".join), st.sampled_from([3, 4, 8]))
 def test_any_text_draws_without_failing(text: str, n: int) -> None:
     width, height = 2000, 1000

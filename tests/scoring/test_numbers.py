@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from unittest import mock
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from scoring import _numbers
@@ -39,13 +39,11 @@ _CONTENTS = st.lists(
 ).map(lambda parts: b"".join(token + apart for token, apart in parts))
 
 
-@settings(max_examples=2_000)
 @given(_CONTENTS)
 def test_the_numbers_read_in_numpy_are_those_the_pattern_finds(content: bytes) -> None:
     assert _numbers.list_numbers(_reader(content), 0, len(content)) == _by_pattern(content)
 
 
-@settings(max_examples=1_000)
 @given(_CONTENTS, st.integers(0, 3))
 def test_pieces_and_long_tokens_change_nothing(content: bytes, margin: int) -> None:
     # Read four characters at a time (a token longer than that read on to its end), a token of
@@ -69,7 +67,6 @@ _RUNS = st.lists(
 ).map(b"".join)
 
 
-@settings(max_examples=1_000)
 @given(st.lists(_RUNS, min_size=1, max_size=5))
 def test_long_tokens_are_followed_to_the_numbers_the_pattern_finds(tokens: list[bytes]) -> None:
     content = b", ".join(tokens)

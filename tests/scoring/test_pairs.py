@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from unittest import mock
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from scoring import _pairs
@@ -24,13 +24,11 @@ def _by_pattern(text: bytes) -> int | None:
     return None if found is None else len(text) - found.start() - 1
 
 
-@settings(max_examples=2_000)
 @given(_TEXTS)
 def test_the_last_pair_is_where_the_pattern_finds_it(text: bytes) -> None:
     assert _pairs.last_pair(text) == _by_pattern(text)
 
 
-@settings(max_examples=2_000)
 @given(_TEXTS)
 def test_the_last_pair_is_the_same_found_in_chunks_of_four(text: bytes) -> None:
     # Stretches of separators then cross chunks, and reach back past several.

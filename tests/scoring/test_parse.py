@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from scoring import _brackets, _numbers, _pairs, parse_answer, parse_box, parse_list
 from scoring._parse import ParsedList
+from tests.examples import scaled
 from tests.scoring import reference_parse
 
 # --- the rule, case by case -----------------------------------------------------------------
@@ -207,7 +208,6 @@ def test_huge_numbers_overflow_to_unparseable() -> None:
 # --- laws --------------------------------------------------------------------------------------
 
 
-@settings(max_examples=10_000)
 @given(st.text())
 def test_the_parser_never_raises_on_any_text(text: str) -> None:
     for count in (4, 16):
@@ -215,7 +215,6 @@ def test_the_parser_never_raises_on_any_text(text: str) -> None:
         assert parsed is None or len(parsed.values) == count
 
 
-@settings(max_examples=2_000)
 @given(st.binary(max_size=2000))
 def test_the_parser_never_raises_on_decoded_bytes(data: bytes) -> None:
     for text in (data.decode("latin-1"), data.decode("utf-8", errors="replace")):
@@ -235,8 +234,6 @@ PIECES = st.one_of(
 )  # fmt: skip
 
 
-# 4,000: the suite's slowest law at 10,000 (36 s); CI's whole run must stay under 20 minutes.
-@settings(max_examples=4_000)
 @given(st.lists(PIECES, max_size=60).map("".join), st.sampled_from([4, 8, 16]))
 def test_any_answer_shaped_text_parses_to_the_rule_or_to_nothing(text: str, count: int) -> None:
     parsed = parse_list(text, count)
@@ -303,7 +300,6 @@ def _same(text: str, count: int) -> None:
     assert as_found == expected, (text[:200], count)
 
 
-@settings(max_examples=3_000)
 @given(st.lists(PIECES, max_size=60).map("".join), st.sampled_from([2, 4, 8, 16]))
 def test_the_bounded_parser_agrees_with_the_reference_on_answer_shaped_text(
     text: str, count: int
@@ -311,13 +307,15 @@ def test_the_bounded_parser_agrees_with_the_reference_on_answer_shaped_text(
     _same(text, count)
 
 
-@settings(max_examples=1_000)
 @given(st.text(), st.sampled_from([4, 16]))
 def test_the_bounded_parser_agrees_with_the_reference_on_any_text(text: str, count: int) -> None:
     _same(text, count)
 
 
-@settings(max_examples=300)
+# Three times the profile, the 300 examples at which this law found a run's window cutting a
+# number short (b89f6cb, now pinned as "cut-number" below). It took luck: with the bug put
+# back, 300 examples found it in 1 run of 6, 1,000 in 4 of 6 (GROUNDBENCH_HYPOTHESIS=thorough).
+@settings(max_examples=scaled(3))
 @given(LONG, st.lists(PIECES, max_size=20).map("".join), st.sampled_from([2, 4, 16]))
 def test_the_bounded_parser_agrees_with_the_reference_past_its_first_window(
     body: str, tail: str, count: int
@@ -339,7 +337,6 @@ CLASS_EDGES = st.text(
 )  # fmt: skip
 
 
-@settings(max_examples=3_000)
 @given(CLASS_EDGES, st.sampled_from([2, 4]))
 def test_the_bounded_parser_agrees_with_the_reference_on_every_character_class(
     text: str, count: int
@@ -360,7 +357,10 @@ GROUPED = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=3_000)
+# Ten times the profile: this law found groups side by side ("[][1] 7 8") blotted out wrong
+# (0da92e1). With that bug put back, 100 random examples found it in 6 runs of 10, 1,000 in
+# 10 of 10.
+@settings(max_examples=scaled(10))
 @given(GROUPED, st.sampled_from([1, 2, 4]))
 def test_the_bounded_parser_agrees_with_the_reference_on_groups_side_by_side(
     text: str, count: int
@@ -383,7 +383,6 @@ def _small_chunks() -> Iterator[None]:
         yield
 
 
-@settings(max_examples=3_000)
 @given(st.one_of(GROUPED, CLASS_EDGES, st.lists(PIECES, max_size=30).map("".join)),
        st.sampled_from([1, 2, 4]))  # fmt: skip
 def test_the_bounded_parser_agrees_with_the_reference_in_chunks_of_eight(
