@@ -9,6 +9,7 @@ over small ports. :func:`run_experiment` is the driver: the lifecycle on Ray. Ev
 outside the actor declarations is in ``_ray``.
 """
 
+from runner._port import CallPort, Outcome, Shape, Traffic, online_shape
 from runner.distributed._actors import QUERIES
 from runner.distributed._batcher import CommitBatcher
 from runner.distributed._driver import (
@@ -30,10 +31,9 @@ from runner.distributed._feeder import (
 )
 from runner.distributed._ray import query_running_store
 from runner.distributed._scorer import BoxScorer, Scorer, scorer_for
-from runner.distributed._watch import read_run, watch_run
-from runner.distributed._port import CallPort, Outcome, Shape, Traffic, online_shape
 from runner.distributed._spend import SpendCap, WorstCase
 from runner.distributed._store_port import StorePort
+from runner.distributed._watch import read_run, watch_run
 from runner.distributed._worker import BackendWorker, DriverGone, WorkerStats
 
 __all__ = [

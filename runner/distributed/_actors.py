@@ -21,11 +21,11 @@ import pyarrow as pa
 import ray
 
 from conditions import Configuration, Questions, VariantCache
+from runner._port import Outcome, Shape
 from runner.backends import key_for
 from runner.batch import BatchOutcome
 from runner.distributed._batch_worker import BatchSpec, BatchWorker
 from runner.distributed._scorer import BoxScorer, Scorer
-from runner.distributed._port import Outcome, Shape
 from runner.distributed._worker import BackendWorker, WorkerStats
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import (

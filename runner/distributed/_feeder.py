@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runner._errors import RunnerError
-from runner.distributed._port import CallPort, Outcome, Shape, Traffic
+from runner._port import CallPort, Outcome, Shape, Traffic
 from runner.distributed._spend import SpendCap, WorstCase
 from runner.distributed._store_port import request_of
 from runner.store import Pending
@@ -134,7 +134,7 @@ class _Fed:
     died: bool = False  # its worker died
     capped: bool = False  # the spending cap paid for no more calls
     next_worst: float = 0.0  # with capped: the most the next call could have cost
-    progressed: bool = False  # some lease stored a record or finished a call
+    progressed: bool = False  # some lease stored a record, finished a call or freed lines
 
     @property
     def stopped(self) -> bool:
@@ -192,7 +192,9 @@ class Feeder:
                 return
             if fed.refused is not None:
                 feed.refused = fed.refused
-                self._echo(f"backend {feed.name}: stopped, no call of it can succeed: {fed.refused}")
+                self._echo(
+                    f"backend {feed.name}: stopped, no call of it can succeed: {fed.refused}"
+                )
                 return
             if fed.quota is not None:
                 if not await self._waited_out(feed, fed.quota, waits):
@@ -282,7 +284,8 @@ class Feeder:
             feed.handed[c] -= 1
         fed.quota = fed.quota or outcome.quota
         fed.refused = fed.refused or outcome.refused
-        fed.progressed = fed.progressed or bool(outcome.calls or outcome.attempts)
+        # A batch's lines that never ran are progress too: the store has them pending again.
+        fed.progressed = fed.progressed or bool(outcome.calls or outcome.attempts or outcome.unrun)
 
     def _lost(self, feed: Feed, lease: _Lease, fed: _Fed) -> None:
         if self._cap is not None and lease.calls:

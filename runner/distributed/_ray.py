@@ -28,6 +28,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from conditions import ConditionsError
 from runner._errors import ClusterError, RunnerError
 from runner._names import NAMESPACE, actor_name, run_tag
+from runner._port import Outcome
 from runner.distributed._actors import QUERIES
 from runner.distributed._address import (
     RunAddress,
@@ -38,7 +39,6 @@ from runner.distributed._address import (
     same_place,
 )
 from runner.distributed._feeder import RunFailed, WorkerLost
-from runner.distributed._port import Outcome
 from runner.distributed._store_port import StorePort
 from runner.store import (
     QUERY_TIMEOUT_S,

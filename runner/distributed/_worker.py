@@ -18,6 +18,7 @@ from pathlib import Path
 import aiohttp
 
 from conditions import Builder, Configuration, Questions, RequestKey, VariantCache, task_of
+from runner._port import Outcome, Shape, Traffic, online_shape
 from runner.backends import (
     ApiKey,
     AttemptRecord,
@@ -30,7 +31,6 @@ from runner.backends import (
 )
 from runner.batch import OpenBatch
 from runner.distributed._batcher import CommitBatcher
-from runner.distributed._port import Outcome, Shape, Traffic, online_shape
 from runner.store import Pending, ResponseRow, response_row
 
 # Enough blobs for every variant of the questions that the workers hold at once: calls come
