@@ -40,8 +40,6 @@ from runner.distributed._feeder import (
     Feed,
     Feeder,
     FeedPolicy,
-    Limited,
-    PendingSource,
     RunFailed,
     WorkerLost,
     forget,
@@ -49,6 +47,7 @@ from runner.distributed._feeder import (
 )
 from runner.distributed._scorer import scorer_for
 from runner.distributed._spend import SpendCap
+from runner.distributed._store_port import StorePort
 from runner.distributed._watch import read_run
 from runner.distributed._worker import Traffic
 from runner.experiment import Experiment
@@ -381,10 +380,10 @@ class _Run:
         # from the first that lands, however slowly a busy machine starts processes.
         self.scorers = self._start_scorers(scorer_ref, self.experiment.scorers)
         scoring = [self._scoring(s) for s in self.scorers]
-        store: PendingSource = _ray.ActorStore(self.store)
+        store = StorePort.of_actor(self.store)
         if self.options.limit is not None:
             self.allowed = first_questions(grid.rows, self.questions, self.options.limit)
-            store = Limited(store, self.allowed)
+            store = store.limited(self.allowed)
         feeder = Feeder(store, self._policy(), self.echo, cap=self.cap)
         watcher = asyncio.create_task(self._watch(begun))
         pairs = list(zip(self.feeds, self.actors, strict=True))
