@@ -2,13 +2,14 @@
 
 Plain asyncio over aiohttp, no Ray. :class:`BatchApi` is a provider's batch endpoints
 (``_openai``: OpenAI's files and batches, which DashScope copies; ``_gemini``: Gemini's
-``batchGenerateContent``); the run's policy over them — splitting, recording each batch in the
-store before going on, polling, reading results into ``responses``, resume — is ``_runner``'s.
+``batchGenerateContent``). ``_runner``'s :class:`BatchRunner` is a backend's port in batch
+mode: the feeder leases it calls, a batch a lease, and it makes, records, polls and reads
+each batch (each step in the store's ledger before the next), and collects those a killed run
+left open.
 """
 
 from runner.batch._api import ENDED, BatchApi, BatchLimits, BatchState, RemoteBatch, ResultLine
-from runner.batch._factory import batch_api
-from runner.batch._ledger import StoreLedger
+from runner.batch._factory import batch_api, batch_limits
 from runner.batch._runner import (
     BatchOutcome,
     BatchRunner,
@@ -32,7 +33,7 @@ __all__ = [
     "OpenBatch",
     "RemoteBatch",
     "ResultLine",
-    "StoreLedger",
     "Where",
     "batch_api",
+    "batch_limits",
 ]

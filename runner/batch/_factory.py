@@ -6,7 +6,8 @@ import aiohttp
 
 from runner._errors import ConfigError
 from runner.backends import ApiKey, Provider
-from runner.batch._api import BatchApi
+from runner.batch import _gemini, _openai
+from runner.batch._api import BatchApi, BatchLimits
 from runner.batch._gemini import GeminiBatches
 from runner.batch._openai import OpenAIBatches
 
@@ -25,4 +26,20 @@ def batch_api(
         return OpenAIBatches(session, provider, model, base_url, key)
     if provider.batch == "gemini":
         return GeminiBatches(session, model, base_url, key)
+    raise ConfigError(f"provider {provider.name} has no batch API that groundbench speaks")
+
+
+def batch_limits(provider: Provider) -> BatchLimits:
+    """What one batch of ``provider``'s may hold, by its documentation (the same for every
+    model): known before any session is open, so a backend's shape is.
+
+    Raises
+    ------
+    ConfigError
+        The provider has no batch API that groundbench speaks.
+    """
+    if provider.batch == "openai":
+        return _openai.LIMITS.get(provider.name, _openai.LIMITS["openai"])
+    if provider.batch == "gemini":
+        return _gemini.LIMITS
     raise ConfigError(f"provider {provider.name} has no batch API that groundbench speaks")

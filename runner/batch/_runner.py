@@ -1,22 +1,30 @@
-"""One backend's calls as batches: split, record, upload, create, poll, read, until none is left.
+"""One backend's calls as the provider's batches: the feeder's :class:`~runner.CallPort` in
+batch mode.
 
-:class:`BatchRunner` is what a batch-mode backend's actor runs, and is tested without Ray. Its
-one rule: **each step is recorded in the store before the next is taken** (see
-:mod:`runner.store._batches`), so a driver killed anywhere finds the batch again and collects
-it, and never sends its keys a second time:
+:class:`BatchRunner` is what a batch-mode backend's actor runs, and is tested without Ray. The
+feeder (:mod:`runner.distributed._feeder`) decides what is sent, resent, capped or stopped, as
+for an online worker; a *lease* is one batch: the runner writes its lines, makes the batch,
+polls it until it ends and stores its results, then says what became of it
+(:class:`~runner.Outcome`). Its one rule: **each step is recorded in the store before the
+next is taken** (see :mod:`runner.store._batches`), so a driver killed anywhere finds the batch
+again and collects it (:meth:`BatchRunner.collect_open`), and never sends its keys a second
+time:
 
-1. the pending requests (less those an open batch holds) are built and written to JSONL files
-   on disk, under the provider's limits, one model per file and each line id once per file;
-2. a file's batch is recorded with its keys (``preparing``), the file uploaded (``uploaded``),
-   the batch created with groundbench's tag (``submitted``);
-3. open batches are polled, backing off while nothing changes; an ended batch's results are
-   read line by line into ``responses`` as an online answer would be (``read``);
-4. an unparseable answer's next attempt, and the lines a batch never ran, go in later batches.
+1. a lease's calls of one model are built and written to a JSONL file on disk, under the
+   provider's limits and each line id once per file (what does not fit is given back);
+2. the file's batch is recorded with its keys (``preparing``), the file uploaded
+   (``uploaded``), the batch created with groundbench's tag (``submitted``);
+3. the batch is polled, backing off while nothing changes; once ended its results are read
+   line by line into ``responses`` as an online answer would be (``read``);
+4. an unparseable answer's next attempt, and the lines a batch never ran, are pending again:
+   the feeder hands them in a later lease (a later batch).
 
-A create that fails without a clear refusal may still have made the batch: the runner looks
-for its tag before it gives the keys up. Quota on the batch endpoints stops submitting (the
-open batches are still collected); a refused key or model stops the backend; 429s and 5xx are
-retried with the online path's backoff, honouring the server's retry-after.
+At most ``max_open`` batches are open at once, and after a batch that failed none is made
+until another ends. A create that fails without a clear refusal may still have made the
+batch: the runner looks for its tag before it gives the keys up. Quota on the batch endpoints
+stops submitting (the open batches are still collected); a refused key or model stops the
+backend; 429s and 5xx are retried with the online path's backoff, honouring the server's
+retry-after.
 """
 
 from __future__ import annotations
@@ -26,7 +34,6 @@ import contextlib
 import random
 import secrets
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,6 +44,7 @@ from typing import Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from conditions import Builder, Configuration, Request, RequestKey
+from runner._port import Outcome, Shape
 from runner.backends import (
     AttemptRecord,
     CallError,
@@ -51,7 +59,7 @@ from runner.backends import (
     error_record,
     parses,
 )
-from runner.batch._api import BatchApi, RemoteBatch, ResultLine
+from runner.batch._api import BatchApi, BatchLimits, RemoteBatch, ResultLine
 from runner.store import (
     BatchKey,
     BatchProblem,
@@ -62,6 +70,7 @@ from runner.store import (
 )
 
 _T = TypeVar("_T")
+Attempt = tuple[str, str, int, str, int]  # configuration, condition, budget, question, attempt
 # Result rows stored per write: a row is one answer (a few KB), so this bounds the memory that
 # reading a batch of 50,000 takes.
 WRITE_ROWS = 256
@@ -84,9 +93,8 @@ class BatchSettings(BaseModel):
 
 
 class Ledger(Protocol):
-    """The store, as a batch runner asks it (the store actor, or a store in this process)."""
-
-    async def pending(self, configurations: Sequence[str]) -> list[Pending]: ...
+    """The store's batch ledger, as a batch runner asks it (:class:`~runner.distributed.
+    StorePort`: the store actor's, or a store open in this process)."""
 
     async def open_batches(self, backend: str) -> list[BatchRecord]: ...
 
@@ -105,6 +113,13 @@ MakeApi = Callable[[str, str], BatchApi]  # the batch API of (model, base URL), 
 Sleep = Callable[[float], Awaitable[None]]
 
 
+class Offload(Protocol):
+    """Runs CPU work off the event loop (``asyncio.to_thread``; tests run it inline, so the
+    leases' turns come in an order they can count)."""
+
+    def __call__(self, work: Callable[[], _T], /) -> Awaitable[_T]: ...
+
+
 @dataclass(frozen=True)
 class Where:
     """Where a batch-mode backend sends: for the ledger's records (never the key itself)."""
@@ -117,8 +132,42 @@ class Where:
 
 
 @dataclass
+class _Tally:
+    """What batches stored: one batch's, a lease's, or the batches collected at once."""
+
+    finished: int = 0  # requests whose attempts ended, as an online worker counts them
+    attempts: int = 0  # records stored: answers and errors
+    answered: int = 0
+    errored: int = 0
+    transient: int = 0  # of the errored: a transient failure ended them
+    input_tokens: int = 0
+    output_tokens: int = 0
+    max_input_tokens: int = 0  # the largest input of one answer (the spending cap learns it)
+    unrun: int = 0  # keys sent or held and not stored: pending again (the feeder's next round)
+
+    def kept(self, record: AttemptRecord) -> None:
+        self.attempts += 1
+        if record.outcome != "answer":
+            self.errored += 1
+            self.transient += record.outcome == "transient"
+            return
+        self.answered += 1
+        self.input_tokens += record.input_tokens or 0
+        # Both wires count reasoning in the output tokens (OpenAI's completion_tokens,
+        # Gemini's candidates plus thoughts): added once.
+        self.output_tokens += record.output_tokens or 0
+        self.max_input_tokens = max(self.max_input_tokens, record.input_tokens or 0)
+
+    def add(self, other: _Tally) -> None:
+        for name in ("finished", "attempts", "answered", "errored", "transient",
+                     "input_tokens", "output_tokens", "unrun"):  # fmt: skip
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.max_input_tokens = max(self.max_input_tokens, other.max_input_tokens)
+
+
+@dataclass
 class BatchOutcome:
-    """What a batch runner did this run."""
+    """What a batch runner did this run: the run's report and the monitor's."""
 
     created: int = 0  # batches created at the provider
     read: int = 0  # batches whose results were stored
@@ -134,6 +183,16 @@ class BatchOutcome:
     quota: str | None = None  # the quota error that stopped submitting, if one did
     refused: str | None = None  # the refusal that stopped the backend, if one did
     not_made: str | None = None  # a file or batch the provider refused, which stopped submitting
+
+    def add(self, read: _Tally, problems: int) -> None:
+        """Count what one batch's reading stored."""
+        self.attempts += read.attempts
+        self.finished += read.finished
+        self.answered += read.answered
+        self.errored += read.errored
+        self.input_tokens += read.input_tokens
+        self.output_tokens += read.output_tokens
+        self.problems += problems
 
 
 @dataclass(frozen=True)
@@ -160,11 +219,23 @@ class _Open:
 class _File:
     path: Path
     keys: list[BatchKey] = field(default_factory=list)
+    calls: list[Pending] = field(default_factory=list)  # the calls of ``keys``, in order
     size: int = 0
 
 
+@dataclass(frozen=True)
+class _Made:
+    """What became of a file's batch: made (``batch``), or not, its keys then free
+    (``freed``: abandoned, or never sent) or still held by the ledger (a create whose fate is
+    unknown, left for a later run to look for)."""
+
+    batch: _Open | None = None
+    freed: bool = False
+
+
 class BatchRunner:
-    """The calls of one backend's configurations, as batches (see the module docstring)."""
+    """The calls of one backend's configurations, as batches: a :class:`~runner.CallPort`
+    (see the module docstring)."""
 
     def __init__(
         self,
@@ -176,56 +247,97 @@ class BatchRunner:
         spool: Path,
         settings: BatchSettings | None = None,
         *,
+        limits: BatchLimits,
         sleep: Sleep = asyncio.sleep,
+        offload: Offload = asyncio.to_thread,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.where = where
         self.configurations = {c.name: c for c in configurations}
         self.settings = settings or BatchSettings()
+        self._limits = limits
         self._builder = builder
         self._ledger = ledger
         self._make_api = make_api
         self._apis: dict[tuple[str, str], BatchApi] = {}
         self._spool = spool
         self._sleep = sleep
+        self._offload = offload
         self._clock = clock
         transport = configurations[0].transport
         self._backoff_s = transport.retry_backoff_s
         self._tries = transport.max_transport_retries + 1
         self._open: dict[str, _Open] = {}
-        self._sent: Counter[tuple[str, str, int, str, int]] = Counter()  # attempts, this run
-        self._held_back: set[tuple[str, str, int, str, int]] = set()  # not again this run
+        self._making = asyncio.Lock()  # one file on disk, one batch in the making, at a time
+        self._changed = asyncio.Event()  # set (and replaced) when a batch ends or stops
+        self._held_back: set[Attempt] = set()  # attempts not sent again this run
         self._stop: CallError | None = None  # what stopped submitting
-        self._halted = False  # a terminal error met while polling: nothing more can be done
+        self._halted = False  # a terminal error met while polling: no call can succeed
         self._failed_last = False  # the batch that ended last had failed
+        self._gone: str | None = None  # why the driver is gone, once it is
         self.outcome = BatchOutcome()
 
-    # -- the run -----------------------------------------------------------------------------
+    # -- the port ----------------------------------------------------------------------------
 
-    async def run(self) -> BatchOutcome:
-        """Collect the batches a killed run left open, then send every pending request in
-        batches and collect them, until none is pending and none is open.
+    @property
+    def lines(self) -> int:
+        """The most lines one batch holds: the setting, within the provider's limit."""
+        most = self._limits.max_requests
+        return min(most, self.settings.max_requests or most)
 
-        One file is made at a time, and the open batches are polled between files: a batch
-        made early is read as soon as it ends, however long the others take to upload.
+    @property
+    def shape(self) -> Shape:
+        """A lease is one batch's lines; the runner holds ``max_open`` batches; an attempt
+        goes again ``resubmits`` times a run (its batch expired, failed, never ran it)."""
+        lines = self.lines
+        return Shape(self.settings.max_open * lines, lines, self.settings.resubmits, True)
+
+    async def lease(self, calls: list[Pending]) -> Outcome:
+        """One batch of ``calls``, made once there is room, followed until it ends and
+        collected: what it stored, and the calls it did not take (``given_back``: another
+        model's, those past the byte limit, all of them once submitting has stopped).
+
+        A call held back for good (a line alone over the byte limit, an attempt whose line met
+        an error no resend mends) is neither sent nor given back; the lines the batch never
+        ran are pending again, for the feeder's next round.
         """
-        await self._resume()
-        wait = self.settings.poll_s
-        while not self._halted:
-            made = self._stop is None and await self._submit_one()
-            if not self._open:
-                if made:
-                    continue
-                break
-            ended = await self._poll_once()
-            for tag in ended if not self._halted else []:
-                await self._collect(tag)
-            if made or ended:
-                wait = self.settings.poll_s
-                continue
-            await self._sleep(wait)  # nothing changed: wait longer each time
-            wait = min(self.settings.max_poll_s, wait * 1.5)
-        return self.outcome
+        calls = [c for c in calls if _attempt(c) not in self._held_back]
+        async with self._making:
+            if not await self._room():
+                return self._outcome(_Tally(), calls)
+            made, left = await self._make(calls)
+        tally = _Tally()
+        if made is not None:
+            await self._follow(made, tally)
+        return self._outcome(tally, left)
+
+    async def collect_open(self) -> Outcome:
+        """Adopt the batches the ledger holds open for this backend (a killed run's, a dead
+        worker's) and collect them: one made before its file was uploaded, or on an earlier
+        run's own simulator, is abandoned (its keys pending again); one uploaded is found by
+        its tag, else created; the rest are polled until they end and read."""
+        tally = _Tally()
+        adopted: list[_Open] = []
+        for record in await self._ledger.open_batches(self.where.backend):
+            batch = await self._adopt(record, tally)
+            if batch is not None:
+                adopted.append(batch)
+        await asyncio.gather(*(self._follow(b, tally) for b in adopted))
+        return self._outcome(tally)
+
+    async def resume_after_quota(self) -> None:
+        """Submit again after a quota error (the feeder waited it out)."""
+        if isinstance(self._stop, QuotaExhausted):
+            self._stop = None
+            self._halted = False
+            self.outcome.quota = None
+
+    def driver_gone(self, why: str) -> None:
+        """Upload no file and create no batch from now on: no record of it could reach a
+        store. Leases give their calls back; the batches open are left for a later run."""
+        if self._gone is None:
+            self._gone = why
+            self._notify()
 
     def open_batches(self) -> list[OpenBatch]:
         """The batches open now, for the monitor."""
@@ -242,6 +354,15 @@ class BatchRunner:
             for o in self._open.values()
         ]
 
+    def _outcome(self, tally: _Tally, given_back: Sequence[Pending] = ()) -> Outcome:
+        return Outcome(
+            tally.finished, tally.attempts, tally.answered, tally.errored, tally.transient,
+            quota=self.outcome.quota, refused=self.outcome.refused,
+            input_tokens=tally.input_tokens, output_tokens=tally.output_tokens,
+            max_input_tokens=tally.max_input_tokens, given_back=tuple(given_back),
+            unrun=tally.unrun,
+        )  # fmt: skip
+
     def _api(self, model: str, base_url: str | None = None) -> BatchApi:
         """The batch API for ``model`` at ``base_url`` (default: the backend's now; a batch
         recorded elsewhere is collected where it was sent)."""
@@ -250,79 +371,94 @@ class BatchRunner:
             self._apis[at] = self._make_api(*at)
         return self._apis[at]
 
-    # -- resuming ----------------------------------------------------------------------------
+    # -- room --------------------------------------------------------------------------------
 
-    async def _resume(self) -> None:
-        for record in await self._ledger.open_batches(self.where.backend):
-            if record.phase == "preparing":  # nothing was created: its keys are free
-                await self._update(
-                    record.id,
-                    phase="abandoned",
-                    message="the run stopped before its file was uploaded; its requests "
-                    "went in later batches",
-                )
-            elif self.where.simulated and record.base_url != self.where.base_url:
-                await self._update(
-                    record.id,
-                    phase="abandoned",
-                    message="made on the simulator of an earlier run, which ended with it; "
-                    "its requests went in later batches",
-                )
-            elif record.phase == "uploaded":
-                await self._find_or_create(record)
-            else:
-                api = self._api(record.model, record.base_url)
-                self._open[record.id] = _Open(record, api, self._clock())
+    @property
+    def _submitting(self) -> bool:
+        return self._stop is None and self._gone is None and not self._halted
 
-    # -- submitting --------------------------------------------------------------------------
+    def _crowded(self) -> bool:
+        # A batch that failed (OpenAI fails one past the tokens a model may have enqueued)
+        # frees room only when another ends: until then no batch is made beside the others.
+        open_ = len(self._open)
+        return open_ >= self.settings.max_open or (self._failed_last and open_ > 0)
 
-    async def _submit_one(self) -> bool:
-        """Make one batch of the pending requests, if there is room; whether one was made."""
-        if len(self._open) >= self.settings.max_open or (self._failed_last and self._open):
-            # A batch that failed (OpenAI fails one past the tokens a model may have enqueued)
-            # frees room only when another ends: until then its requests wait.
-            return False
-        calls = [c for c in await self._ledger.pending(list(self.configurations)) if self._may(c)]
-        while calls and self._stop is None:
-            model = self.configurations[calls[0].configuration].model
-            group = [c for c in calls if self.configurations[c.configuration].model == model]
+    async def _room(self) -> bool:
+        """Wait until a batch may be made; False if submitting stopped meanwhile. Every open
+        batch is followed by a lease or :meth:`collect_open`, so each ends or stops."""
+        while self._submitting and self._crowded():
+            await self._changed.wait()
+        return self._submitting
+
+    def _notify(self) -> None:
+        """Wake whoever waits for room (a batch ended, submitting stopped)."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    # -- adopting ----------------------------------------------------------------------------
+
+    async def _adopt(self, record: BatchRecord, tally: _Tally) -> _Open | None:
+        """``record``, open in the ledger, as a batch to follow (None: nothing to follow)."""
+        if record.phase == "preparing":  # nothing was created: its keys are free
+            why = "the run stopped before its file was uploaded"
+        elif self.where.simulated and record.base_url != self.where.base_url:
+            why = "made on the simulator of an earlier run, which ended with it"
+        elif record.phase == "uploaded":
+            made = await self._find_or_create(record)
+            tally.unrun += record.requests if made.freed else 0
+            return made.batch
+        else:
+            batch = _Open(record, self._api(record.model, record.base_url), self._clock())
+            self._open[record.id] = batch
+            return batch
+        message = f"{why}; its requests went in later batches"
+        await self._update(record.id, phase="abandoned", message=message)
+        tally.unrun += record.requests
+        return None
+
+    # -- making ------------------------------------------------------------------------------
+
+    def _model(self, call: Pending) -> str:
+        return self.configurations[call.configuration].model
+
+    async def _make(self, calls: list[Pending]) -> tuple[_Open | None, list[Pending]]:
+        """The batch of ``calls``'s first model (None if none was made), and the calls it
+        did not take. A model whose every line is over the byte limit makes none: the next
+        model's calls are tried."""
+        left = calls
+        while left:
+            model = self._model(left[0])
+            others = [c for c in left if self._model(c) != model]
             api = self._api(model)
             # On a thread: building requests encodes images, and the actor's loop keeps
             # answering the monitor meanwhile.
-            written, _ = await asyncio.to_thread(self._write_file, api, group)
+            group = [c for c in left if self._model(c) == model]
+            written, unfit = await self._offload(partial(self._write_file, api, group))
             if written is not None:
-                await self._send_file(model, api, written)
-                return True
-            held = {id(c) for c in group}  # each line over the byte limit: held back
-            calls = [c for c in calls if id(c) not in held]
-        return False
-
-    def _may(self, call: Pending) -> bool:
-        """Whether ``call`` may go in a batch now: its configuration is this backend's, and
-        this run has not sent its attempt too often, or met an error no resend mends."""
-        attempt = _attempt(call)
-        if call.configuration not in self.configurations or attempt in self._held_back:
-            return False
-        return self._sent[attempt] <= self.settings.resubmits
+                made = await self._send_file(model, api, written)
+                # Not sent: given back (once the driver is gone, whatever the ledger holds).
+                unsent = made.batch is None and (made.freed or self._gone is not None)
+                back = written.calls if unsent else []
+                return made.batch, [*back, *unfit, *others]
+            left = others
+        return None, []
 
     def _write_file(
         self, api: BatchApi, calls: list[Pending]
     ) -> tuple[_File | None, list[Pending]]:
-        """The first JSONL file of ``calls`` under the limits, and the calls left for the next
-        (each is sent before the next is written, so the disk holds one file at a time).
+        """The JSONL file of ``calls`` under the limits (None: no line fits), and the calls
+        it has no room for.
 
         A line alone over the byte limit can go in no batch: its attempt is held back this run.
         """
-        limits = api.limits
-        max_requests = min(limits.max_requests, self.settings.max_requests or limits.max_requests)
-        max_bytes = min(limits.max_bytes, self.settings.max_bytes or limits.max_bytes)
+        max_bytes = min(self._limits.max_bytes, self.settings.max_bytes or self._limits.max_bytes)
         self._spool.mkdir(parents=True, exist_ok=True)
         written = _File(self._spool / f"{self.where.backend}-{secrets.token_hex(6)}.jsonl")
         left: list[Pending] = []
         ids: set[str] = set()
         with written.path.open("wb") as out:
             for i, call in enumerate(calls):
-                if len(written.keys) >= max_requests:
+                if len(written.keys) >= self.lines:
                     left.extend(calls[i:])
                     break
                 request = self._build(call)
@@ -341,6 +477,7 @@ class BatchRunner:
                 written.size += len(line)
                 ids.add(custom)
                 written.keys.append(BatchKey("", custom, *call))
+                written.calls.append(call)
         if not written.keys:
             written.path.unlink(missing_ok=True)
             return None, left
@@ -350,96 +487,116 @@ class BatchRunner:
         key = RequestKey(call.configuration, call.condition, call.qid, call.budget)
         return self._builder.build(key, self.configurations[call.configuration])
 
-    async def _send_file(self, model: str, api: BatchApi, written: _File) -> None:
+    async def _send_file(self, model: str, api: BatchApi, written: _File) -> _Made:
+        """Record the file's batch, upload the file and create the batch, each step in the
+        ledger before the next."""
         tag = f"gb-{secrets.token_hex(8)}"
         record = BatchRecord(
-            id=tag,
-            backend=self.where.backend,
-            provider=self.where.provider,
-            model=model,
-            base_url=self.where.base_url,
-            api_key_env=self.where.api_key_env,
-            phase="preparing",
-            requests=len(written.keys),
-            created_at=_now(),
-        )
-        keys = [k._replace(batch=tag) for k in written.keys]
-        await self._ledger.record_batch(record, keys)
-        for k in keys:
-            self._sent[_held(k)] += 1
+            id=tag, backend=self.where.backend, provider=self.where.provider, model=model,
+            base_url=self.where.base_url, api_key_env=self.where.api_key_env,
+            phase="preparing", requests=len(written.keys), created_at=_now(),
+        )  # fmt: skip
         try:
+            if self._gone is not None:
+                return _Made(freed=True)
+            await self._ledger.record_batch(record, [k._replace(batch=tag) for k in written.keys])
             file_id = await self._retrying(lambda: api.upload(written.path, tag))
         except CallError as exc:
             await self._update(tag, phase="abandoned", message=f"upload failed: {exc}")
             self._given_up(exc)
-            return
+            return _Made(freed=True)
         finally:
             written.path.unlink(missing_ok=True)
         uploaded = await self._update(tag, phase="uploaded", input_file=file_id)
-        await self._find_or_create(uploaded)
+        return await self._find_or_create(uploaded)
 
-    async def _find_or_create(self, record: BatchRecord) -> None:
+    async def _find_or_create(self, record: BatchRecord) -> _Made:
         """Create the batch of an uploaded file, unless one with its tag exists already: a
         create whose answer was lost (a timeout, a reset, a killed driver) may have made it."""
+        if self._gone is not None:  # left 'uploaded': a later run finds or creates it
+            return _Made()
         api = self._api(record.model, record.base_url)
         assert record.input_file is not None
+        file_id = record.input_file
         for attempt in range(self._tries):
             try:
-                found = await self._retrying(lambda: api.find(record.id, record.input_file))
-                remote = found or await api.create(record.input_file, record.id)
+                found = await self._retrying(lambda: api.find(record.id, file_id))
+                remote = found or await api.create(file_id, record.id)
             except CallError as exc:
                 if exc.retryable and attempt + 1 < self._tries:
                     await self._sleep(self._wait_for(exc, attempt))
                     continue
-                if exc.retryable:  # it may exist: leave it to the next run to look again
-                    self._stopped_by(exc)
-                    return
-                await self._update(record.id, phase="abandoned", message=f"not created: {exc}")
-                await self._quietly(api.delete_file(record.input_file))
-                self._given_up(exc)
-                return
+                return await self._not_created(record, api, exc)
             self.outcome.created += found is None
-            submitted = await self._update(
-                record.id,
-                phase="submitted",
-                remote_id=remote.id,
-                **_described(remote),
-                submitted_at=_now(),
-            )
-            self._open[record.id] = _Open(submitted, api, self._clock(), remote)
-            return
+            return _Made(await self._submitted(record, api, remote))
+        raise AssertionError("unreachable")  # pragma: no cover
 
-    # -- polling and reading -----------------------------------------------------------------
+    async def _not_created(self, record: BatchRecord, api: BatchApi, exc: CallError) -> _Made:
+        if exc.retryable:  # it may exist: its keys stay held, for the next run to look again
+            self._stopped_by(exc)
+            return _Made()
+        await self._update(record.id, phase="abandoned", message=f"not created: {exc}")
+        assert record.input_file is not None
+        await self._quietly(api.delete_file(record.input_file))
+        self._given_up(exc)
+        return _Made(freed=True)
 
-    async def _poll_once(self) -> list[str]:
-        ended = []
-        for tag, batch in list(self._open.items()):
-            record = batch.record
-            if record.phase == "ended":
-                ended.append(tag)
-                continue
-            assert record.remote_id is not None
-            try:
-                remote = await self._retrying(partial(batch.api.get, record.remote_id))
-            except CallError as exc:
-                self._stopped_by(exc)
-                if exc.stops:  # no poll can succeed: the next run collects it
-                    self._halted = True
-                    return []
-                continue  # the next round asks again
-            changes = _described(remote)
-            if remote.ended:
-                changes |= {"phase": "ended", "ended_at": _now()}
-            if any(getattr(record, k) != v for k, v in changes.items() if k != "ended_at"):
-                batch.record = await self._update(tag, **changes)
-            batch.remote = remote
-            if remote.ended:
-                ended.append(tag)
-        return ended
+    async def _submitted(self, record: BatchRecord, api: BatchApi, remote: RemoteBatch) -> _Open:
+        submitted = await self._update(
+            record.id, phase="submitted", remote_id=remote.id, **_described(remote),
+            submitted_at=_now(),
+        )  # fmt: skip
+        batch = _Open(submitted, api, self._clock(), remote)
+        self._open[record.id] = batch
+        return batch
 
-    async def _collect(self, tag: str) -> None:
+    # -- following ---------------------------------------------------------------------------
+
+    async def _follow(self, batch: _Open, tally: _Tally) -> None:
+        """Poll ``batch`` until it ends, waiting longer each time nothing changed, and store
+        its results; a poll that no later one can mend (a refused key) leaves it for the next
+        run."""
+        wait = self.settings.poll_s
+        try:
+            while not self._halted:
+                changed = await self._poll(batch)
+                if batch.record.phase == "ended":
+                    await self._collect(batch, tally)
+                    return
+                if changed is None:
+                    return
+                await self._sleep(wait)
+                longer = min(self.settings.max_poll_s, wait * 1.5)
+                wait = self.settings.poll_s if changed else longer
+        finally:
+            self._open.pop(batch.record.id, None)
+            self._notify()
+
+    async def _poll(self, batch: _Open) -> bool | None:
+        """Ask the provider how ``batch`` is; whether that changed. None: no poll of it can
+        succeed now (a refused key halts the runner too); the next run collects it."""
+        record = batch.record
+        if record.phase == "ended":  # adopted ended: read it
+            return True
+        assert record.remote_id is not None
+        try:
+            remote = await self._retrying(partial(batch.api.get, record.remote_id))
+        except CallError as exc:
+            self._stopped_by(exc)
+            self._halted = self._halted or exc.stops
+            return False if exc.retryable else None  # a throttle or 5xx: the next poll asks
+        changes = _described(remote)
+        if remote.ended:
+            changes |= {"phase": "ended", "ended_at": _now()}
+        changed = any(getattr(record, k) != v for k, v in changes.items() if k != "ended_at")
+        if changed:
+            batch.record = await self._update(record.id, **changes)
+        batch.remote = remote
+        return changed
+
+    async def _collect(self, batch: _Open, tally: _Tally) -> None:
         """Store an ended batch's results, line by line; its other keys are pending again."""
-        batch = self._open[tag]
+        tag = batch.record.id
         keys = {k.custom_id: k for k in await self._ledger.batch_keys(tag)}
         reading = _Reading(self, batch, keys, self._clock() - batch.opened)
         try:
@@ -450,29 +607,28 @@ class BatchRunner:
             async for line in batch.api.results(remote):
                 await reading.take(line)
         except CallError as exc:  # its results could not be fetched: the next run reads them
-            await reading.flush()
+            await self._counted(reading, tally)
             self._stopped_by(exc)
             self._halted = self._halted or exc.stops
-            del self._open[tag]
             return
-        await reading.flush()
+        await self._counted(reading, tally)
         self._failed_last = remote.state == "failed"
-        unrun = len(keys) - reading.stored - len(reading.problem_ids)
+        unrun = len(keys) - reading.tally.attempts - len(reading.problem_ids)
+        tally.unrun += unrun + len(reading.problem_ids)
         self.outcome.unrun += unrun
         self.outcome.read += 1
         await self._update(
-            tag,
-            phase="read",
-            answered=reading.answered,
-            errored=reading.errored,
-            unrun=unrun,
-            problems=reading.problems,
-            read_at=_now(),
-            message=remote.message,
-        )
-        del self._open[tag]
+            tag, phase="read", answered=reading.tally.answered, errored=reading.tally.errored,
+            unrun=unrun, problems=reading.problems, read_at=_now(), message=remote.message,
+        )  # fmt: skip
         if batch.record.input_file is not None:
             await self._quietly(batch.api.delete_file(batch.record.input_file))
+
+    async def _counted(self, reading: _Reading, tally: _Tally) -> None:
+        """Store what is left of ``reading`` and count what it stored."""
+        await reading.flush()
+        tally.add(reading.tally)
+        self.outcome.add(reading.tally, reading.problems)
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -505,6 +661,7 @@ class BatchRunner:
         if not exc.retryable and self._stop is None:
             self._stop = exc
             self.outcome.not_made = str(exc)
+            self._notify()
 
     def _stopped_by(self, exc: CallError) -> None:
         """Stop submitting after ``exc`` if it is terminal (spent quota; a refused key)."""
@@ -515,6 +672,7 @@ class BatchRunner:
             self.outcome.quota = exc.message
         else:
             self.outcome.refused = str(exc)
+        self._notify()
 
     async def _quietly(self, work: Awaitable[object]) -> None:
         """Tidying that may fail without harm (a file the provider deletes itself anyway)."""
@@ -536,7 +694,8 @@ class _Reading:
         self._rows: list[ResponseRow] = []
         self._problems: list[BatchProblem] = []
         self.problem_ids: set[str] = set()
-        self.stored = self.answered = self.errored = self.problems = 0
+        self.tally = _Tally()  # what it stored
+        self.problems = 0
         self._lines = 0
 
     async def take(self, line: ResultLine) -> None:
@@ -584,7 +743,7 @@ class _Reading:
             last = attempts_allowed(request.attempts, configuration.best_effort) - 1
             answer = self._answer(sender, request, key, line.reply, line.status, started)
             # The request is finished once an answer parses or its last attempt answered.
-            self._runner.outcome.finished += answer.parseable or key.attempt >= last
+            self.tally.finished += answer.parseable or key.attempt >= last
             return answer
         error = line.error or Fatal(f"{context}: a line with neither answer nor error")
         error.message = f"{context}: {error.message}"
@@ -608,29 +767,18 @@ class _Reading:
     ) -> ResponseRow:
         if not error.retryable:  # a request the server refuses goes again in a later run only
             self._runner._held_back.add(_held(key))
-        self._runner.outcome.finished += 1  # an error ends its attempts, as online
+        self.tally.finished += 1  # an error ends its attempts, as online
         return self._kept(error_record(sender, request, key.attempt, error, started))
 
     def _kept(self, record: AttemptRecord) -> ResponseRow:
-        """``record`` as the row to store, counted for the batch and the run."""
-        outcome = self._runner.outcome
-        self.stored += 1
-        outcome.attempts += 1
-        if record.outcome == "answer":
-            self.answered += 1
-            outcome.answered += 1
-            outcome.input_tokens += record.input_tokens or 0
-            outcome.output_tokens += record.output_tokens or 0
-        else:
-            self.errored += 1
-            outcome.errored += 1
+        """``record`` as the row to store, counted."""
+        self.tally.kept(record)
         return response_row(record)
 
     def _problem(self, line: ResultLine, why: str) -> None:
         tag = self._batch.record.id
         self._problems.append(BatchProblem(tag, line.where, line.custom_id, why))
         self.problems += 1
-        self._runner.outcome.problems += 1
         if line.custom_id in self._keys and line.custom_id not in self._seen:
             self.problem_ids.add(line.custom_id)
 
@@ -644,12 +792,12 @@ class _Reading:
             self._problems = []
 
 
-def _attempt(call: Pending) -> tuple[str, str, int, str, int]:
-    """The attempt ``call`` sends next, as the runner counts what it sent."""
+def _attempt(call: Pending) -> Attempt:
+    """The attempt ``call`` sends next, as the runner holds attempts back."""
     return (call.configuration, call.condition, call.budget, call.qid, call.next_attempt)
 
 
-def _held(key: BatchKey) -> tuple[str, str, int, str, int]:
+def _held(key: BatchKey) -> Attempt:
     """The attempt a batch holds under ``key``, as :func:`_attempt` names it."""
     return (key.configuration, key.condition, key.budget, key.qid, key.attempt)
 

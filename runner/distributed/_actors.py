@@ -21,12 +21,13 @@ import pyarrow as pa
 import ray
 
 from conditions import Configuration, Questions, VariantCache
+from runner._port import Outcome, Shape
 from runner.backends import key_for
 from runner.batch import BatchOutcome
 from runner.distributed._batch_worker import BatchSpec, BatchWorker
 from runner.distributed._lifeline import LifelineAddress
-from runner.distributed._port import Outcome, Shape
 from runner.distributed._scorer import BoxScorer, Scorer
+from runner.distributed._store_port import StorePort
 from runner.distributed._worker import BackendWorker, WorkerStats
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import (
@@ -133,7 +134,7 @@ class StoreActor:
     def error_counts(self) -> list[ErrorCount]:
         return self._store.error_counts()
 
-    # The batch ledger (runner.batch.Ledger, through _ray.ActorLedger).
+    # The batch ledger (runner.batch.Ledger, through StorePort.of_actor).
 
     def held(self) -> int:
         return self._store.held()
@@ -231,19 +232,30 @@ class BatchBackendActor:
         store: Any,
         simulator_key: str | None,
         spec: BatchSpec,
+        lifeline: LifelineAddress | None = None,
     ) -> None:
         self._worker = BatchWorker(
-            configurations, questions, images, cache, key_for(simulator_key), spec
-        )
-        self._store = store
+            configurations, questions, images, cache, StorePort.of_actor(store),
+            key_for(simulator_key), spec, lifeline,
+        )  # fmt: skip
         gc.collect()
         gc.freeze()
 
-    async def run(self, allowed: frozenset[tuple[str, str, int, str]] | None) -> BatchOutcome:
-        # Imported here: _ray imports this module (its actor classes).
-        from runner.distributed._ray import ActorLedger
+    def shape(self) -> Shape:
+        return self._worker.shape
 
-        return await self._worker.run(ActorLedger(self._store, allowed))
+    async def lease(self, calls: list[Pending]) -> Outcome:
+        return await self._worker.lease(calls)
+
+    async def collect_open(self) -> Outcome:
+        return await self._worker.collect_open()
+
+    async def resume_after_quota(self) -> None:
+        await self._worker.resume_after_quota()
+
+    def report(self) -> BatchOutcome:
+        """Its batches this run, for the run's report."""
+        return self._worker.report()
 
     def stats(self) -> WorkerStats:
         return self._worker.stats()

@@ -1,13 +1,16 @@
 """One batch-mode backend's share of the run: its calls as the provider's batches.
 
-:class:`BatchWorker` is what a batch-mode backend's actor runs, and is tested without Ray: it
-opens one HTTP session, makes the provider's :class:`~runner.batch.BatchApi` per model, and
-runs a :class:`~runner.batch.BatchRunner` over the ledger it is given (the store actor's).
-Its counters are a :class:`WorkerStats`, as an online worker's, with the open batches beside.
+:class:`BatchWorker` is what a batch-mode backend's actor runs, and is tested without Ray: a
+:class:`~runner.batch.BatchRunner` over the ledger it is given (the store actor's port), with
+one HTTP session opened lazily on the event loop that sends and the provider's
+:class:`~runner.batch.BatchApi` per model on it. It is the feeder's port, as an online worker
+is; its counters are a :class:`WorkerStats`, as an online worker's, with the open batches
+beside.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +18,7 @@ from pathlib import Path
 import aiohttp
 
 from conditions import Configuration, Questions
+from runner._port import Outcome, Shape
 from runner.backends import provider_named
 from runner.batch import (
     BatchApi,
@@ -24,8 +28,11 @@ from runner.batch import (
     Ledger,
     Where,
     batch_api,
+    batch_limits,
 )
+from runner.distributed._lifeline import Lifeline, LifelineAddress
 from runner.distributed._worker import KeySource, WorkerStats, request_builder
+from runner.store import Pending
 
 
 @dataclass(frozen=True)
@@ -39,7 +46,7 @@ class BatchSpec:
 
 
 class BatchWorker:
-    """Runs one backend's calls as batches, once per run (or once per restart)."""
+    """One backend's calls as batches, leased by the feeder (see the module docstring)."""
 
     def __init__(
         self,
@@ -47,54 +54,92 @@ class BatchWorker:
         questions: Questions,
         images: Path,
         cache: Path,
+        ledger: Ledger,
         key_for: KeySource,
         spec: BatchSpec,
+        lifeline: LifelineAddress | None = None,
     ) -> None:
         if not configurations:
             raise ValueError("a batch worker needs at least one configuration")
+        # No file uploaded and no batch made once the driver is no longer heard (None: an
+        # in-process run); the batches open are left for a later run to collect.
+        self._lifeline = Lifeline(lifeline, self.driver_gone)
+        self._opening = asyncio.Lock()
         first = configurations[0]
         self.configurations = tuple(configurations)
         self.provider = provider_named(first.provider)
         self.key = key_for(first)  # a missing key fails now, as online
         self.base_url = first.transport.base_url or self.provider.base_url
         self.spec = spec
-        self._builder = request_builder(questions, images, cache)
-        self._runner: BatchRunner | None = None
-        self._stats = WorkerStats()
+        self._session: aiohttp.ClientSession | None = None
+        where = Where(
+            spec.backend,
+            self.provider.name,
+            self.base_url,
+            first.transport.api_key_env or self.provider.key_variable,
+            simulated=spec.simulated,
+        )
+        self.runner = BatchRunner(
+            where, self.configurations, request_builder(questions, images, cache), ledger,
+            self._make_api, spec.spool, spec.settings, limits=batch_limits(self.provider),
+        )  # fmt: skip
+        self._stats = WorkerStats(batch=True)
 
-    async def run(self, ledger: Ledger) -> BatchOutcome:
-        """Collect what earlier runs left open, send what is pending, collect it all."""
-        transport = self.configurations[0].transport
-        connector = aiohttp.TCPConnector(limit=transport.max_concurrency)
-        async with aiohttp.ClientSession(connector=connector) as session:
+    def _make_api(self, model: str, base_url: str) -> BatchApi:
+        """The batch API of ``model`` at ``base_url``, on the session of the loop that sends
+        (the runner asks for one only inside a lease or a collect, once it is open)."""
+        assert self._session is not None, "a batch API is made only once the session is open"
+        return batch_api(self._session, self.provider, model, base_url, self.key)
 
-            def make(model: str, base_url: str) -> BatchApi:
-                return batch_api(session, self.provider, model, base_url, self.key)
+    async def _ensure_open(self) -> None:
+        """The lifeline to the driver, then the session: on the loop that sends, once."""
+        async with self._opening:
+            if self._session is None:
+                await self._lifeline.start()  # a driver it cannot hear gets no batch made
+                limit = self.configurations[0].transport.max_concurrency
+                connector = aiohttp.TCPConnector(limit=limit)
+                self._session = aiohttp.ClientSession(connector=connector)
 
-            where = Where(
-                self.spec.backend,
-                self.provider.name,
-                self.base_url,
-                transport.api_key_env or self.provider.key_variable,
-                simulated=self.spec.simulated,
-            )
-            self._runner = BatchRunner(
-                where, self.configurations, self._builder, ledger, make, self.spec.spool,
-                self.spec.settings,
-            )  # fmt: skip
-            return await self._runner.run()
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+        await self._lifeline.close()
+
+    @property
+    def shape(self) -> Shape:
+        """How the feeder leases it calls: a batch's lines at a time, its open batches' in
+        all."""
+        return self.runner.shape
+
+    async def lease(self, calls: list[Pending]) -> Outcome:
+        """One batch of ``calls``, made, followed to its end and read."""
+        await self._ensure_open()
+        return await self.runner.lease(calls)
+
+    async def collect_open(self) -> Outcome:
+        """The batches the ledger holds open for this backend, collected."""
+        await self._ensure_open()
+        return await self.runner.collect_open()
+
+    async def resume_after_quota(self) -> None:
+        await self.runner.resume_after_quota()
+
+    def driver_gone(self, why: str) -> None:
+        """Upload no file and create no batch from now on (see the online worker's)."""
+        self.runner.driver_gone(why)
+
+    def report(self) -> BatchOutcome:
+        """What its batches did this run: the run's report."""
+        return self.runner.outcome
 
     def stats(self) -> WorkerStats:
         """Its counters: an online worker's (no HTTP rates), and the open batches."""
-        runner = self._runner
-        if runner is None:
-            return self._stats
-        outcome = runner.outcome
+        outcome = self.runner.outcome
         stats = self._stats
         stats.attempts, stats.requests = outcome.attempts, outcome.finished
         stats.answered, stats.errored = outcome.answered, outcome.errored
         stats.input_tokens, stats.output_tokens = outcome.input_tokens, outcome.output_tokens
         stats.quota, stats.refused = outcome.quota, outcome.refused
-        stats.batches = tuple(runner.open_batches())
-        stats.batch = True
+        stats.batches = tuple(self.runner.open_batches())
         return stats

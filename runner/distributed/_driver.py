@@ -20,6 +20,7 @@ from typing import Any
 
 from conditions import Questions
 from runner._names import NAMESPACE
+from runner._port import Shape, Traffic
 from runner.batch import BatchOutcome
 from runner.check import CheckReport
 from runner.distributed import _address, _ray
@@ -27,17 +28,16 @@ from runner.distributed._feeder import (
     Feed,
     Feeder,
     FeedPolicy,
-    PendingSource,
     forget,
     score_to_the_end,
 )
 from runner.distributed._fleet import BackendActor, Fleet
 from runner.distributed._lifeline import LifelineAddress, LifelineServer
-from runner.distributed._port import Shape, Traffic
 from runner.distributed._prepare import beside, prepared
 from runner.distributed._report import BackendReport, BatchReport, RunReport
 from runner.distributed._scorer import scorer_for
 from runner.distributed._spend import SpendCap, worst_case
+from runner.distributed._store_port import StorePort
 from runner.distributed._watch import LiveView
 from runner.experiment import Experiment
 from runner.monitor import Snapshot, echoing
@@ -208,7 +208,7 @@ class _Run:
         scoring = [self._scoring(s) for s in self.scorers]
         if self.options.limit is not None:
             self.allowed = first_questions(grid.rows, self.questions, self.options.limit)
-        store: PendingSource = _ray.store_port(self.store).limited(self.allowed)
+        store = StorePort.of_actor(self.store, self.allowed)
         feeder = Feeder(store, self._policy(), self.echo, cap=self.cap)
         view = LiveView(self.store, self._handles, self.experiment, self.show, begun)
         watcher = asyncio.create_task(view.every(self.options.progress_every_s))

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runner._errors import RunnerError
-from runner.distributed._port import CallPort, Outcome, Shape, Traffic
+from runner._port import CallPort, Outcome, Shape, Traffic
 from runner.distributed._spend import SpendCap, WorstCase
 from runner.distributed._store_port import request_of
 from runner.store import Pending
@@ -134,7 +134,7 @@ class _Fed:
     died: bool = False  # its worker died
     capped: bool = False  # the spending cap paid for no more calls
     next_worst: float = 0.0  # with capped: the most the next call could have cost
-    progressed: bool = False  # a lease took a call or stored a record
+    progressed: bool = False  # a lease took a call, stored a record or freed a batch's lines
 
     @property
     def stopped(self) -> bool:
@@ -284,10 +284,11 @@ class Feeder:
             feed.handed[c] -= 1
         fed.quota = fed.quota or outcome.quota
         fed.refused = fed.refused or outcome.refused
-        # Progress: the port took a call (each is handed a bounded number of times a run) or
-        # stored a record; a round that only had calls given back would go round for ever.
+        # Progress: the port took a call (each is handed a bounded number of times a run), stored
+        # a record, or had a batch's lines end unrun (the store has them pending again); a round
+        # that only had calls given back would go round for ever.
         took = len(outcome.given_back) < len(lease.calls)
-        fed.progressed = fed.progressed or took or outcome.attempts > 0
+        fed.progressed = fed.progressed or took or outcome.attempts > 0 or outcome.unrun > 0
 
     def _lost(self, feed: Feed, lease: _Lease, fed: _Fed) -> None:
         if self._cap is not None and lease.calls:

@@ -16,7 +16,7 @@ import secrets
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -26,9 +26,9 @@ from ray.exceptions import RayActorError, RayTaskError
 from ray.util import get_node_ip_address
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from conditions import ConditionsError
-from runner._errors import ClusterError, RunnerError
+from runner._errors import ClusterError
 from runner._names import NAMESPACE, actor_name, run_tag
+from runner._port import Outcome
 from runner.distributed._actors import QUERIES
 from runner.distributed._address import (
     RunAddress,
@@ -39,21 +39,9 @@ from runner.distributed._address import (
     same_place,
 )
 from runner.distributed._feeder import RunFailed, WorkerLost
-from runner.distributed._port import Outcome
-from runner.distributed._store_port import StorePort
-from runner.store import (
-    QUERY_TIMEOUT_S,
-    BatchKey,
-    BatchProblem,
-    BatchRecord,
-    Pending,
-    ResponseRow,
-    Result,
-    StoreError,
-    first_line,
-    pending_rows,
-)
-from scoring import ScoringError
+from runner.distributed._remote import call as call  # the driver calls actors through _ray
+from runner.distributed._remote import cause
+from runner.store import QUERY_TIMEOUT_S, Pending, Result, StoreError, first_line
 
 NAME_WAIT_S = 20.0  # how long a named actor of an ended run may take to go away
 
@@ -302,22 +290,6 @@ def cluster_cpus() -> int:
 # -- calling ------------------------------------------------------------------------------------
 
 
-async def call(ref: Any) -> Any:
-    """Await an actor call; an error of ours raised inside the actor comes out as itself."""
-    try:
-        return await ref
-    except RayTaskError as exc:
-        raise cause(exc) from None
-
-
-def cause(exc: RayTaskError) -> BaseException:
-    """The error of ours that ``exc`` wraps, else ``exc``."""
-    inner = exc.cause
-    if isinstance(inner, RunnerError | ConditionsError | ScoringError):
-        return inner
-    return exc
-
-
 async def lost_if_dead(ref: Any) -> Any:
     """:func:`call`, with a dead actor as :class:`WorkerLost`."""
     try:
@@ -388,54 +360,6 @@ class ActorBackend:
 
     async def resume_after_quota(self) -> None:
         await call(self.handle.resume_after_quota.remote())
-
-
-def store_port(handle: Any) -> StorePort:
-    """The store actor as every asynchronous part of the run asks it."""
-
-    async def invoke(name: str, *args: Any) -> Any:
-        return await call(getattr(handle, name).remote(*args))
-
-    return StorePort(invoke)
-
-
-class ActorLedger:
-    """The store actor as a batch runner's :class:`~runner.batch.Ledger`; ``allowed`` keeps
-    ``run --limit``'s requests only."""
-
-    def __init__(self, handle: Any, allowed: frozenset[tuple[str, str, int, str]] | None) -> None:
-        self.handle = handle
-        self._allowed = allowed
-
-    async def pending(self, configurations: Sequence[str]) -> list[Pending]:
-        table = await call(self.handle.pending_table.remote(list(configurations)))
-        calls = pending_rows(table)
-        if self._allowed is None:
-            return calls
-        return [
-            p for p in calls if (p.configuration, p.condition, p.budget, p.qid) in self._allowed
-        ]
-
-    async def open_batches(self, backend: str) -> list[BatchRecord]:
-        found: list[BatchRecord] = await call(self.handle.open_batches.remote(backend))
-        return found
-
-    async def batch_keys(self, batch: str) -> list[BatchKey]:
-        keys: list[BatchKey] = await call(self.handle.batch_keys.remote(batch))
-        return keys
-
-    async def record_batch(self, batch: BatchRecord, keys: Sequence[BatchKey]) -> None:
-        await call(self.handle.record_batch.remote(batch, list(keys)))
-
-    async def update_batch(self, batch: str, changes: dict[str, object]) -> BatchRecord:
-        record: BatchRecord = await call(self.handle.update_batch.remote(batch, changes))
-        return record
-
-    async def write_responses(self, rows: list[ResponseRow]) -> object:
-        return await call(self.handle.write_responses.remote(rows))
-
-    async def record_problems(self, problems: list[BatchProblem]) -> object:
-        return await call(self.handle.record_problems.remote(problems))
 
 
 # -- a running store, from another process ------------------------------------------------------

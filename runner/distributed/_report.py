@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from runner._port import Traffic
 from runner.distributed._feeder import Feed
-from runner.distributed._port import Traffic
 from runner.store import ErrorCount, Progress
 
 

@@ -3,9 +3,10 @@ left to score) and a batch-mode backend (its ledger of batches).
 
 One class, whatever holds the store: the run's store actor, or a :class:`Store` open in this
 process (tests, tools). Each method names the store actor's method it calls, through
-``invoke(name, *args)``; :meth:`StorePort.local` serves them from a :class:`StoreActor` over
-an open store, so both paths run the same code. ``run --limit`` is applied here, once: the
-pending calls of the requests it allows, the rest of the grid left for a later run.
+``invoke(name, *args)``: :meth:`StorePort.of_actor` sends it to the actor,
+:meth:`StorePort.local` serves it from a :class:`StoreActor` over an open store, so both paths
+run the same code. ``run --limit`` is applied here, once: the pending calls of the requests it
+allows, the rest of the grid left for a later run.
 """
 
 from __future__ import annotations
@@ -50,6 +51,16 @@ class StorePort:
 
         return cls(invoke, allowed)
 
+    @classmethod
+    def of_actor(cls, handle: Any, allowed: frozenset[RequestId] | None = None) -> StorePort:
+        """The port over the store actor ``handle`` (the driver's, a batch-mode backend's)."""
+        from runner.distributed._remote import call  # Ray: only where an actor is asked
+
+        async def invoke(name: str, *args: Any) -> Any:
+            return await call(getattr(handle, name).remote(*args))
+
+        return cls(invoke, allowed)
+
     def limited(self, allowed: frozenset[RequestId] | None) -> StorePort:
         """This port, with only ``allowed`` requests pending (``run --limit``)."""
         return StorePort(self._invoke, allowed)
@@ -73,7 +84,7 @@ class StorePort:
         """Hand answers a scorer took but never scored to the next scorer that asks."""
         await self._invoke("requeue_unscored")
 
-    # -- a batch-mode backend's ledger (runner.batch.Ledger) ----------------------------------
+    # -- a batch-mode backend's ledger (runner.batch.Ledger) --------------------------------
 
     async def open_batches(self, backend: str) -> list[BatchRecord]:
         found: list[BatchRecord] = await self._invoke("open_batches", backend)

@@ -18,6 +18,7 @@ from pathlib import Path
 import aiohttp
 
 from conditions import Builder, Configuration, Questions, RequestKey, VariantCache, task_of
+from runner._port import Outcome, Shape, Traffic, online_shape
 from runner.backends import (
     ApiKey,
     AttemptRecord,
@@ -31,7 +32,6 @@ from runner.backends import (
 from runner.batch import OpenBatch
 from runner.distributed._batcher import CommitBatcher
 from runner.distributed._lifeline import Lifeline, LifelineAddress
-from runner.distributed._port import Outcome, Shape, Traffic, online_shape
 from runner.store import Pending, ResponseRow, response_row
 
 # Enough blobs for every variant of the questions that the workers hold at once: calls come
@@ -66,7 +66,7 @@ class WorkerStats:
     attempts: int = 0
     answered: int = 0
     errored: int = 0
-    traffic: Traffic = Traffic()  # HTTP calls sent and failures retried
+    traffic: Traffic = field(default_factory=Traffic)  # HTTP calls sent and failures retried
     input_tokens: int = 0
     output_tokens: int = 0
     errors: dict[str, int] = field(default_factory=dict)  # errored attempts by class

@@ -1,6 +1,8 @@
-"""BatchRunner against an in-memory batch API whose lines the simulator answers (as online), with
-a real store and no HTTP: splitting, parse retries, resume after a kill at each step, expiry,
-quota, and result lines that cannot be read. The wires over HTTP have tests of their own."""
+"""BatchRunner as the feeder's port: the real :class:`Feeder` leases it calls over a real store
+(``StorePort.local``), against an in-memory batch API whose lines the simulator answers (as
+online), with no HTTP, no Ray and no real waiting: splitting, parse retries, resume after a
+kill at each step, expiry, quota, the spending cap, and result lines that cannot be read. The
+wires over HTTP have tests of their own."""
 
 from __future__ import annotations
 
@@ -8,10 +10,11 @@ import asyncio
 import itertools
 import json
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -31,6 +34,7 @@ from runner.backends import (
     OpenAIChat,
     QuotaExhausted,
     RateLimited,
+    Refused,
     Transient,
     provider_named,
 )
@@ -41,19 +45,39 @@ from runner.batch import (
     BatchSettings,
     RemoteBatch,
     ResultLine,
-    StoreLedger,
     Where,
 )
+from runner.distributed import (
+    Feed,
+    Feeder,
+    FeedPolicy,
+    Outcome,
+    SpendCap,
+    StorePort,
+    WorkerLost,
+    WorstCase,
+)
+from runner.distributed._actors import StoreActor
 from runner.simulator import Behaviour, SimSpec, Simulator
-from runner.store import BatchKey, BatchRecord, GridRow, Registration, Store
+from runner.store import BatchKey, BatchRecord, GridRow, Pending, Registration, Store
 
 QWEN = next(c for c in PAPER_CONFIGURATIONS if c.provider == "qwen")
 CLEAN = Behaviour(refusal=0.0, wrong_count=0.0, decimals=0.0, prose=0.0)
 PATH = "/v1/chat/completions"
+_T = TypeVar("_T")
 
 
 class Killed(BaseException):
     """The driver dies here (not an Exception: nothing on the way catches it)."""
+
+
+async def no_wait(_: float) -> None:
+    await asyncio.sleep(0)  # a turn for the other leases, as a real wait would give
+
+
+async def inline(work: Callable[[], _T]) -> _T:
+    """Files written on the loop, not a thread: the leases take turns in a countable order."""
+    return work()
 
 
 @dataclass
@@ -82,8 +106,11 @@ class FakeBatches:
         self.quota_after: int | None = None
         self.lose_create_answer = False  # the batch is made, the answer lost
         self.kill_at: str | None = None  # "upload", "create"
+        self.death: type[BaseException] = Killed  # what a kill raises
+        self.dead = False  # killed (the driver): nothing more reaches the provider or the store
         self.bad_lines: list[ResultLine] = []  # added to the first batch's results
         self.model_said: str | None = None
+        self.usage: tuple[int, int] | None = None  # (input, output) tokens each answer reports
         self._ids = itertools.count(1)
 
     def line(self, custom_id: str, request: Request) -> Body:
@@ -93,9 +120,18 @@ class FakeBatches:
         body = splice_json(doc, image)
         return Body((*body.parts, b"\n"))
 
+    def _killed(self, point: str = "") -> None:
+        """Raise a death at ``point`` once; a driver killed stays dead: its other leases reach
+        neither the provider nor the store, as when its process ends."""
+        if self.dead:
+            raise Killed("the driver is dead")
+        if self.kill_at == point:
+            self.kill_at = None
+            self.dead = self.death is Killed
+            raise self.death("killed at " + point)
+
     async def upload(self, path: Path, display_name: str) -> str:
-        if self.kill_at == "upload":
-            raise Killed
+        self._killed("upload")
         lines = []
         for raw in path.read_bytes().splitlines():
             doc = json.loads(raw)
@@ -110,14 +146,14 @@ class FakeBatches:
         batch = _Batch(f"batch_{next(self._ids)}", tag, file_id, self.files[file_id])
         self.batches[batch.id] = batch
         self.submitted.update(c for c, _ in batch.lines)
-        if self.kill_at == "create":
-            raise Killed
+        self._killed("create")
         if self.lose_create_answer:
             self.lose_create_answer = False
             raise Transient("no response within 60 s")
         return self._remote(batch)
 
     async def get(self, batch_id: str) -> RemoteBatch:
+        self._killed()
         batch = self.batches[batch_id]
         batch.polls += 1
         if batch.state == "in_progress" and batch.polls >= self.polls_to_end:
@@ -125,6 +161,7 @@ class FakeBatches:
         return self._remote(batch)
 
     async def find(self, tag: str, file_id: str | None) -> RemoteBatch | None:
+        self._killed()
         found = [b for b in self.batches.values() if b.tag == tag]
         return self._remote(found[0]) if found else None
 
@@ -132,6 +169,7 @@ class FakeBatches:
         raise NotImplementedError
 
     async def results(self, batch: RemoteBatch) -> AsyncIterator[ResultLine]:
+        self._killed()
         for line in self.batches[batch.id].results:
             yield line
 
@@ -150,6 +188,8 @@ class FakeBatches:
             status, doc = self.simulator.answer_line(PATH, body, custom)
             if self.model_said is not None:
                 doc["model"] = self.model_said
+            if self.usage is not None:
+                doc["usage"] = {"prompt_tokens": self.usage[0], "completion_tokens": self.usage[1]}
             reply = self.wire.decode(json.dumps(doc).encode())
             batch.results.append(ResultLine(where, custom, reply=reply, status=status))
         if serial == 1:
@@ -173,27 +213,61 @@ class Rig:
     cohort: Cohort
     root: DataRoot
     tmp: Path
+    ledger: StorePort = field(init=False)
+    echoed: list[str] = field(default_factory=list)
 
-    def runner(self, **settings: object) -> BatchRunner:
-        configuration = _configuration()
+    def __post_init__(self) -> None:
+        actor = StoreActor.serving(self.store)
+
+        async def invoke(name: str, *args: Any) -> Any:
+            if self.api.dead:  # a killed driver's store port reaches nothing
+                raise Killed("the driver is dead")
+            return getattr(actor, name)(*args)
+
+        self.ledger = StorePort(invoke)  # StorePort.local's, dying with the driver
+
+    def runner(self, *, sleep: Callable[[float], Awaitable[None]] = no_wait,
+               **settings: object) -> BatchRunner:  # fmt: skip
         builder = task_of(self.cohort).builder(self.root.images, VariantCache(self.tmp / "v"))
         where = Where("qwen", "qwen", "http://batch.invalid", "DASHSCOPE_API_KEY")
-
-        async def no_wait(_: float) -> None:
-            return None
-
         return BatchRunner(
-            where, [configuration], builder, StoreLedger(self.store), lambda *_: self.api,
+            where, [_configuration()], builder, self.ledger, lambda *_: self.api,
             self.tmp / "spool", BatchSettings.model_validate({"poll_s": 1, **settings}),
-            sleep=no_wait,
+            limits=self.api.limits, sleep=sleep, offload=inline,
         )  # fmt: skip
 
-    def run(self, **settings: object) -> object:
-        return asyncio.run(self.runner(**settings).run())
+    def feed(self, runner: BatchRunner, restarts: list[BatchRunner] | None = None) -> Feed:
+        """``runner``'s feed; a restart hands out the next of ``restarts``."""
+        spares = list(restarts or [])
+
+        async def restart() -> BatchRunner:
+            return spares.pop(0)
+
+        return Feed("qwen", (QWEN.name,), runner, restart, runner.shape)
+
+    def drive(
+        self, runner: BatchRunner, feed: Feed | None = None, *,
+        policy: FeedPolicy | None = None, cap: SpendCap | None = None,
+    ) -> Feed:  # fmt: skip
+        """Drive ``runner`` with the run's feeder until nothing is left to hand it."""
+        feed = feed or self.feed(runner)
+        feeder = Feeder(self.ledger, policy or FeedPolicy(), self.echoed.append, no_wait, cap=cap)
+        asyncio.run(feeder.drive(feed))
+        return feed
+
+    def run(self, **settings: Any) -> BatchRunner:
+        """A fresh runner with ``settings``, driven to the end."""
+        runner = self.runner(**settings)
+        self.drive(runner)
+        return runner
 
     def answered(self) -> int:
         rows = self.store.query("SELECT count(*) FROM responses WHERE outcome = 'answer'")[1]
         return int(rows[0][0])
+
+    def sent_once(self) -> bool:
+        """No key went in two batches, and the simulator was paid for none twice."""
+        return max(self.api.submitted.values()) == 1 and self.simulator.stats.paid_twice == 0
 
 
 @pytest.fixture
@@ -212,19 +286,66 @@ def _rig(cohort: Cohort, root: DataRoot, tmp: Path, spec: SimSpec) -> Rig:
     return Rig(store, FakeBatches(simulator, QWEN.model), simulator, cohort, root, tmp)
 
 
+# -- the port's shape and its leases --------------------------------------------------------------
+
+
+def test_the_shape_is_a_batch_a_lease_and_the_open_batches_in_all(rig: Rig) -> None:
+    shape = rig.runner(max_requests=7, max_open=3, resubmits=1).shape
+    assert (shape.holds, shape.lease, shape.resends, shape.one_attempt) == (21, 7, 1, True)
+    rig.api.limits = BatchLimits(max_requests=5, max_bytes=1024)  # the provider's is lower
+    assert rig.runner(max_requests=7, max_open=3).shape.lease == 5
+
+
 def test_every_request_goes_in_batches_under_the_limit_and_is_stored_once(rig: Rig) -> None:
     requests = len(rig.store.pending())
-    outcome = rig.runner(max_requests=7).run
-    result = asyncio.run(outcome())
+    runner = rig.runner(max_requests=7)
+    feed = rig.drive(runner)
     assert rig.store.pending() == []
-    assert result.answered == requests == rig.answered() == result.finished
+    assert feed.finished == requests == rig.answered() == runner.outcome.finished
+    assert runner.outcome.answered == requests and feed.answered == requests
     assert all(len(b.lines) <= 7 for b in rig.api.batches.values())
-    assert len(rig.api.batches) == -(-requests // 7)
-    assert max(rig.api.submitted.values()) == 1 and rig.simulator.stats.paid_twice == 0
+    assert len(rig.api.batches) == -(-requests // 7) == runner.outcome.created
+    assert rig.sent_once()
     records = rig.store.batches()
     assert {b.phase for b in records} == {"read"} and sum(b.requests for b in records) == requests
     assert list(rig.tmp.joinpath("spool").iterdir()) == []  # no file left behind
     assert rig.api.files == {}  # input files deleted once read
+    assert runner.open_batches() == []
+
+
+def test_at_most_max_open_batches_are_open_at_once(rig: Rig) -> None:
+    open_at_create: list[int] = []
+    real_create = rig.api.create
+
+    async def create(file_id: str, tag: str) -> RemoteBatch:
+        open_at_create.append(sum(b.state == "in_progress" for b in rig.api.batches.values()))
+        return await real_create(file_id, tag)
+
+    rig.api.create = create  # type: ignore[method-assign]
+    rig.run(max_requests=3, max_open=2)
+    assert rig.store.pending() == [] and max(open_at_create) == 1 and rig.sent_once()
+    assert len(open_at_create) > 2
+
+
+def test_a_lease_gives_back_what_its_batch_has_no_room_for_and_it_goes_later(rig: Rig) -> None:
+    requests = len(rig.store.pending())
+    runner = rig.runner()
+    # Room for about three lines a file, in leases of ten: each batch gives most back.
+    largest = max(len(runner._api(QWEN.model).line(str(i), runner._build(c)))
+                  for i, c in enumerate(rig.store.pending()))  # fmt: skip
+    runner = rig.runner(max_requests=10, max_bytes=3 * largest + 1)
+    given_back: list[int] = []
+    lease = runner.lease
+
+    async def watched(calls: list[Pending]) -> Outcome:
+        outcome = await lease(calls)
+        given_back.append(len(outcome.given_back))
+        return outcome
+
+    runner.lease = watched  # type: ignore[method-assign]
+    rig.drive(runner)
+    assert rig.store.pending() == [] and rig.answered() == requests and rig.sent_once()
+    assert sum(given_back) > 0 and max(len(b.lines) for b in rig.api.batches.values()) < 10
 
 
 def test_unparseable_answers_go_again_in_later_batches(
@@ -233,12 +354,14 @@ def test_unparseable_answers_go_again_in_later_batches(
     spec = SimSpec(behaviour=Behaviour(refusal=0.5, wrong_count=0.0, prose=0.0))
     rig = _rig(small_cohort, small_root, tmp_path, spec)
     requests = len(rig.store.pending())
-    outcome = asyncio.run(rig.runner().run())
+    outcome = rig.run().outcome
     assert outcome.finished == requests < outcome.attempts  # retries are attempts, not requests
     attempts = dict(rig.store.query("SELECT attempt, count(*) FROM responses GROUP BY ALL")[1])
     assert attempts[1] > 0 and attempts[2] > 0  # retries went, each in a batch after its failure
-    assert rig.store.pending() == []
-    assert max(rig.api.submitted.values()) == 1 and rig.simulator.stats.paid_twice == 0
+    assert rig.store.pending() == [] and rig.sent_once()
+
+
+# -- a driver killed, a worker dead ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize("point", ["upload", "create"])
@@ -248,49 +371,74 @@ def test_a_run_killed_at_each_step_resumes_without_sending_a_key_twice(
     rig.api.kill_at = point
     with pytest.raises(Killed):
         rig.run(max_requests=5)
-    rig.api.kill_at = None
+    rig.api.dead = False  # a new driver
     phases = Counter(b.phase for b in rig.store.batches())
     assert phases == Counter({"preparing" if point == "upload" else "uploaded": 1})
-    rig.run(max_requests=5)
-    assert rig.store.pending() == []
-    assert max(rig.api.submitted.values()) == 1 and rig.simulator.stats.paid_twice == 0
+    rig.run(max_requests=5)  # a new runner and feeder: the ledger's batch collected first
+    assert rig.store.pending() == [] and rig.sent_once()
     if point == "create":  # the batch made before the kill was found and collected
         assert len(rig.api.batches) == len(rig.store.batches())
+    else:
+        assert Counter(b.phase for b in rig.store.batches())["abandoned"] == 1
 
 
 def test_a_run_killed_while_polling_or_reading_collects_the_same_batch(rig: Rig) -> None:
-    runner = rig.runner(max_requests=5)
-    ledger = runner._ledger
-    real = ledger.write_responses
+    real = rig.ledger.write_responses
     calls = 0
 
     async def dying(rows: list) -> object:  # type: ignore[type-arg]
         nonlocal calls
         calls += 1
         if calls == 2:  # half way through the results
+            rig.api.dead = True
             raise Killed
         return await real(rows)
 
-    ledger.write_responses = dying  # type: ignore[method-assign]
+    rig.ledger.write_responses = dying  # type: ignore[method-assign]
     with pytest.raises(Killed):
-        asyncio.run(runner.run())
+        rig.run(max_requests=5)
+    rig.api.dead = False
     assert any(b.phase == "ended" for b in rig.store.batches())
     rig.run(max_requests=5)
-    assert rig.store.pending() == []
-    assert max(rig.api.submitted.values()) == 1 and rig.simulator.stats.paid_twice == 0
+    assert rig.store.pending() == [] and rig.sent_once()
+
+
+@pytest.mark.parametrize("point", ["upload", "create"])
+def test_a_worker_dying_at_each_step_is_replaced_and_no_key_goes_twice(
+    rig: Rig, point: str
+) -> None:
+    requests = len(rig.store.pending())
+    rig.api.kill_at, rig.api.death = point, WorkerLost
+    dying, fresh = rig.runner(max_requests=5), rig.runner(max_requests=5)
+    feed = rig.drive(dying, rig.feed(dying, [fresh]))
+    assert feed.restarts == 1 and feed.port is fresh
+    assert rig.store.pending() == [] and rig.answered() == requests and rig.sent_once()
+    assert rig.echoed[0].startswith("backend qwen: actor restarted")
 
 
 def test_a_create_whose_answer_was_lost_is_found_not_made_again(rig: Rig) -> None:
     rig.api.lose_create_answer = True
     rig.run()
     assert rig.store.pending() == []
-    assert max(rig.api.submitted.values()) == 1 and len(rig.api.batches) == 1
+    assert rig.sent_once() and len(rig.api.batches) == 1
+
+
+def test_after_the_driver_is_gone_nothing_is_uploaded_and_leases_give_all_back(rig: Rig) -> None:
+    runner = rig.runner(max_requests=5)
+    runner.driver_gone("the driver's node is gone")
+    calls = rig.store.pending()[:5]
+    outcome = asyncio.run(runner.lease(calls))
+    assert outcome.given_back == tuple(calls) and outcome.calls == 0
+    assert rig.api.files == {} and rig.api.batches == {} and rig.store.batches() == []
+
+
+# -- batches that end badly -----------------------------------------------------------------------
 
 
 def test_an_expired_batch_keeps_its_answers_and_its_other_keys_go_again(rig: Rig) -> None:
     requests = len(rig.store.pending())
     rig.api.expire = {1}
-    outcome = asyncio.run(rig.runner().run())
+    outcome = rig.run().outcome
     assert rig.store.pending() == [] and rig.answered() == requests
     first = rig.store.batches()[0]
     assert first.state == "expired" and first.answered == requests // 2
@@ -298,19 +446,55 @@ def test_an_expired_batch_keeps_its_answers_and_its_other_keys_go_again(rig: Rig
     assert rig.simulator.stats.paid_twice == 0  # the expired half was answered once, later
 
 
-def test_quota_on_create_stops_submitting_and_leaves_the_rest_pending(rig: Rig) -> None:
+def test_a_batch_that_never_runs_is_resubmitted_only_as_often_as_allowed(rig: Rig) -> None:
     requests = len(rig.store.pending())
-    rig.api.quota_after = 1
-    outcome = asyncio.run(rig.runner(max_requests=5).run())
-    assert outcome.quota is not None and "insufficient_quota" in outcome.quota
-    assert rig.answered() == 5 and len(rig.store.pending()) == requests - 5
-    phases = Counter(b.phase for b in rig.store.batches())
-    assert phases == Counter({"read": 1, "abandoned": 1})
+    rig.api.expire = {1, 2, 3, 4}  # every batch ends with half its lines unrun
+    rig.api.polls_to_end = 1
+    outcome = rig.run(resubmits=1).outcome
+    # Each attempt goes at most twice: what two batches left unrun waits for the next run.
+    assert Counter(rig.api.submitted.values()).keys() <= {1, 2}
+    assert outcome.unrun > 0 and rig.answered() < requests
+
+
+def test_after_a_failed_batch_no_batch_is_made_until_another_ends(rig: Rig) -> None:
+    requests = len(rig.store.pending())
+    rig.api.polls_to_end = 4  # the others end on their fourth poll ...
+    real_get = rig.api.get
+    held: Counter[str] = Counter()
+
+    async def get(batch_id: str) -> RemoteBatch:
+        batch = rig.api.batches[batch_id]
+        first, _, third, *_ = [*rig.api.batches, "", ""]
+        if batch_id == first and batch.state == "in_progress":
+            batch.polls += 1
+            if batch.polls == 3:  # ... the first fails on its third (OpenAI: enqueued tokens)
+                batch.state = "failed"
+            return rig.api._remote(batch)
+        if batch_id == third and held[third] < 2:  # ... the third two polls after the others
+            held[third] += 1
+            return rig.api._remote(batch)
+        return await real_get(batch_id)
+
+    made_while_open: list[int] = []
+    real_create = rig.api.create
+
+    async def create(file_id: str, tag: str) -> RemoteBatch:
+        made_while_open.append(sum(b.state == "in_progress" for b in rig.api.batches.values()))
+        return await real_create(file_id, tag)
+
+    rig.api.get = get  # type: ignore[method-assign]
+    rig.api.create = create  # type: ignore[method-assign]
+    rig.run(max_requests=10, max_open=3)
+    assert rig.store.pending() == [] and rig.answered() == requests
+    first = rig.store.batches()[0]
+    assert first.state == "failed" and first.unrun == 10
+    # Three made while there was room; when the first failed two were open, and the next was
+    # made only once one of them had ended (room alone would have made it beside both).
+    assert made_while_open[:4] == [0, 1, 2, 1]
 
 
 def test_bad_result_lines_are_each_one_stored_problem_and_the_rest_kept(rig: Rig) -> None:
     requests = len(rig.store.pending())
-    first_id = None
 
     def bad(first: str) -> list[ResultLine]:
         return [
@@ -323,13 +507,11 @@ def test_bad_result_lines_are_each_one_stored_problem_and_the_rest_kept(rig: Rig
     original = rig.api._end
 
     def end(batch: _Batch) -> None:
-        nonlocal first_id
-        first_id = batch.lines[0][0]
-        rig.api.bad_lines = bad(first_id)
+        rig.api.bad_lines = bad(batch.lines[0][0])
         original(batch)
 
     rig.api._end = end  # type: ignore[method-assign]
-    outcome = asyncio.run(rig.runner().run())
+    outcome = rig.run().outcome
     assert rig.answered() == requests and rig.store.pending() == []
     problems = rig.store.query("SELECT line, message FROM batch_problems ORDER BY line")[1]
     assert [p[0] for p in problems] == ["out line 901", "out line 902", "out line 903"]
@@ -341,36 +523,12 @@ def test_an_answer_from_another_model_is_stored_as_an_error_naming_batch_and_lin
     rig: Rig,
 ) -> None:
     rig.api.model_said = "qwen-something-else"
-    rig.run(resubmits=0)
+    rig.run()  # resubmits allowed: an error no resend mends is held back all the same
     rows = rig.store.query("SELECT DISTINCT outcome, error_code FROM responses")[1]
     assert rows == [("fatal", "model_mismatch")]
     message = rig.store.query("SELECT error_message FROM responses LIMIT 1")[1][0][0]
     assert "batch gb-" in message and "line" in message and "qwen-something-else" in message
-    assert rig.store.pending() != []  # a later run sends them again
-
-
-def test_a_throttled_poll_waits_the_servers_retry_after_and_goes_on(rig: Rig) -> None:
-    waits: list[float] = []
-    runner = rig.runner()
-
-    async def sleep(seconds: float) -> None:
-        waits.append(seconds)
-
-    runner._sleep = sleep
-    real_get = rig.api.get
-    throttled = 0
-
-    async def get(batch_id: str) -> RemoteBatch:
-        nonlocal throttled
-        if throttled < 2:
-            throttled += 1
-            raise RateLimited("slow down", status=429, retry_after=7.5)
-        return await real_get(batch_id)
-
-    rig.api.get = get  # type: ignore[method-assign]
-    outcome = asyncio.run(runner.run())
-    assert rig.store.pending() == [] and outcome.quota is None
-    assert waits[:2] == [7.5, 7.5]  # each throttle waited the server's time, then polled again
+    assert rig.store.pending() != [] and max(rig.api.submitted.values()) == 1  # a later run's
 
 
 def test_a_batch_of_an_earlier_runs_own_simulator_is_given_up_not_polled(rig: Rig) -> None:
@@ -383,7 +541,7 @@ def test_a_batch_of_an_earlier_runs_own_simulator_is_given_up_not_polled(rig: Ri
     rig.store.record_batch(old, [BatchKey("gb-old", "x", *first)])
     runner = rig.runner()
     runner.where = Where("qwen", "qwen", "http://batch.invalid", None, simulated=True)
-    asyncio.run(runner.run())
+    rig.drive(runner)
     (record,) = rig.store.batches(ids=["gb-old"])
     assert record.phase == "abandoned" and "simulator of an earlier run" in (record.message or "")
     assert rig.store.pending() == []  # its request went in a batch of this run
@@ -408,39 +566,76 @@ def test_files_keep_under_the_byte_limit_and_a_line_over_it_alone_goes_in_none(
     rig.api.upload = upload  # type: ignore[method-assign]
     rig.run(max_bytes=400_000)
     assert rig.store.pending() == [] and 0 < largest <= 400_000
-    assert len(rig.api.batches) > 1
+    assert len(rig.api.batches) > 1 and rig.sent_once()
 
 
-def test_after_a_failed_batch_no_batch_is_made_until_another_ends(rig: Rig) -> None:
+# -- what stops submitting ------------------------------------------------------------------------
+
+
+def test_quota_on_create_stops_submitting_and_leaves_the_rest_pending(rig: Rig) -> None:
     requests = len(rig.store.pending())
-    rig.api.polls_to_end = 4  # the others end on their fourth poll ...
-    real_get = rig.api.get
+    rig.api.quota_after = 1
+    runner = rig.runner(max_requests=5)
+    feed = rig.drive(runner)
+    assert feed.quota is not None and "insufficient_quota" in feed.quota
+    assert runner.outcome.quota == feed.quota
+    assert rig.answered() == 5 and len(rig.store.pending()) == requests - 5
+    phases = Counter(b.phase for b in rig.store.batches())
+    assert phases == Counter({"read": 1, "abandoned": 1})
+    assert rig.echoed == [f"backend qwen: quota exhausted, stopped: {feed.quota}"]
 
-    async def get(batch_id: str) -> RemoteBatch:
-        batch = rig.api.batches[batch_id]
-        if batch_id == next(iter(rig.api.batches)) and batch.state == "in_progress":
-            batch.polls += 1
-            if batch.polls == 3:  # ... the first fails on its third (OpenAI: enqueued tokens)
-                batch.state = "failed"
-            return rig.api._remote(batch)
-        return await real_get(batch_id)
 
-    made_while_open: list[int] = []
+def test_after_the_quota_wait_batches_are_made_again(rig: Rig) -> None:
+    requests = len(rig.store.pending())
+    rig.api.quota_after = 1
+    runner = rig.runner(max_requests=5)
     real_create = rig.api.create
 
     async def create(file_id: str, tag: str) -> RemoteBatch:
-        made_while_open.append(sum(b.state == "in_progress" for b in rig.api.batches.values()))
-        return await real_create(file_id, tag)
+        try:
+            return await real_create(file_id, tag)
+        except QuotaExhausted:
+            rig.api.quota_after = None  # the quota is back after the wait
+            raise
+
+    rig.api.create = create  # type: ignore[method-assign]
+    feed = rig.drive(runner, policy=FeedPolicy(wait_on_quota_s=60.0))
+    assert feed.quota is None and runner.outcome.quota is None
+    assert rig.store.pending() == [] and rig.answered() == requests and rig.sent_once()
+
+
+def test_a_refused_key_stops_the_backend_and_its_batch_is_left_for_the_next_run(rig: Rig) -> None:
+    async def refused(batch_id: str) -> RemoteBatch:
+        raise Refused("Incorrect API key provided", status=401, code="invalid_api_key")
+
+    rig.api.get = refused  # type: ignore[method-assign]
+    feed = rig.drive(rig.runner(max_requests=5, max_open=1))
+    assert feed.refused is not None and "invalid_api_key" in feed.refused
+    assert len(rig.api.batches) == 1  # none made after the refusal
+    assert [b.phase for b in rig.store.batches()] == ["submitted"]  # the next run polls it
+
+
+def test_a_throttled_poll_waits_the_servers_retry_after_and_goes_on(rig: Rig) -> None:
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        await asyncio.sleep(0)
+
+    real_get = rig.api.get
+    throttled = 0
+
+    async def get(batch_id: str) -> RemoteBatch:
+        nonlocal throttled
+        if throttled < 2:
+            throttled += 1
+            raise RateLimited("slow down", status=429, retry_after=7.5)
+        return await real_get(batch_id)
 
     rig.api.get = get  # type: ignore[method-assign]
-    rig.api.create = create  # type: ignore[method-assign]
-    rig.run(max_requests=10, max_open=3)
-    assert rig.store.pending() == [] and rig.answered() == requests
-    first = rig.store.batches()[0]
-    assert first.state == "failed" and first.unrun == 10
-    # One made per round of polls; when the first failed two were open, and the next was made
-    # only once one of them had ended (room alone would have made it beside both).
-    assert made_while_open[:4] == [0, 1, 2, 1]
+    feed = rig.drive(rig.runner(sleep=sleep))
+    assert rig.store.pending() == [] and feed.quota is None
+    assert waits[:2] == [7.5, 7.5]  # each throttle waited the server's time, then polled again
 
 
 def test_a_file_the_provider_refuses_stops_making_batches_with_its_reason(rig: Rig) -> None:
@@ -450,8 +645,44 @@ def test_a_file_the_provider_refuses_stops_making_batches_with_its_reason(rig: R
         raise Fatal("File is too large: at most 209715200 bytes", status=400)
 
     rig.api.upload = refused  # type: ignore[method-assign]
-    outcome = asyncio.run(rig.runner(max_requests=10).run())
+    outcome = rig.run(max_requests=10).outcome
     assert outcome.not_made is not None and "File is too large" in outcome.not_made
     (record,) = rig.store.batches()  # one tried, not one per resend
     assert record.phase == "abandoned" and "upload failed" in (record.message or "")
     assert len(rig.store.pending()) == requests
+
+
+# -- the spending cap -----------------------------------------------------------------------------
+
+
+def _batch_price(input_tokens: int, output_tokens: int) -> float:
+    """Half of $2 in and $8 out per million tokens: the batch price."""
+    return (2 * input_tokens + 8 * output_tokens) / 2_000_000
+
+
+def test_batches_are_only_as_large_as_the_money_left_pays_for(rig: Rig) -> None:
+    estimate, max_output = 500, 1_000
+    worst = WorstCase(_batch_price, 4 * estimate, {QWEN.name: max_output}, {QWEN.name: 3},
+                      one_attempt=True)  # fmt: skip
+    line = worst(rig.store.pending()[0])  # every line's worst case
+    rig.api.usage = (3 * estimate, max_output)  # 3x the estimate, within the bounds
+    cap = SpendCap(line * 17.5)
+    runner = rig.runner(max_requests=8)
+    spent_at_create: list[tuple[int, float]] = []
+    real_create = rig.api.create
+
+    async def create(file_id: str, tag: str) -> RemoteBatch:
+        spent_at_create.append((len(rig.api.files[file_id]), cap.spent))
+        return await real_create(file_id, tag)
+
+    rig.api.create = create  # type: ignore[method-assign]
+    feed = rig.feed(runner)
+    feed.cost, feed.worst = _batch_price, worst
+    rig.drive(runner, feed, cap=cap)
+    assert feed.capped and cap.spent <= cap.limit and cap.reserved == 0
+    assert all(lines * line <= cap.limit - spent + 1e-9 for lines, spent in spent_at_create)
+    assert feed.spent == pytest.approx(cap.spent)
+    answers = rig.answered()
+    assert cap.spent == pytest.approx(answers * _batch_price(3 * estimate, max_output))
+    assert answers >= 17 and rig.sent_once()  # the money went on lines, each once
+    assert rig.store.pending() != []  # the rest wait for more money

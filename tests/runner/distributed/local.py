@@ -13,24 +13,8 @@ from pathlib import Path
 
 from conditions import Cohort, Configuration, protocol_hash, task_of
 from runner.backends import ApiKey, attempts_allowed
-from runner.distributed import BackendWorker, Feed, Feeder, FeedPolicy, Scorer
-from runner.store import GridRow, Pending, Registration, ResponseRow, Store
-
-
-class StorePort:
-    """A real :class:`Store` as the feeder asks it."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    async def pending(self, configurations: Sequence[str]) -> list[Pending]:
-        return self.store.pending(configurations)
-
-    async def unscored(self) -> int:
-        return self.store.unscored()
-
-    async def requeue_unscored(self) -> None:
-        self.store.requeue_unscored()
+from runner.distributed import BackendWorker, Feed, Feeder, FeedPolicy, Scorer, StorePort
+from runner.store import GridRow, Registration, ResponseRow, Store
 
 
 def register(
@@ -74,9 +58,11 @@ def run_here(
 
         async def main() -> None:
             first = worker()
-            feed = Feed(configuration.provider, (configuration.name,), first, _no_restart)
+            feed = Feed(
+                configuration.provider, (configuration.name,), first, _no_restart, first.shape
+            )
             try:
-                await Feeder(StorePort(store), FeedPolicy(chunk=16), lambda _: None).drive(feed)
+                await Feeder(StorePort.local(store), FeedPolicy(), lambda _: None).drive(feed)
             finally:
                 await first.close()
 

@@ -120,8 +120,10 @@ class FakePort:
             quota = number == self.quota_on
             if quota:
                 self._send(calls[:1])
-            stop = {"quota": "insufficient_quota"} if quota else {"refused": "fatal (HTTP 401): no"}
-            return Outcome(1, 1, int(quota), int(not quota), given_back=tuple(calls[1:]), **stop)
+            back = tuple(calls[1:])
+            if quota:
+                return Outcome(1, 1, 1, 0, quota="insufficient_quota", given_back=back)
+            return Outcome(1, 1, 0, 1, refused="fatal (HTTP 401): no", given_back=back)
         taken = calls[: self.take_only] if self.take_only is not None else calls
         ran = [c for c in taken if c.qid not in self.never_runs]
         self._send(ran)
@@ -159,8 +161,11 @@ async def _no_wait(_: float) -> None:
     return None
 
 
+TWO_RESTARTS = FeedPolicy(max_restarts=2)
+
+
 def _drive(
-    store: FakeStore, feed: Feed, policy: FeedPolicy = FeedPolicy(max_restarts=2),
+    store: FakeStore, feed: Feed, policy: FeedPolicy = TWO_RESTARTS,
     cap: SpendCap | None = None,
 ) -> list[str]:  # fmt: skip
     lines: list[str] = []

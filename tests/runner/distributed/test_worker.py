@@ -187,8 +187,9 @@ def test_once_its_driver_is_gone_the_worker_sends_nothing_it_has_not_sent_alread
         async with serving(simulator) as url:
             # 10 calls a second: most of the lease waits for a rate slot when the line breaks.
             configuration = _configuration(url, requests_per_minute=600.0)
+            key = lambda _: ApiKey("sk-test")  # noqa: E731
             workers.append(BackendWorker([configuration], small_cohort, small_root.images,
-                                         tmp_path / "v", write, lambda _: ApiKey("sk-test")))  # fmt: skip
+                                         tmp_path / "v", write, key))  # fmt: skip
             try:
                 return await workers[0].lease(calls)
             finally:

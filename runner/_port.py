@@ -76,6 +76,10 @@ class Outcome:
     # Calls handed but never sent (the backend stopped first; a batch had no room for them):
     # still pending, and handed again by the feeder where it may.
     given_back: tuple[Pending, ...] = ()
+    # Lines a batch took and never ran (it expired, failed, was cancelled), and the keys of a
+    # batch abandoned before it was made: sent or held, not stored, so pending again — the
+    # feeder asks the store once more for them (``Shape.resends`` bounds how often).
+    unrun: int = 0
     # The worker's running totals as the lease ended, not the lease's own: leases run at once
     # and share the backends, so a call is never told to one lease.
     traffic: Traffic = Traffic()

@@ -1,0 +1,33 @@
+"""Awaiting an actor's answer, with an error of ours raised inside the actor coming out as
+itself: what every caller of an actor needs (the driver, and a port over the store actor that
+another actor holds), kept apart from :mod:`._ray` so that :mod:`._actors`, which ``_ray``
+imports, can use it too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.exceptions import RayTaskError
+
+from conditions import ConditionsError
+from runner._errors import RunnerError
+from scoring import ScoringError
+
+
+async def call(ref: Any) -> Any:
+    """Await an actor call; an error of ours raised inside the actor comes out as itself."""
+    try:
+        return await ref
+    except RayTaskError as exc:
+        raise cause(exc) from None
+
+
+def cause(exc: RayTaskError) -> BaseException:
+    """The error of ours that ``exc`` wraps, else ``exc``."""
+    inner = exc.cause
+    if isinstance(inner, RunnerError | ConditionsError | ScoringError):
+        return inner
+    return exc
+
+
+__all__ = ["call", "cause"]
