@@ -85,11 +85,14 @@ _DRIVER = (
 )
 
 
-def driver_process(path: Path, address: str, cwd: Path) -> subprocess.Popen[str]:
-    """``groundbench run`` in a process of its own, joining the Ray at ``address``."""
+def driver_process(
+    path: Path, address: str, cwd: Path, *options: str
+) -> subprocess.Popen[str]:
+    """``groundbench run`` (with ``options``) in a process of its own, joining the Ray at
+    ``address``."""
     return subprocess.Popen(
         [sys.executable, "-c", _DRIVER, "run", str(path),
-         "--address", address, "--progress-every", "0.3"],
+         "--address", address, "--progress-every", "0.3", *options],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
     )  # fmt: skip
