@@ -32,6 +32,7 @@ from conditions import (
     VariantCache,
     task_of,
 )
+from runner._errors import RunnerError
 from runner.backends import (
     DEFAULT_OUTPUT_ESTIMATE,
     Backend,
@@ -47,6 +48,7 @@ from runner.estimate import (
     WallEstimate,
     backend_walls,
     duration,
+    input_bound,
     tokens_per_call,
 )
 from runner.experiment import Experiment
@@ -115,10 +117,18 @@ async def check(
     stated_output: int | None = None,
     call: bool = True,
     only_real: bool = False,
+    cap: float | None = None,
 ) -> CheckReport:
     """Call each configuration once per decoding (unless ``call`` is false), then estimate
     the calls left from ``stored`` (the store's progress: what is complete, and the tokens of
-    its answers). ``only_real``: call no simulated backend (a run's pre-flight)."""
+    its answers). ``only_real``: call no simulated backend (a run's pre-flight). ``cap``: the
+    run's spending cap, which the calls' worst case must fit before any is made.
+
+    Raises
+    ------
+    OverCap
+        The calls' worst case does not fit in ``cap``: none was made.
+    """
     backend_of = {spec.name: spec.backend for spec in experiment.configurations}
     async with _simulator(experiment, questions, wanted=call and not only_real) as url:
         configurations = [experiment.configuration(c, url) for c in experiment.configurations]
@@ -129,6 +139,15 @@ async def check(
         sim_key = experiment.simulator.api_key or "simulator"
         probes: list[Probe] = []
         if call:
+            chosen = [
+                (c, condition, request)
+                for c in configurations
+                if not (only_real and experiment.backends[backend_of[c.name]].simulated)
+                for condition, request in requests[c.name]
+            ]
+            if cap is not None:
+                rough = _costs(experiment, questions, configurations, requests, (), stored, None)
+                _fits(experiment, backend_of, rough, [c for c, _, _ in chosen], cap)
             calls = [
                 _probe(
                     c,
@@ -137,9 +156,7 @@ async def check(
                     request,
                     sim_key if experiment.backends[backend_of[c.name]].simulated else None,
                 )
-                for c in configurations
-                if not (only_real and experiment.backends[backend_of[c.name]].simulated)
-                for condition, request in requests[c.name]
+                for c, condition, request in chosen
             ]
             with _backend_log_quiet():
                 probes = [_priced(experiment, p) for p in await asyncio.gather(*calls)]
@@ -147,6 +164,34 @@ async def check(
     latencies = {p.configuration: p.latency_s for p in probes if p.latency_s is not None}
     walls = backend_walls(experiment.backends, costs, latencies)
     return CheckReport(tuple(probes), tuple(costs), tuple(walls))
+
+
+class OverCap(RunnerError):
+    """A pre-flight whose calls could cost more than the run's spending cap."""
+
+
+def _fits(
+    experiment: Experiment,
+    backend_of: dict[str, str],
+    estimates: Sequence[CostEstimate],
+    calls: Sequence[Configuration],
+    cap: float,
+) -> None:
+    """Raise :class:`OverCap` unless the worst case of ``calls`` (one per entry, each at its
+    input bound and ``max_output_tokens``, as the run's cap counts a call) fits in ``cap``."""
+    inputs = {e.configuration: e.tokens.input for e in estimates}
+    worst = sum(
+        experiment.backends[backend_of[c.name]].prices.cost(
+            input_bound(inputs[c.name]), c.decoding.max_output_tokens
+        )
+        for c in calls
+    )
+    if worst > cap:
+        raise OverCap(
+            f"pre-flight: its {len(calls)} calls could cost up to ${worst:,.4f}, more than "
+            f"--max-spend ${cap:,.2f}; nothing was sent. Raise the cap, or skip the pre-flight "
+            "with --no-check"
+        )
 
 
 def _priced(experiment: Experiment, probe: Probe) -> Probe:

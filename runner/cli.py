@@ -331,8 +331,10 @@ def run(
         float | None,
         typer.Option(
             min=0.0,
-            help="Stop sending once this run has spent this many US dollars (answers' tokens "
-            "at the configured prices); a rerun resumes.",
+            help="Never spend more than this many US dollars this run: a call (a batch's "
+            "lines) is sent only while what is spent plus the worst case of every call not yet "
+            "answered fits (each attempt left at 4x its estimated input, or the largest input "
+            "seen, plus max_output_tokens, at the configured prices); a rerun resumes.",
         ),
     ] = None,
     limit: Annotated[

@@ -9,10 +9,25 @@ the limiter's prior). Dollars come from the backend's configured ``prices``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from runner.experiment import BackendSpec
+
+# The estimated input per call (the prompt's characters / 4, a token per 28-pixel patch; or
+# the mean measured) is a mean, and providers count images differently: OpenAI's 512-pixel
+# tiles make ~2× the patch count of a COCO image. Four times it bounds one call's input.
+INPUT_MARGIN = 4.0
+
+
+def input_bound(estimated_input: float) -> int:
+    """The input tokens one call is assumed never to pass, from the estimated mean.
+
+    >>> input_bound(500.0)
+    2000
+    """
+    return math.ceil(INPUT_MARGIN * estimated_input)
 
 
 @dataclass(frozen=True)

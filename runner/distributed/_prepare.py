@@ -73,11 +73,16 @@ def preflight(
     ------
     PreflightFailed
         A call failed: each failure with what to do is echoed first.
+    OverCap
+        Under `--max-spend`, the calls' worst case does not fit in the cap: none is made.
     """
     stored = stored_progress(experiment)
     report = asyncio.run(
-        check(experiment, questions, stored, stated_output=options.output_tokens, only_real=True)
-    )
+        check(
+            experiment, questions, stored,
+            stated_output=options.output_tokens, only_real=True, cap=options.max_spend,
+        )
+    )  # fmt: skip
     for line in check_lines(report, options.max_spend):
         echo(f"pre-flight: {line}")
     if not report.ok:

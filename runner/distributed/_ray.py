@@ -243,10 +243,15 @@ def shutdown() -> None:
 
 
 def named_actor(name: str, namespace: str = NAMESPACE) -> Any:
-    """The actor of that name in ``namespace`` (groundbench's), or None."""
+    """The actor of that name in ``namespace`` (groundbench's), or None.
+
+    An actor whose driver was just killed may still be named while Ray clears that job's
+    class table: looking it up then fails inside Ray (an ``AssertionError`` on the class name,
+    Ray 2.5x). It is going, so it is None, as an actor already gone is.
+    """
     try:
         return ray.get_actor(name, namespace=namespace)
-    except ValueError:
+    except (ValueError, AssertionError):
         return None
 
 

@@ -18,17 +18,13 @@ stops handing out calls at once.
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from conditions import Configuration
+from runner.estimate import INPUT_MARGIN, input_bound
 from runner.store import Pending
 
-# The estimated input per call (the prompt's characters / 4, a token per 28-pixel patch; or
-# the mean measured) is a mean, and providers count images differently: OpenAI's 512-pixel
-# tiles make ~2× the patch count of a COCO image. Four times it bounds one call's input.
-INPUT_MARGIN = 4.0
 # The cap is compared with sums of floats: this much of it is never handed out, so rounding
 # cannot carry the spend a fraction of a cent past it.
 ROUNDING = 1e-9
@@ -72,15 +68,6 @@ def worst_case(
     ``maxOutputTokens`` count it)."""
     max_output = {c.name: c.decoding.max_output_tokens for c in configurations}
     return WorstCase(cost, input_bound(estimated_input), max_output, attempts, one_attempt)
-
-
-def input_bound(estimated_input: float) -> int:
-    """The input tokens one call is assumed never to pass, from the estimated mean.
-
-    >>> input_bound(500.0)
-    2000
-    """
-    return math.ceil(INPUT_MARGIN * estimated_input)
 
 
 @dataclass

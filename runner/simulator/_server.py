@@ -59,6 +59,7 @@ from runner.simulator._wires import (
 )
 
 _IMAGE_TOKEN = 28
+_PAUSE_POLL_S = 0.05  # how often a held call looks whether the simulator still pauses
 # The request id a client may choose (OpenAI's name for it): one per call, kept on retries.
 CALL_ID_HEADER = "X-Client-Request-Id"
 # Most requests send the full image: index those first, the rarer variants only when needed.
@@ -118,6 +119,9 @@ class Simulator:
         self.clock = clock
         self._limits = _limits(spec.faults)
         self.openai_batches = OpenAIBatchService(self)
+        # While True, an admitted call waits before it is answered: a test holds a run going
+        # for as long as it needs (another process to attach), then lets it end.
+        self.paused = False
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -158,6 +162,8 @@ class Simulator:
         fault = self._fault(luck)
         if fault == "reset":
             return await self._reset(request)
+        while self.paused:
+            await asyncio.sleep(_PAUSE_POLL_S)
         low, high = self.spec.faults.latency_s
         if high > 0:
             delay = luck.uniform(low, high)

@@ -15,7 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conditions import Cohort, DataRoot, write_cohort
-from runner.check import CheckReport, check, check_lines
+from runner.check import CheckReport, OverCap, check, check_lines
+from runner.estimate import input_bound
 from runner.cli import app
 from runner.experiment import load_experiment
 from runner.plan import prepare
@@ -165,3 +166,22 @@ def test_a_run_whose_pre_flight_fails_sends_nothing_and_says_how_to_skip_it(
     ]
     with read_only(store) as con:
         assert con.execute("SELECT count(*) FROM responses").fetchall() == [(0,)]
+
+
+def test_a_pre_flight_whose_worst_case_passes_the_cap_sends_nothing_and_says_so(
+    tmp_path: Path, store: Path, small_root: DataRoot, small_cohort: Cohort, key: None
+) -> None:
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, sim):
+        experiment = load_experiment(_experiment(tmp_path, store, small_root, url))
+        questions = prepare(experiment)
+        rough = asyncio.run(check(experiment, questions, call=False))
+        (cost,) = rough.costs
+        spec = experiment.configurations[0]
+        max_output = experiment.configuration(spec, url).decoding.max_output_tokens
+        # Three calls (three decodings), each at 4x its estimated input and max_output_tokens.
+        one = (input_bound(cost.tokens.input) * 2.0 + max_output * 10.0) / 1e6
+        with pytest.raises(OverCap, match=r"its 3 calls could cost up to \$") as refused:
+            asyncio.run(check(experiment, questions, cap=3 * one * 0.99))
+        assert "--no-check" in str(refused.value) and sim.stats.answered == 0
+        report = asyncio.run(check(experiment, questions, cap=3 * one * 1.01))
+    assert report.ok and sim.stats.answered == 3 and report.spent <= 3 * one

@@ -40,10 +40,9 @@ from tests.runner.distributed.runs import until
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[3]
-# The run lasts ~15 s (180 calls, 8 at a time, 0.6-0.9 s each): long enough for a monitor
-# started in a fresh process to find it going on a starved machine.
+# Calls of 0.1-0.2 s: the run is still going when the test pauses the simulator to attach.
 SLOW = SimSpec(behaviour=Behaviour(refusal=0.0, wrong_count=0.0, decimals=0.0),
-               faults=Faults(latency_s=(0.6, 0.9)))  # fmt: skip
+               faults=Faults(latency_s=(0.1, 0.2)))  # fmt: skip
 FAST = {"requests_per_minute": 60000, "max_concurrency": 8}  # the latency alone sets the pace
 
 
@@ -56,7 +55,8 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
 def _groundbench(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", "from runner.cli import main; main()", *args],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**env, "PYTHONUNBUFFERED": "1"},  # the monitor's readings as they are printed
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
 
@@ -86,17 +86,35 @@ def _slow_run(run: RunSetup) -> Iterator[tuple[Path, Simulator]]:
 
 
 def _attached(
-    path: Path, store: Path, env: dict[str, str], every: float = 0.5
+    path: Path, store: Path, env: dict[str, str], sim: Simulator, every: float = 0.5
 ) -> tuple[list[str], list[str]]:
-    """``monitor`` (to the run's end) and ``sql`` during the run: their output lines."""
-    monitor = _groundbench("monitor", str(path), "--every", str(every), env=env)
-    sql = _groundbench("sql", str(store), "SELECT count(*) AS n FROM responses",
-                       "--format", "csv", env=env)  # fmt: skip
-    code, queried, err = _finished(sql)
-    assert code == 0, err[-3000:]
+    """``monitor`` and ``sql`` while the run is held going (the caller paused ``sim``: it
+    answers nothing until the monitor has shown a reading and the query has answered), then
+    the monitor to the run's end: their output lines. Nothing here waits on a clock for the
+    run: it cannot end before they attach, however slowly they start."""
+    try:
+        monitor = _groundbench("monitor", str(path), "--every", str(every), env=env)
+        sql = _groundbench("sql", str(store), "SELECT count(*) AS n FROM responses",
+                           "--format", "csv", env=env)  # fmt: skip
+        code, queried, err = _finished(sql)
+        assert code == 0, err[-3000:]
+        seen = _lines_until(monitor, "requests complete")
+    finally:
+        sim.paused = False
     code, watched, err = _finished(monitor)
     assert code == 0, err[-3000:]
-    return watched, queried
+    return seen + watched, queried
+
+
+def _lines_until(process: subprocess.Popen[str], wanted: str) -> list[str]:
+    """``process``'s output lines up to the first that holds ``wanted`` (or its end)."""
+    assert process.stdout is not None
+    seen: list[str] = []
+    for line in process.stdout:
+        seen.append(line.rstrip("\n"))
+        if wanted in line:
+            break
+    return seen
 
 
 def test_monitor_and_sql_reach_a_local_runs_ray_beside_another_and_end_with_it(
@@ -117,12 +135,14 @@ def test_monitor_and_sql_reach_a_local_runs_ray_beside_another_and_end_with_it(
         )
         try:
             until(lambda: sim.stats.answered >= 1 or driver.poll() is not None)
+            sim.paused = True  # the run goes on until _attached has seen it
             note = read_note(run.store)
             assert note is not None
             assert note.address.rpartition(":")[2] != other.rpartition(":")[2]
             # Readings far apart: the run ends, and its Ray goes, while the monitor waits.
-            watched, queried = _attached(path, run.store, _env(Path.home()), every=6.0)
+            watched, queried = _attached(path, run.store, _env(Path.home()), sim, every=6.0)
         finally:
+            sim.paused = False  # a failed assertion lets the run end too
             code, said, err = _finished(driver)
     assert code == 0, (said[-20:], err[-3000:])
     assert queried[0] == "n" and int(queried[1]) >= 1
@@ -150,6 +170,7 @@ def test_monitor_and_sql_reach_a_cluster_that_asks_for_a_token(
         )
         try:
             until(lambda: sim.stats.answered >= 1 or driver.poll() is not None)
+            sim.paused = True  # the run goes on until _attached has seen it
             note = read_note(run.store)
             # The address as the cluster gives it (its node's IP), on the head's port.
             assert note is not None and note.token_auth
@@ -162,10 +183,11 @@ def test_monitor_and_sql_reach_a_cluster_that_asks_for_a_token(
             # The head's address typed as `ss` shows it: the note's cluster all the same.
             typed = _groundbench("sql", str(run.store), "SELECT 1 AS one", "--format", "csv",
                                  "--address", head, env=user)  # fmt: skip
-            watched, queried = _attached(path, run.store, user)
             code, answered, err = _finished(typed)
             assert (code, answered) == (0, ["one", "1"]), err[-3000:]
+            watched, queried = _attached(path, run.store, user, sim)
         finally:
+            sim.paused = False  # a failed assertion lets the run end too
             code, said, err = _finished(driver)
     assert code == 0, (said[-20:], err[-3000:])
     assert refused == (
