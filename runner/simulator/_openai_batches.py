@@ -120,6 +120,7 @@ class OpenAIBatchService:
         self._files: dict[str, _File] = {}
         self._batches: dict[str, _Batch] = {}
         self._serial = 0
+        self._uploads = 0  # files uploaded ever: an id is never used twice, as OpenAI's are not
 
     def add_routes(self, app: web.Application) -> None:
         """Serve the batch endpoints on ``app`` (before its catch-all POST route); the files
@@ -196,9 +197,10 @@ class OpenAIBatchService:
         """The part written to a new file, chunk by chunk; None (and nothing kept) when it
         runs past the size limit."""
         limit = self.sim.spec.batch.max_file_bytes
-        file_id = f"file-sim{len(self._files) + len(self._batches) * 2 + 1:06d}"
-        while file_id in self._files:
-            file_id += "x"
+        self._uploads += 1
+        # Numbered by uploads, not by the files held: a file deleted must not lend its id to
+        # the next upload, or a client finding a batch by its input file finds another's.
+        file_id = f"file-sim{self._uploads:06d}"
         path = self._directory() / file_id
         size = 0
         with path.open("wb") as out:

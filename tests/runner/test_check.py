@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from conditions import Cohort, DataRoot, write_cohort
 from runner.check import CheckReport, OverCap, check, check_lines
-from runner.estimate import input_bound
 from runner.cli import app
+from runner.estimate import input_bound
 from runner.experiment import load_experiment
 from runner.plan import prepare
 from runner.simulator import SimSpec

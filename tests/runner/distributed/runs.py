@@ -85,9 +85,7 @@ _DRIVER = (
 )
 
 
-def driver_process(
-    path: Path, address: str, cwd: Path, *options: str
-) -> subprocess.Popen[str]:
+def driver_process(path: Path, address: str, cwd: Path, *options: str) -> subprocess.Popen[str]:
     """``groundbench run`` (with ``options``) in a process of its own, joining the Ray at
     ``address``."""
     return subprocess.Popen(

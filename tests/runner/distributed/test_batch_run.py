@@ -109,6 +109,7 @@ def test_a_driver_killed_mid_poll_resumes_by_collecting_never_by_sending_again(
         assert driver.returncode == -signal.SIGKILL, f"the run ended before the kill:\n{output}"
         ledger = Ledger(run.store)
         ledger.keep(stored_after_kill(run.store))
-        assert run_once(path).complete
+        said: list[str] = []
+        assert run_once(path, said).complete, "\n".join(said)
         _once_each(sim)
     assert ledger.check_final(reference) == reference  # answers and scores

@@ -129,6 +129,28 @@ def test_the_list_pages_newest_first_and_files_live_on_disk_until_shutdown(
     assert not directory.exists()  # the server shut down: its files went with it
 
 
+def test_a_deleted_files_id_is_never_given_to_another_upload(
+    small_cohort: Cohort, small_root: DataRoot, cache: VariantCache, tmp_path: Path
+) -> None:
+    """A client finds a batch whose create answer it lost by its input file: an id reused
+    after a delete would find another batch (OpenAI's ids are never reused)."""
+    sim = _sim(small_cohort, small_root, cache, Clock())
+    requests = _requests(small_cohort, small_root, cache, QWEN, 1)
+
+    async def body(api: OpenAIBatches, url: str, session: aiohttp.ClientSession) -> Any:
+        _write(api, requests, tmp_path / "in.jsonl")
+        uploaded = [await api.upload(tmp_path / "in.jsonl", f"f{n}") for n in range(3)]
+        made = await api.create(uploaded[-1], "made")
+        for file_id in uploaded:  # files go; their batches stay
+            await api.delete_file(file_id)
+        again = await api.upload(tmp_path / "in.jsonl", "again")
+        return uploaded, again, made, await api.find("again", again)
+
+    uploaded, again, made, found = _run(sim, body)
+    assert again not in uploaded and made.id is not None
+    assert found is None  # no batch of the new file yet, so none is found
+
+
 def test_a_batch_pays_each_line_once(
     small_cohort: Cohort, small_root: DataRoot, cache: VariantCache, tmp_path: Path
 ) -> None:
