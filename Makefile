@@ -6,10 +6,12 @@ BIN := $(VENV)/bin
 
 .PHONY: test demo lint bench clean
 
+# Two test processes (pytest-xdist), each taking whole files: a module's fixtures (a reference
+# run, a Ray cluster of its own) are made once, in one process.
 test: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadfile
 
 # The whole pipeline on the embedded default (synthetic data, simulator, local Ray); a rerun
 # resumes. Everything it makes is under groundbench-demo/.

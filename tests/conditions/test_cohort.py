@@ -137,22 +137,6 @@ def test_a_source_short_of_questions_is_built_as_far_as_it_goes(small_root: Data
     assert len(images) == len(set(images))
 
 
-@pytest.mark.slow
-def test_a_full_cohort_builds_from_synthetic_data(full_cohort: Cohort) -> None:
-    cohort = full_cohort
-    assert [r.selected for r in cohort.reports] == [500, 500, 500]
-    assert len({q.image_id for q in cohort.questions}) == 1500
-    assert Counter(q.source for q in cohort.questions if q.matched) == {
-        "refcoco": 167, "refcoco+": 167, "refcocog": 166,
-    }  # fmt: skip
-    assert len(cohort.targets) == 1500 * len(BUDGETS) * PHASES
-    assert {q.d_bin for q in cohort.questions} == {"D1", "D2", "D3+"}
-    assert {q.difficulty for q in cohort.questions} == {"easy", "medium", "hard"}
-    assert len({q.group for q in cohort.questions}) == 6
-    # Fidelity rises with N, as on real COCO contours (PROTOCOL §2).
-    assert [cohort.fidelity[n] for n in BUDGETS] == sorted(cohort.fidelity[n] for n in BUDGETS)
-
-
 # Bad input: one clear error naming the file and the id.
 
 

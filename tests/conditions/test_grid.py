@@ -237,13 +237,3 @@ def test_the_plan_of_a_one_question_cohort(real_cohort: Cohort) -> None:
     counts = Counter(k.configuration for k in plan(real_cohort, PAPER_CONFIGURATIONS))
     # qwen: 13 conditions x 5 budgets, plus the box in base and thinking-off.
     assert counts == {"doubao": 6, "kimi": 6, "qwen-max": 13 * 5 + 2, "gemini-high": 6 + 3 * 5}
-
-
-@pytest.mark.slow
-def test_the_paper_grid_on_a_full_cohort_is_120000_calls(full_cohort: Cohort) -> None:
-    keys = list(plan(full_cohort, PAPER_CONFIGURATIONS))
-    assert len(keys) == len(set(keys)) == 120_000
-    assert sum(k.is_box for k in keys) == 7_500
-    per_condition = Counter(k.condition for k in keys if k.configuration == "qwen-max")
-    assert per_condition["no-image"] == 500 * 5
-    assert per_condition["base"] == 1500 * 6

@@ -1,7 +1,7 @@
 """``groundbench monitor`` and ``groundbench sql``, typed in another terminal, reach the run of
 their experiment: through the address the run notes beside its store, with another Ray
 instance on the machine and with token authentication; with no run going they say so in one
-line.
+line; a client without the token of a cluster that asks for one is told so in one line.
 
 Each command runs as a user's would, in a process of its own with no ``RAY_ADDRESS`` and no
 ``RAY_AUTH_*`` in its environment: only the run's note can lead it to the right cluster.
@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -44,6 +45,23 @@ ROOT = Path(__file__).resolve().parents[3]
 SLOW = SimSpec(behaviour=Behaviour(refusal=0.0, wrong_count=0.0, decimals=0.0),
                faults=Faults(latency_s=(0.1, 0.2)))  # fmt: skip
 FAST = {"requests_per_minute": 60000, "max_concurrency": 8}  # the latency alone sets the pace
+
+
+@dataclass(frozen=True)
+class TokenHead:
+    address: str
+    token: str
+
+
+@pytest.fixture(scope="module")
+def token_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TokenHead]:
+    """One Ray cluster that asks every client for a token (``RAY_AUTH_MODE=token``), for this
+    module's tests: a cluster takes ~15 s to start. Its nodes hold the test key, as a cluster's
+    would hold the backends' keys."""
+    token = secrets.token_hex(32)
+    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, KEY_ENV: KEY}
+    with ray_head(tmp_path_factory.mktemp("token-head"), auth) as address:
+        yield TokenHead(address, token)
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
@@ -156,15 +174,16 @@ def test_monitor_and_sql_reach_a_local_runs_ray_beside_another_and_end_with_it(
     reason=f"Ray {ray.__version__} has no token authentication (RAY_AUTH_MODE=token, Ray 2.52+)",
 )
 def test_monitor_and_sql_reach_a_cluster_that_asks_for_a_token(
-    experiment_store: Path, small_root: DataRoot, small_cohort: Cohort, tmp_path: Path
+    token_head: TokenHead,
+    experiment_store: Path,
+    small_root: DataRoot,
+    small_cohort: Cohort,
+    tmp_path: Path,
 ) -> None:
     run = RunSetup("", experiment_store, small_root, small_cohort, tmp_path)
-    token = secrets.token_hex(32)
+    head, token = token_head.address, token_head.token
     auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, KEY_ENV: KEY}
-    with (
-        ray_head(tmp_path / "head", auth) as head,
-        _slow_run(run) as (path, sim),
-    ):
+    with _slow_run(run) as (path, sim):
         driver = _groundbench(
             "run", str(path), "--no-check", "--address", head, env=_env(tmp_path, **auth)
         )
@@ -242,3 +261,35 @@ def test_with_no_run_going_monitor_and_sql_say_so_in_one_line(
         "cluster's head prints it), or leave --address out on the run's machine to use the "
         "address the run noted"
     )
+
+
+_CLIENT = """
+import sys
+from runner._errors import RunnerError
+from runner.distributed._ray import connect
+try:
+    connect(sys.argv[1])
+except RunnerError as exc:
+    print(f"{type(exc).__name__}: {exc}")
+else:
+    print("joined")
+"""
+
+
+def test_a_cluster_that_wants_a_token_is_one_line_that_names_the_token(
+    token_head: TokenHead, tmp_path: Path
+) -> None:
+    """Joining a cluster that refuses this client: one line that says why, no Ray warnings."""
+    env = _env(tmp_path / "client")  # no token, and no ~/.ray/auth_token either
+    done = subprocess.run(
+        [sys.executable, "-c", _CLIENT, token_head.address],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.stdout.splitlines() == [
+        f"ClusterError: the Ray cluster at {token_head.address} refused this client's token "
+        "(Ray: Authentication token is missing or incorrect): the cluster uses token "
+        "authentication, so export RAY_AUTH_MODE=token here, with the cluster's token in "
+        "RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH"
+    ], done.stderr[-2000:]
+    # Ray's core warned once a second while it retried; none of it reaches the terminal.
+    assert "InvalidAuthToken" not in done.stderr
