@@ -7,8 +7,11 @@ joined its own local Ray already.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,10 +36,19 @@ def test_a_run_spread_over_nodes_survives_a_worker_node_killed_mid_run(
              "kill_after": 60, "out": str(out)}
         )
     )  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.runner.distributed.multinode", str(settings)],
-        cwd=REPO, capture_output=True, text=True, timeout=420,
-    )  # fmt: skip
+    # A Ray directory of its own (short, for Ray's socket paths): ray.cluster_utils.Cluster
+    # notes its head in <RAY_TMPDIR>/ray/ray_current_cluster, where any ray.init() on the
+    # machine with no address (a `groundbench demo` in the suite's other process) would join
+    # it, and lose its objects when a node is killed.
+    ray_tmp = Path(tempfile.mkdtemp(prefix="gb-nodes-", dir="/tmp"))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.runner.distributed.multinode", str(settings)],
+            cwd=REPO, capture_output=True, text=True, timeout=420,
+            env={**os.environ, "RAY_TMPDIR": str(ray_tmp)},
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     seen = json.loads(out.read_text())
     placement: dict[str, str] = seen["placement"]
