@@ -15,7 +15,7 @@ beside the live view). Every Ray call outside the actor declarations is in ``_ra
 from runner._port import CallPort, Outcome, Shape, Traffic, online_shape
 from runner.distributed._actors import QUERIES
 from runner.distributed._batcher import CommitBatcher
-from runner.distributed._driver import RunOptions, run_experiment
+from runner.distributed._driver import run_experiment
 from runner.distributed._feeder import (
     Feed,
     Feeder,
@@ -25,6 +25,7 @@ from runner.distributed._feeder import (
     WorkerLost,
     score_to_the_end,
 )
+from runner.distributed._options import RunOptions
 from runner.distributed._ray import query_running_store
 from runner.distributed._report import BackendReport, BatchReport, RunReport
 from runner.distributed._scorer import BoxScorer, Scorer, scorer_for

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +31,7 @@ from runner.distributed._feeder import (
 )
 from runner.distributed._fleet import BackendActor, Fleet
 from runner.distributed._lifeline import LifelineAddress, LifelineServer
+from runner.distributed._options import Echo, RunOptions, Show
 from runner.distributed._prepare import beside, prepared
 from runner.distributed._report import BackendReport, BatchReport, RunReport
 from runner.distributed._scorer import scorer_for
@@ -40,30 +39,15 @@ from runner.distributed._spend import SpendCap, worst_case
 from runner.distributed._store_port import StorePort
 from runner.distributed._watch import LiveView
 from runner.experiment import Experiment
-from runner.monitor import Snapshot, echoing
+from runner.monitor import echoing
 from runner.plan import RequestId, check_backends, first_questions, grid_of
 from runner.store import Pending, grid_table
 from runner.summary import summary_lines
 
-Echo = Callable[[str], None]
-Show = Callable[[Snapshot], None]
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    address: str | None = None  # a Ray cluster to join; None: RAY_ADDRESS, else a local Ray
-    wait_on_quota_s: float | None = None  # wait this long after a quota error, then go on
-    max_quota_waits: int = 1
-    progress_every_s: float = 5.0
-    max_spend: float | None = None  # US dollars this run may spend (None: no cap)
-    limit: int | None = None  # only the first N questions of every cell (a smoke run)
-    preflight: bool = False  # one call per configuration and decoding first (the CLI: on)
-    output_tokens: int | None = None  # the stated mean output per call, for the estimates
-
 
 def run_experiment(
     experiment: Experiment,
-    options: RunOptions = RunOptions(),
+    options: RunOptions | None = None,
     echo: Echo = print,
     experiment_file: Path | None = None,
     show: Show | None = None,
@@ -76,6 +60,7 @@ def run_experiment(
     Joins the Ray cluster at ``options.address`` (or ``RAY_ADDRESS``, as under ``ray job
     submit``), else starts a local one; one already initialised in this process is used as is.
     """
+    options = options if options is not None else RunOptions()
     check_backends(experiment)  # a key missing fails before Ray starts
     # Ray takes seconds to start, most of them spent waiting on its own processes: the
     # questions are read (or built) and the pre-flight's calls made meanwhile, on a thread.

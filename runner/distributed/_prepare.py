@@ -11,16 +11,14 @@ import asyncio
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from conditions import Questions
 from runner._errors import RunnerError
 from runner.check import CheckReport, cap_lines, check, check_lines, stored_progress
+from runner.distributed._options import Echo, RunOptions
 from runner.experiment import Experiment
 from runner.plan import ensure_questions
-
-if TYPE_CHECKING:  # the driver imports this module
-    from runner.distributed._driver import Echo, RunOptions
 
 _T = TypeVar("_T")
 

@@ -1,12 +1,13 @@
 """Awaiting an actor's answer, with an error of ours raised inside the actor coming out as
 itself: what every caller of an actor needs (the driver, and a port over the store actor that
 another actor holds), kept apart from :mod:`._ray` so that :mod:`._actors`, which ``_ray``
-imports, can use it too."""
+imports, can use it too; and the node an actor runs on."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import ray
 from ray.exceptions import RayTaskError
 
 from conditions import ConditionsError
@@ -30,4 +31,10 @@ def cause(exc: RayTaskError) -> BaseException:
     return exc
 
 
-__all__ = ["call", "cause"]
+def node_id() -> str:
+    """The id of the Ray node this actor runs on (for placement checks and the cluster page)."""
+    node: str = ray.get_runtime_context().get_node_id()
+    return node
+
+
+__all__ = ["call", "cause", "node_id"]

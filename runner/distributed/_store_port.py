@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from runner.distributed._remote import call
+from runner.distributed._store_actor import StoreActor
 from runner.store import (
     BatchKey,
     BatchProblem,
@@ -42,8 +44,6 @@ class StorePort:
     @classmethod
     def local(cls, store: Store, allowed: frozenset[RequestId] | None = None) -> StorePort:
         """The port over ``store``, open in this process."""
-        from runner.distributed._actors import StoreActor  # its module declares the Ray actors
-
         actor = StoreActor.serving(store)
 
         async def invoke(name: str, *args: Any) -> Any:
@@ -54,7 +54,6 @@ class StorePort:
     @classmethod
     def of_actor(cls, handle: Any, allowed: frozenset[RequestId] | None = None) -> StorePort:
         """The port over the store actor ``handle`` (the driver's, a batch-mode backend's)."""
-        from runner.distributed._remote import call  # Ray: only where an actor is asked
 
         async def invoke(name: str, *args: Any) -> Any:
             return await call(getattr(handle, name).remote(*args))

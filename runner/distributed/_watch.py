@@ -12,8 +12,8 @@ from typing import Any
 from runner._errors import RunnerError
 from runner._names import NAMESPACE, actor_name, run_tag
 from runner.distributed import _ray
-from runner.distributed._actors import StoreClosed
 from runner.distributed._address import RunAddress, read_note
+from runner.distributed._store_actor import StoreClosed
 from runner.distributed._worker import WorkerStats
 from runner.experiment import Experiment
 from runner.monitor import Reading, Snapshot, snapshot

@@ -57,7 +57,7 @@ from runner.distributed import (
     WorkerLost,
     WorstCase,
 )
-from runner.distributed._actors import StoreActor
+from runner.distributed._store_actor import StoreActor
 from runner.simulator import Behaviour, SimSpec, Simulator
 from runner.store import BatchKey, BatchRecord, GridRow, Pending, Registration, Store
 

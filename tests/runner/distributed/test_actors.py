@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.distributed._actors import StoreActor, StoreClosed
+from runner.distributed._store_actor import StoreActor, StoreClosed
 
 
 def test_a_store_actor_serves_only_while_open(tmp_path: Path) -> None:
