@@ -244,9 +244,10 @@ class Feeder:
             return
         self._cap_said = True
         self._echo(
-            f"spending cap reached: ${cap.spent:,.2f} of ${cap.limit:,.2f} spent this run, and "
-            f"the next call of backend {feed.name} could cost up to "
-            f"${next_worst:,.2f}; no further call is sent"
+            f"spending cap reached: ${cap.spent:,.2f} of ${cap.limit:,.2f} spent so far this run, "
+            f"and the next call of backend {feed.name} could cost up to ${next_worst:,.2f} (every "
+            "attempt it may still make, at max_output_tokens); no further call is sent: raise "
+            "--max-spend, or lower its configurations' decoding.max_output_tokens, to send it"
         )
 
     def _next_lease(self, feed: Feed, left: list[Pending], room: int) -> _Lease:
