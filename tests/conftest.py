@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,9 @@ settings.load_profile(
 os.environ.setdefault("RAY_worker_niceness", "0")
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+# The key variable the tests' backends read, and its value (a simulator on loopback takes it).
+KEY_ENV = "GB_TEST_KEY"
+KEY = "sk-groundbench-test-0123456789abcdef"
 
 
 @pytest.fixture(scope="session")
@@ -89,3 +94,20 @@ def full_root(tmp_path_factory: pytest.TempPathFactory) -> DataRoot:
 def full_cohort(full_root: DataRoot) -> Cohort:
     """A full 1,500-question cohort from the default synthetic data."""
     return build_cohort(full_root)
+
+
+@pytest.fixture(scope="session")
+def local_ray() -> Iterator[str]:
+    """A local Ray for every test that needs one; yields its address for other drivers.
+
+    The key variable is set before Ray starts, so its workers inherit it as a cluster's
+    nodes would have it.
+    """
+    import ray  # only where a test asks for Ray
+
+    os.environ[KEY_ENV] = KEY
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()

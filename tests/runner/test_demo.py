@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,15 +12,18 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def _demo(folder: Path) -> subprocess.CompletedProcess[str]:
+def _demo(folder: Path, ray_address: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The demo as a user types it; with ``ray_address``, on that Ray (``RAY_ADDRESS``)."""
+    joins = {"RAY_ADDRESS": ray_address} if ray_address is not None else {}
     return subprocess.run(
         [sys.executable, "-c", "from runner.cli import main; main()", "demo",
          "--dir", str(folder), "--images", "40", "--per-source", "3"],
         capture_output=True, text=True, timeout=300, cwd=folder.parent,
+        env={**os.environ, **joins},
     )  # fmt: skip
 
 
-def test_the_demo_runs_the_grid_reports_and_resumes(tmp_path: Path) -> None:
+def test_the_demo_runs_the_grid_reports_and_resumes(tmp_path: Path, local_ray: str) -> None:
     folder = tmp_path / "demo"
     first = _demo(folder)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
@@ -38,12 +42,16 @@ def test_the_demo_runs_the_grid_reports_and_resumes(tmp_path: Path) -> None:
     shot = html / "screenshot.png"
     assert shot.exists() or "no screenshot of the HTML report" in first.stdout
 
-    again = _demo(folder)  # a rerun resumes: nothing left to send
+    # A rerun resumes: nothing left to send. On the session's Ray: the first run tested the
+    # start-up, a Ray of its own included.
+    again = _demo(folder, local_ray)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "run ended after" in again.stdout and ": 0 HTTP calls sent" in again.stdout
 
 
-def test_the_box_demo_runs_a_benchmark_reports_its_table_and_resumes(tmp_path: Path) -> None:
+def test_the_box_demo_runs_a_benchmark_reports_its_table_and_resumes(
+    tmp_path: Path, local_ray: str
+) -> None:
     folder = tmp_path / "demo"
     command = [sys.executable, "-c", "from runner.cli import main; main()", "demo",
                "--dir", str(folder), "--benchmark", "groundingme", "--questions", "12"]  # fmt: skip
@@ -54,5 +62,8 @@ def test_the_box_demo_runs_a_benchmark_reports_its_table_and_resumes(tmp_path: P
     table = (folder / "report-groundingme" / "box-groundingme.md").read_text()
     assert "| Discriminative | Spatial | Limited | Rejection | Total |" in table
     assert table.count("| qwen-max |") == 2
-    again = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    again = subprocess.run(
+        command, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "RAY_ADDRESS": local_ray},  # the rerun on the session's Ray
+    )  # fmt: skip
     assert again.returncode == 0 and ": 0 HTTP calls sent" in again.stdout, again.stderr[-3000:]

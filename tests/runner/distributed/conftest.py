@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import shutil
 import signal
@@ -19,29 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import ray
 
 from conditions import Cohort, DataRoot, VariantCache, write_cohort
 from runner.simulator import SimSpec, Simulator, serving
+from tests.conftest import KEY as KEY  # the Ray tests import the key from here
+from tests.conftest import KEY_ENV as KEY_ENV
 
 RAY = Path(sys.executable).with_name("ray")
-KEY_ENV = "GB_TEST_KEY"
-KEY = "sk-groundbench-test-0123456789abcdef"
-
-
-@pytest.fixture(scope="session")
-def local_ray() -> Iterator[str]:
-    """A local Ray for every test that needs one; yields its address for other drivers.
-
-    The key variable is set before Ray starts, so its workers inherit it as a cluster's
-    nodes would have it.
-    """
-    os.environ[KEY_ENV] = KEY
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
-    try:
-        yield ray.get_runtime_context().gcs_address
-    finally:
-        ray.shutdown()
 
 
 @pytest.fixture
