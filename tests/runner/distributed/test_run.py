@@ -240,27 +240,32 @@ def test_sql_answers_during_a_run_through_its_store_and_refuses_writes(run: RunS
         in_background(path) as result,
     ):
         until(lambda: sim.stats.answered >= 20)
-        with pytest.raises(StoreError, match="a run holds the file"):
-            read_only(run.store)
-        with pytest.raises(StoreError, match="a run holds the file"):
-            query_store(run.store, "SELECT 1")  # no way to reach the run given
-        names, rows = query_store(
-            run.store, "SELECT count(*) AS n FROM responses", query_running_store
-        )
-        assert names == ["n"] and rows[0][0] >= 20
-        with pytest.raises(StoreError, match="not DELETE"):
-            query_store(run.store, "DELETE FROM responses", query_running_store)
-        # What the store actor's process holds is not for users: its key, its files.
-        with pytest.raises(StoreError, match="reads the store and nothing else"):
-            query_store(
-                run.store, "SELECT * FROM read_text('/proc/self/environ')", query_running_store
-            )
-        with pytest.raises(StoreError, match="this one writes"):
-            query_store(run.store, CTE_DELETE, query_running_store)
-        with pytest.raises(StoreError, match=r"stopped at its time limit of 0\.5 s"):
-            query_store(run.store, ENDLESS, query_running_store, timeout_s=0.5)
+        sim.paused = True  # the run is held going while it is queried, however slow the test
+        try:
+            _query_while_going(run)
+        finally:
+            sim.paused = False
     assert result[0].complete
     assert_every_key_once(run.store)
+
+
+def _query_while_going(run: RunSetup) -> None:
+    """What a user's queries get from a run going: read-only answers, refusals in one line."""
+    with pytest.raises(StoreError, match="a run holds the file"):
+        read_only(run.store)
+    with pytest.raises(StoreError, match="a run holds the file"):
+        query_store(run.store, "SELECT 1")  # no way to reach the run given
+    names, rows = query_store(run.store, "SELECT count(*) AS n FROM responses", query_running_store)
+    assert names == ["n"] and rows[0][0] >= 20
+    with pytest.raises(StoreError, match="not DELETE"):
+        query_store(run.store, "DELETE FROM responses", query_running_store)
+    # What the store actor's process holds is not for users: its key, its files.
+    with pytest.raises(StoreError, match="reads the store and nothing else"):
+        query_store(run.store, "SELECT * FROM read_text('/proc/self/environ')", query_running_store)
+    with pytest.raises(StoreError, match="this one writes"):
+        query_store(run.store, CTE_DELETE, query_running_store)
+    with pytest.raises(StoreError, match=r"stopped at its time limit of 0\.5 s"):
+        query_store(run.store, ENDLESS, query_running_store, timeout_s=0.5)
 
 
 def test_a_slow_query_during_a_run_holds_up_no_write_and_its_client_can_stop_it(
@@ -297,17 +302,30 @@ def test_a_slow_query_during_a_run_holds_up_no_write_and_its_client_can_stop_it(
 
 
 def test_the_monitor_attaches_to_a_run_going_elsewhere_and_ends_with_it(run: RunSetup) -> None:
+    views: list[Snapshot] = []
+
+    def seen(view: Snapshot) -> None:
+        views.append(view)
+        if any(c.fixed_iou is not None for c in view.cells):
+            sim.paused = False  # a score was seen while the run was held going: let it end
+
     with (
         _slow_run(run) as (path, sim),
         in_background(path) as result,
     ):
         until(lambda: sim.stats.answered >= 10)
-        views: list[Snapshot] = []
-        watch_run(load_experiment(path), None, 0.3, views.append)  # ends with the run
+        # Held going (the simulator answers nothing more) until the monitor has seen a score,
+        # however slowly the scorers start: no clock decides what the monitor sees.
+        sim.paused = True
+        try:
+            watch_run(load_experiment(path), None, 0.3, seen)  # ends with the run
+        finally:
+            sim.paused = False
     assert result[0].complete
     assert len(views) >= 2 and [b.name for b in views[-1].backends] == ["a"]
     assert views[-1].complete > views[0].complete > 0
-    assert any(c.fixed_iou is not None for c in views[-1].cells)  # scores live during the run
+    scored = next(v for v in views if any(c.fixed_iou is not None for c in v.cells))
+    assert scored.complete < views[-1].complete  # scores live, during the run
 
 
 @contextmanager
