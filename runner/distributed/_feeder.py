@@ -10,8 +10,9 @@ each written once, here:
   now and a little, so a worker whose driver is gone has almost nothing it could still send;
 - **rounds**: the store's pending calls are handed out; when every lease has ended the store
   is asked again, for what was given back or is left to do (a batch's next attempts, the
-  lines a batch never ran). One attempt is handed at most ``1 + shape.resends`` times a run:
-  online, an attempt whose call ended in an error waits for the next run;
+  lines a batch never ran). A call is handed at most ``1 + shape.resends`` times a run:
+  online, a request whose attempt ended in an error waits for the next run (whichever of its
+  attempts it was); in batch mode an attempt goes again as often as a batch never ran it;
 - **a dead worker**: every lease it held is lost from this feed, not from the run; a new
   worker is started (at most ``max_restarts`` times), collects what the dead one left open,
   and is handed what the store still has pending — a call whose record landed is never resent;
@@ -37,7 +38,7 @@ from typing import Any, Protocol
 from runner._errors import RunnerError
 from runner._port import CallPort, Outcome, Shape, Traffic
 from runner.distributed._spend import SpendCap, WorstCase
-from runner.distributed._store_port import request_of
+from runner.distributed._store_port import RequestId, request_of
 from runner.store import Pending
 
 Echo = Callable[[str], None]
@@ -102,10 +103,18 @@ class Feed:
     output_tokens: int = 0
     capped: bool = False  # stopped by the run's spending cap
     learnt_per_minute: float | None = None  # the limit its 429s taught, as last reported
-    # Times each attempt was handed this run; what the worker given it left open is collected
-    # before anything else (set again when a new worker replaces a dead one).
-    handed: Counter[Pending] = field(default_factory=Counter)
+    # Times each call was handed this run (see turn); what the worker given it left open is
+    # collected before anything else (set again when a new worker replaces a dead one).
+    handed: Counter[Pending | RequestId] = field(default_factory=Counter)
     collect_due: bool = True
+
+    def turn(self, call: Pending) -> Pending | RequestId:
+        """What counts as handed again. Online, the request: a worker makes all of a request's
+        attempts in one lease, so a request pending again in the same run ended in an error,
+        whatever attempt it stopped at (its next attempt is another ``Pending``, not another
+        call). In batch mode, the attempt: a line is one attempt, and an unparseable answer's
+        next attempt goes in a later batch of the same run."""
+        return call if self.shape.one_attempt else request_of(call)
 
     def worst_case(self, call: Pending) -> float:
         return self.worst(call) if self.worst is not None else 0.0
@@ -206,7 +215,7 @@ class Feeder:
 
     def _handable(self, feed: Feed, calls: Iterable[Pending]) -> list[Pending]:
         """The calls whose attempt may be handed (again) this run."""
-        return [c for c in calls if feed.handed[c] <= feed.shape.resends]
+        return [c for c in calls if feed.handed[feed.turn(c)] <= feed.shape.resends]
 
     async def _waited_out(self, feed: Feed, quota: str, waits: int) -> bool:
         """After a quota error: whether the backend goes on (the policy's wait, once more)."""
@@ -261,7 +270,7 @@ class Feeder:
             calls = left[:taken]
         del left[: len(calls)]
         for c in calls:
-            feed.handed[c] += 1
+            feed.handed[feed.turn(c)] += 1
         return _Lease(calls, reserved)
 
     def _settle(self, feed: Feed, lease: _Lease, outcome: Outcome, fed: _Fed) -> None:
@@ -282,7 +291,7 @@ class Feeder:
         elif self._cap is not None:  # collected, not handed: nothing was reserved for it
             self._cap.count(spent)
         for c in outcome.given_back:  # never sent: it may be handed again
-            feed.handed[c] -= 1
+            feed.handed[feed.turn(c)] -= 1
         fed.quota = fed.quota or outcome.quota
         fed.refused = fed.refused or outcome.refused
         # Progress: the port took a call (each is handed a bounded number of times a run), stored
@@ -295,7 +304,7 @@ class Feeder:
         if self._cap is not None and lease.calls:
             self._cap.settle(lease.reserved, 0.0)
         for c in lease.calls:  # whatever of it the store lacks is handed to the next worker
-            feed.handed[c] -= 1
+            feed.handed[feed.turn(c)] -= 1
         fed.lost.extend(lease.calls)
         fed.died = True
 

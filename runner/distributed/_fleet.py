@@ -38,7 +38,7 @@ class BackendActor:
     simulated: bool  # on the built-in simulator, which listens on the driver node's loopback
     options: dict[str, Any]  # its actor's Ray options, placement aside
     args: tuple[Any, ...]  # its actor's constructor arguments
-    batch: bool  # in batch mode: a RemoteBatchBackend, driven by the driver's _drive_batches
+    batch: bool  # in batch mode: a RemoteBatchBackend (the feeder leases it a batch's lines)
     handle: Any = None
     node: str | None = None  # where its actor was started last
 

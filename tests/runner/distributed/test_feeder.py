@@ -59,10 +59,15 @@ class FakeStore:
     asked: int = 0  # times the feeder asked what is pending
     left_unscored: list[int] = field(default_factory=list)  # unscored() answers, in turn
     requeued: int = 0
+    next_attempt: dict[str, int] = field(default_factory=dict)  # once a later attempt errored
 
     async def pending(self, configurations: Sequence[str]) -> list[Pending]:
         self.asked += 1
-        return [p for p in self.calls if p.qid not in self.done]
+        return [
+            p._replace(next_attempt=self.next_attempt.get(p.qid, p.next_attempt))
+            for p in self.calls
+            if p.qid not in self.done
+        ]
 
     async def unscored(self) -> int:
         return self.left_unscored.pop(0) if self.left_unscored else 0
@@ -90,6 +95,8 @@ class FakePort:
     fail_on: int | None = None
     take_only: int | None = None  # sends this many of each lease and gives the rest back
     never_runs: set[str] = field(default_factory=set)  # "sent" but never run (an expiry)
+    # Online: attempt 0 answers unparseable and attempt 1 ends in an error (pending again)
+    errs_after_one: set[str] = field(default_factory=set)
     resumed: int = 0
     collected: int = 0
     stopped_at: int | None = None  # the lease that stopped it
@@ -144,7 +151,10 @@ class FakePort:
     def _send(self, calls: Sequence[Pending]) -> None:
         for p in calls:
             self.sent.append(p.qid)
-            self.store.done.add(p.qid)
+            if p.qid in self.errs_after_one:
+                self.store.next_attempt[p.qid] = p.next_attempt + 1
+            else:
+                self.store.done.add(p.qid)
 
 
 def _feed(port: FakePort, shape: Shape = ONLINE, spares: Sequence[FakePort] = ()) -> Feed:
@@ -274,6 +284,16 @@ def test_online_an_attempt_that_ended_in_an_error_waits_for_the_next_run() -> No
     port = FakePort(store, never_runs={"q003"})
     _drive(store, _feed(port, ONLINE))
     assert port.leases == 10 and "q003" not in store.done  # handed once, not again this run
+
+
+def test_online_a_later_attempt_that_ended_in_an_error_waits_for_the_next_run_too() -> None:
+    # Attempt 0 answered unparseable, attempt 1 errored: the request is pending from attempt 1,
+    # which this run already sent (resent now, its error row would be replaced unseen).
+    store = FakeStore(_calls(10))
+    port = FakePort(store, errs_after_one={"q003"})
+    _drive(store, _feed(port, ONLINE))
+    assert port.sent.count("q003") == 1 and port.leases == 10
+    assert store.next_attempt == {"q003": 1} and "q003" not in store.done
 
 
 def test_an_error_of_the_worker_ends_the_drive_as_itself() -> None:
