@@ -313,15 +313,21 @@ def test_every_request_goes_in_batches_under_the_limit_and_is_stored_once(rig: R
     assert runner.open_batches() == []
 
 
-def test_at_most_max_open_batches_are_open_at_once(rig: Rig) -> None:
-    open_at_create: list[int] = []
+def _open_at_each_create(rig: Rig) -> list[int]:
+    """The batches in progress as each create is asked, filled in as the rig runs."""
+    seen: list[int] = []
     real_create = rig.api.create
 
     async def create(file_id: str, tag: str) -> RemoteBatch:
-        open_at_create.append(sum(b.state == "in_progress" for b in rig.api.batches.values()))
+        seen.append(sum(b.state == "in_progress" for b in rig.api.batches.values()))
         return await real_create(file_id, tag)
 
     rig.api.create = create  # type: ignore[method-assign]
+    return seen
+
+
+def test_at_most_max_open_batches_are_open_at_once(rig: Rig) -> None:
+    open_at_create = _open_at_each_create(rig)
     rig.run(max_requests=3, max_open=2)
     assert rig.store.pending() == [] and max(open_at_create) == 1 and rig.sent_once()
     assert len(open_at_create) > 2
@@ -475,15 +481,8 @@ def test_after_a_failed_batch_no_batch_is_made_until_another_ends(rig: Rig) -> N
             return rig.api._remote(batch)
         return await real_get(batch_id)
 
-    made_while_open: list[int] = []
-    real_create = rig.api.create
-
-    async def create(file_id: str, tag: str) -> RemoteBatch:
-        made_while_open.append(sum(b.state == "in_progress" for b in rig.api.batches.values()))
-        return await real_create(file_id, tag)
-
+    made_while_open = _open_at_each_create(rig)
     rig.api.get = get  # type: ignore[method-assign]
-    rig.api.create = create  # type: ignore[method-assign]
     rig.run(max_requests=10, max_open=3)
     assert rig.store.pending() == [] and rig.answered() == requests
     first = rig.store.batches()[0]
