@@ -4,6 +4,7 @@ came after the damage: never the store."""
 from __future__ import annotations
 
 import logging
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import runner.store._store as store_module
+from runner.cli import main
 from runner.store import GridRow, Registration, Store, query_store, read_only
 
 QIDS = [f"q{i}" for i in range(1, 7)]
@@ -32,13 +34,23 @@ os._exit(0)  # no close, no checkpoint: the last three rows live only in the log
 """
 
 
-def _killed_run(path: Path) -> Path:
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One killed run's store and log, for each test to copy: a process start is seconds."""
+    path = tmp_path_factory.mktemp("killed") / "exp.duckdb"
     repo = Path(__file__).resolve().parents[3]
     subprocess.run(
         [sys.executable, "-c", _KILLED_RUN.format(qids=QIDS), str(path)], check=True, cwd=repo
     )
+    assert Path(f"{path}.wal").stat().st_size > 0
+    return path
+
+
+def _killed_run(killed: Path, path: Path) -> Path:
+    """A copy of the killed run's store at ``path``; its log's path."""
     wal = Path(f"{path}.wal")
-    assert wal.stat().st_size > 0
+    shutil.copyfile(killed, path)
+    shutil.copyfile(f"{killed}.wal", wal)
     return wal
 
 
@@ -53,18 +65,18 @@ def _answered(path: Path) -> set[str]:
         return {r[0] for r in con.execute("SELECT qid FROM responses").fetchall()}
 
 
-def test_a_killed_run_keeps_every_row_its_intact_log_holds(tmp_path: Path) -> None:
+def test_a_killed_run_keeps_every_row_its_intact_log_holds(killed: Path, tmp_path: Path) -> None:
     path = tmp_path / "exp.duckdb"
-    _killed_run(path)
+    _killed_run(killed, path)
     assert _answered(path) == set(QIDS)
 
 
 @pytest.mark.parametrize("opener", ["store", "read-only", "sql"])
 def test_a_torn_log_loses_only_what_came_after_the_damage(
-    tmp_path: Path, opener: str, caplog: pytest.LogCaptureFixture
+    killed: Path, tmp_path: Path, opener: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "exp.duckdb"
-    wal = _killed_run(path)
+    wal = _killed_run(killed, path)
     size = wal.stat().st_size
     _tear(wal)
     torn = wal.read_bytes()
@@ -112,15 +124,20 @@ _BLOCK = 262_144  # DuckDB's block; the file's three 4 KiB headers come first
 _SQL = "SELECT count(*), max(answer), max(error_message) FROM responses"
 
 
-def _groundbench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from runner.cli import main; main()", *args],
-        capture_output=True, text=True, timeout=300, check=False,
-        cwd=Path(__file__).resolve().parents[3],
-    )  # fmt: skip
+def _groundbench(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str
+) -> tuple[object, str]:
+    """The console script run in this process, as a user runs it: its exit code and stderr."""
+    monkeypatch.setattr(sys, "argv", ["groundbench", *args])
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main()
+    return exited.value.code, capfd.readouterr().err
 
 
-def test_a_damaged_store_file_is_one_line_from_sql_and_report(tmp_path: Path) -> None:
+def test_a_damaged_store_file_is_one_line_from_sql_and_report(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.runner.store.rows import attempt_row
 
     pristine = tmp_path / "pristine.duckdb"
@@ -141,11 +158,11 @@ def test_a_damaged_store_file_is_one_line_from_sql_and_report(tmp_path: Path) ->
         if offset == 12_288 + 100:  # the report reads the catalogue first, as sql does
             commands.append(["report", str(path)])
         for command in commands:
-            done = _groundbench(*command)
-            if done.returncode == 0:
+            code, stderr = _groundbench(capfd, monkeypatch, *command)
+            if code in (0, None):
                 continue  # the damage lies where this command does not read
-            lines = done.stderr.strip().splitlines()
-            assert done.returncode == 2 and len(lines) == 1, (offset, command, done.stderr)
+            lines = stderr.strip().splitlines()
+            assert code == 2 and len(lines) == 1, (offset, command, stderr)
             assert lines[0].startswith(f"groundbench: {path}: "), lines[0]
             if "Corrupt database file" in lines[0]:
                 assert lines[0].endswith("the file is damaged: restore it from a copy")
