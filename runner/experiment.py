@@ -328,6 +328,12 @@ class Experiment(_Frozen):
         return any(b.simulated for b in self.backends.values())
 
     @property
+    def simulator_key(self) -> str:
+        """The key a simulated backend sends: the simulator's own (a real key never goes to
+        the simulator)."""
+        return self.simulator.api_key or "simulator"
+
+    @property
     def condition_names(self) -> tuple[str, ...]:
         """The conditions this experiment's task has."""
         return REASONINGS if self.boxes is not None else CONDITION_NAMES

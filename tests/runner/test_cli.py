@@ -233,6 +233,45 @@ def test_max_spend_is_a_finite_number_of_dollars(
     assert not any(str(missing) in line for line in err)  # refused before the file is read
 
 
+# A key, and a model name holding 12 of its characters (a backend refuses it: the model is
+# written into every record and log line).
+SHARED_KEY = "gb-0f3c9e2a7b414d8e9a6f"
+
+
+def test_a_model_holding_a_piece_of_the_key_is_one_line_before_ray_starts(
+    tmp_path: Path,
+    small_root: DataRoot,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The driver checked its backends with a stand-in key; the actors, with the real one,
+    # refused the model once Ray had started: four Ray tracebacks.
+    from runner.distributed import _ray
+
+    connects: list[str | None] = []
+
+    def connect(address: str | None, **_: object) -> bool:
+        connects.append(address)
+        raise RuntimeError("Ray was started")
+
+    monkeypatch.setattr(_ray, "connect", connect)
+    monkeypatch.setenv("GB_SHARED_KEY", SHARED_KEY)
+    experiment = tmp_path / "exp.toml"
+    experiment.write_text(
+        f'store = "exp.duckdb"\nimages = "{small_root.images}"\n'
+        '[backends.q]\nprovider = "qwen"\nmodel = "qwen-0f3c9e2a7b41"\n'
+        'api_key_env = "GB_SHARED_KEY"\n[[configurations]]\nname = "q"\nbackend = "q"\n'
+    )
+    code, err = _console(capfd, monkeypatch, "run", str(experiment))
+    assert code == 2 and len(err) == 1, err
+    assert err[0] == (
+        "groundbench: configuration q: its model holds an API key; a key goes only in the "
+        "environment variable the backend names (api_key_env)"
+    )
+    assert connects == []  # Ray was never asked to start
+    assert not (tmp_path / "exp.duckdb").exists()  # nothing was made
+
+
 def test_sql_prints_a_table_csv_json_and_refuses_to_write(
     tmp_path: Path, small_cohort: Cohort
 ) -> None:
