@@ -110,6 +110,8 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             row = json.loads(line)
         except ValueError as exc:
             raise DataFileError(path, f"line {number}: not JSON ({exc})") from None
+        except RecursionError:  # json reads nesting by recursion
+            raise DataFileError(path, f"line {number}: not JSON (nested too deep)") from None
         if not isinstance(row, dict):
             raise DataFileError(path, f"line {number}: not a JSON object")
         yield number, row
@@ -246,7 +248,7 @@ def _distractor_count(value: Any) -> int | None:
     if isinstance(value, str):
         try:
             return _distractor_count(json.loads(value))
-        except ValueError:
+        except (ValueError, RecursionError):
             return len(re.findall(r"\d+", value))
     raise ValueError(f"distractors: {value!r} is not a count or a list")
 

@@ -68,6 +68,8 @@ def load_instances(path: Path | str) -> CocoInstances:
         raise DataFileError(path, f"cannot read: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataFileError(path, f"not JSON: {exc}") from None
+    except RecursionError:  # json reads nesting by recursion: [[[…]]] 100,000 deep
+        raise DataFileError(path, "not JSON: arrays or objects nested too deep to read") from None
     try:
         instances = CocoInstances.model_validate(raw)
     except ValidationError as exc:

@@ -49,6 +49,8 @@ def load_box_answers(path: Path) -> list[BoxAnswer]:
             answers.append(BoxAnswer.model_validate(json.loads(line)))
         except ValueError as exc:  # JSON and pydantic errors alike
             raise ConfigError(f"{path}: line {number}: {one_line(exc)}") from None
+        except RecursionError:  # json reads nesting by recursion
+            raise ConfigError(f"{path}: line {number}: not JSON: nested too deep") from None
     return answers
 
 

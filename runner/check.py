@@ -136,7 +136,7 @@ async def check(
         requests = {
             c.name: probe_requests(experiment, questions, c, builder) for c in configurations
         }
-        sim_key = experiment.simulator.api_key or "simulator"
+        sim_key = experiment.simulator_key
         probes: list[Probe] = []
         if call:
             chosen = [

@@ -312,6 +312,14 @@ async def _serve(simulator: Simulator, host: str, port: int) -> None:
         await asyncio.Event().wait()  # until Ctrl-C or a signal ends the process
 
 
+def _finite(value: float | None) -> float | None:
+    """A number option's value, refused when infinite (its range refuses nan and negatives):
+    --max-spend inf was taken as a cap and --every inf as a wait."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
 @app.command()
 def run(
     experiment: Annotated[Path, typer.Argument(help="The experiment file (TOML).")],
@@ -321,16 +329,19 @@ def run(
     ] = None,
     wait_on_quota: Annotated[
         float | None,
-        typer.Option(help="After a quota error, wait this many seconds and go on."),
+        typer.Option(
+            min=0.0, callback=_finite, help="After a quota error, wait this many seconds and go on."
+        ),
     ] = None,
     quota_waits: Annotated[int, typer.Option(min=1, help="How many such waits.")] = 1,
     progress_every: Annotated[
-        float, typer.Option(min=0.1, help="Seconds between progress lines.")
+        float, typer.Option(min=0.1, callback=_finite, help="Seconds between progress lines.")
     ] = 5.0,
     max_spend: Annotated[
         float | None,
         typer.Option(
             min=0.0,
+            callback=_finite,
             help="Never spend more than this many US dollars this run: a call (a batch's "
             "lines) is sent only while what is spent plus the worst case of every call not yet "
             "answered fits (each attempt left at 4x its estimated input, or the largest input "
@@ -383,7 +394,8 @@ def check_experiment(
     experiment: Annotated[Path, typer.Argument(help="The experiment file (TOML).")],
     output_tokens: Annotated[int | None, typer.Option(min=1, help=_OUTPUT_TOKENS_HELP)] = None,
     max_spend: Annotated[
-        float | None, typer.Option(min=0.0, help="Say whether the estimate fits this cap.")
+        float | None,
+        typer.Option(min=0.0, callback=_finite, help="Say whether the estimate fits this cap."),
     ] = None,
 ) -> None:
     """Prove each configuration can be called, and say what the calls left cost and take.
@@ -499,7 +511,9 @@ def monitor(
             "(STORE.ray.json), else $RAY_ADDRESS]."
         ),
     ] = None,
-    every: Annotated[float, typer.Option(min=0.2, help="Seconds between readings.")] = 2.0,
+    every: Annotated[
+        float, typer.Option(min=0.2, callback=_finite, help="Seconds between readings.")
+    ] = 2.0,
 ) -> None:
     """Attach the live monitor to a run started elsewhere (another terminal, `ray job submit`);
     it ends when the run does."""

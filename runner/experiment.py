@@ -68,7 +68,7 @@ import re
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -112,7 +112,9 @@ UsablePath = Annotated[Path, AfterValidator(_usable)]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # No number of the file is inf or nan: a price of inf made an estimate of $inf and a
+    # spend of $nan (0 tokens × inf), and passed every cap.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Prices(_Frozen):
@@ -326,6 +328,12 @@ class Experiment(_Frozen):
         return any(b.simulated for b in self.backends.values())
 
     @property
+    def simulator_key(self) -> str:
+        """The key a simulated backend sends: the simulator's own (a real key never goes to
+        the simulator)."""
+        return self.simulator.api_key or "simulator"
+
+    @property
     def condition_names(self) -> tuple[str, ...]:
         """The conditions this experiment's task has."""
         return REASONINGS if self.boxes is not None else CONDITION_NAMES
@@ -393,16 +401,34 @@ def load_experiment(path: Path | str) -> Experiment:
     """
     path = Path(path)
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the experiment file: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     try:
-        experiment = Experiment.model_validate(doc)
-    except ValidationError as exc:
-        raise ConfigError(f"{path}: {one_line(exc)}") from None
+        experiment = Experiment.model_validate(_toml(path, text))
+    except (ValidationError, RecursionError) as exc:
+        raise ConfigError(f"{path}: {_nested_too_deep(exc) or one_line(exc)}") from None
     return _resolved(experiment, path.parent)
+
+
+def _toml(path: Path, text: str) -> dict[str, Any]:
+    """``text`` read as TOML, or one line naming ``path``: tomllib reads nesting by recursion
+    (``a = [[[…]]]`` 100,000 deep is a RecursionError), and a number past Python's
+    4,300-digit limit is a plain ValueError, not a TOMLDecodeError."""
+    try:
+        return tomllib.loads(text)
+    except (ValueError, RecursionError) as exc:  # TOMLDecodeError is a ValueError
+        raise ConfigError(
+            f"{path}: not valid TOML: {_nested_too_deep(exc) or one_line(exc)}"
+        ) from None
+
+
+def _nested_too_deep(exc: Exception) -> str | None:
+    if isinstance(exc, RecursionError):
+        return "arrays or tables nested too deep to read; an experiment nests a few levels"
+    return None
 
 
 def _resolved(experiment: Experiment, base: Path) -> Experiment:

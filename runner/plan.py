@@ -32,7 +32,7 @@ from conditions import (
     write_cohort,
 )
 from runner._errors import ConfigError
-from runner.backends import ApiKey, Backend, attempts_allowed, key_from_env, provider_named
+from runner.backends import Backend, attempts_allowed, key_for, key_from_env, provider_named
 from runner.experiment import Experiment
 from runner.store import GridRow, Registration
 
@@ -200,8 +200,10 @@ def ensure_cohort(experiment: Experiment) -> Cohort:
 
 
 def check_backends(experiment: Experiment) -> None:
-    """Fail before anything starts when a key variable is not set or a configuration asks for
-    a setting its provider's API cannot express."""
+    """Fail before anything starts where a backend's actor would fail as it starts: a key
+    variable not set, a setting its provider's API cannot express, a model or endpoint that
+    holds the key or a piece of it. Each backend is made as its actor makes it, with the key it
+    will send (found in an actor, the error came as Ray's tracebacks once Ray had started)."""
     for name, backend in experiment.backends.items():
         if backend.simulated:
             continue
@@ -210,5 +212,8 @@ def check_backends(experiment: Experiment) -> None:
             key_from_env(variable)
         except ConfigError as exc:
             raise ConfigError(f"backend {name}: {exc}") from None
+    real, simulated = key_for(None), key_for(experiment.simulator_key)
     for spec in experiment.configurations:
-        Backend(experiment.configuration(spec, None), ApiKey("not-sent"))  # raises ConfigError
+        configuration = experiment.configuration(spec, None)
+        key = simulated if experiment.backends[spec.backend].simulated else real
+        Backend(configuration, key(configuration))  # raises ConfigError; sends nothing

@@ -81,7 +81,7 @@ MAX_BACKOFF_S = 60.0
 class BatchSettings(BaseModel):
     """A batch-mode backend's settings (the experiment's ``batch = {…}``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # poll_s = inf
 
     poll_s: PositiveFloat = 30.0  # the first wait between polls of an open batch
     max_poll_s: PositiveFloat = 600.0  # the longest, reached while nothing changes

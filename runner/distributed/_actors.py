@@ -13,13 +13,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import ray
 
 from conditions import Configuration, Questions, VariantCache
+from runner._errors import RunnerError
 from runner._port import Outcome, Shape
 from runner.backends import key_for
 from runner.batch import BatchOutcome
@@ -38,9 +39,37 @@ from runner.store import (
 SCORE_BATCH = 512  # answers a scorer takes at most at once
 SMALL_BATCH = 64  # fewer than this: wait a little before asking again, so batches grow
 IDLE_POLL_S = 0.05  # how long a scorer with little to do waits before asking again
+W = TypeVar("W", BackendWorker, BatchWorker)
 
 
-class BackendActor:
+class _WorkerActor(Generic[W]):
+    """A backend's actor around its worker. A worker that cannot be made (its key not set on
+    this node, say) is an error of ours at every call, the first being the driver's ``shape``:
+    it reaches the driver as itself, one line. Raised in ``__init__``, it would reach it as
+    Ray's ActorDiedError with the traceback as text, and Ray would print that too."""
+
+    def __init__(self, make: Callable[[], W]) -> None:
+        self._made: W | None = None
+        self._refused: RunnerError | None = None
+        try:
+            self._made = make()
+        except RunnerError as exc:
+            self._refused = exc
+            return
+        # The questions are long-lived: keep the collector from scanning them after every
+        # batch.
+        gc.collect()
+        gc.freeze()
+
+    @property
+    def _worker(self) -> W:
+        if self._made is None:
+            assert self._refused is not None
+            raise self._refused
+        return self._made
+
+
+class BackendActor(_WorkerActor[BackendWorker]):
     """One backend: its configurations' calls under one rate limit, records sent to the store."""
 
     def __init__(
@@ -53,19 +82,17 @@ class BackendActor:
         simulator_key: str | None,
         lifeline: LifelineAddress | None = None,
     ) -> None:
-        self._worker = BackendWorker(
-            configurations,
-            questions,
-            images,
-            cache,
-            lambda rows: store.write_responses.remote(rows),
-            key_for(simulator_key),
-            lifeline,
+        super().__init__(
+            lambda: BackendWorker(
+                configurations,
+                questions,
+                images,
+                cache,
+                lambda rows: store.write_responses.remote(rows),
+                key_for(simulator_key),
+                lifeline,
+            )
         )
-        # The questions are long-lived: keep the collector from scanning them after every
-        # batch.
-        gc.collect()
-        gc.freeze()
 
     def shape(self) -> Shape:
         return self._worker.shape
@@ -86,7 +113,7 @@ class BackendActor:
         return node_id()
 
 
-class BatchBackendActor:
+class BatchBackendActor(_WorkerActor[BatchWorker]):
     """One backend in batch mode: its configurations' calls as the provider's batches."""
 
     def __init__(
@@ -100,12 +127,18 @@ class BatchBackendActor:
         spec: BatchSpec,
         lifeline: LifelineAddress | None = None,
     ) -> None:
-        self._worker = BatchWorker(
-            configurations, questions, images, cache, StorePort.of_actor(store),
-            key_for(simulator_key), spec, lifeline,
-        )  # fmt: skip
-        gc.collect()
-        gc.freeze()
+        super().__init__(
+            lambda: BatchWorker(
+                configurations,
+                questions,
+                images,
+                cache,
+                StorePort.of_actor(store),
+                key_for(simulator_key),
+                spec,
+                lifeline,
+            )
+        )
 
     def shape(self) -> Shape:
         return self._worker.shape

@@ -61,7 +61,7 @@ def run_experiment(
     submit``), else starts a local one; one already initialised in this process is used as is.
     """
     options = options if options is not None else RunOptions()
-    check_backends(experiment)  # a key missing fails before Ray starts
+    check_backends(experiment)  # what a backend's actor would refuse fails before Ray starts
     # Ray takes seconds to start, most of them spent waiting on its own processes: the
     # questions are read (or built) and the pre-flight's calls made meanwhile, on a thread.
     preparing = beside(lambda: prepared(experiment, options, echo))

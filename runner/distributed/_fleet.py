@@ -105,7 +105,7 @@ class Fleet:
                 "name": actor_name(self.tag, f"backend-{name}"),
                 "namespace": NAMESPACE,
             }
-            key = (self.experiment.simulator.api_key or "simulator") if spec.simulated else None
+            key = self.experiment.simulator_key if spec.simulated else None
             args: tuple[Any, ...] = (
                 members, questions_ref, self.experiment.images, self.cache, store, key
             )  # fmt: skip

@@ -10,16 +10,17 @@ size, and every overlay of it on a page uses that one copy.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
-from conditions import holds_box_set
+from conditions import has_table, holds_box_set
 from runner.overlays._read import Pictures, iter_questions, recorded_images
 from runner.overlays._scene import AnswerView, QuestionView
 from runner.pages._figures import figure_svgs
+from runner.pages._folder import INDEX, QUESTIONS, ReportFolder
 from runner.pages._galleries import Gallery, galleries
 from runner.pages._html import page_name, write_atomic
 from runner.pages._index import IndexContent, Thumbnails, index_page
@@ -35,7 +36,6 @@ from runner.reports import (
 from runner.store import read_only
 
 GALLERY_SIZE = 48  # answers a gallery shows at most: two pages of the index's pager
-QUESTIONS = "q"  # the folder of the question pages, beside index.html
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class HtmlReport:
     answers
         Stored attempts drawn on them.
     bytes
-        The folder's total size once written.
+        The report's files' total size once written (the folder's other files not counted).
     """
 
     index: Path
@@ -75,8 +75,10 @@ def write_html_report(
     store
         The experiment's DuckDB file, opened read-only.
     out
-        The report's folder (made if missing). Question pages of an earlier report that this
-        store does not hold are deleted; every page is written whole or not at all.
+        The report's folder (made if missing). It writes ``index.html`` and ``q/<qid>.html``
+        there and nothing else but its record of them (:mod:`._folder`): a rebuild removes
+        the pages it wrote of questions this store does not hold, and never writes over or
+        removes a file it did not write. Every page is written whole or not at all.
     images
         The folder of the cohort's images (default: the one the store's last run used).
     seed
@@ -88,21 +90,28 @@ def write_html_report(
     ------
     StoreError
         The store cannot be opened.
+    FolderTaken
+        A file the report would write is in ``out`` and the report did not write it:
+        nothing is written.
     """
     pages = out / QUESTIONS
-    pages.mkdir(parents=True, exist_ok=True)
+    written: dict[str, int] = {}  # each question page written, with its count of attempts
     with read_only(store) as con:
-        if holds_box_set(con):
-            tables = [load_box_report(con, store).table()]
-            content = _content(store, tables, [], None, Thumbnails([], {}, []), [], seed, 0)
-            written: dict[str, int] = {}
-        else:
-            content, written = _grounding_report(con, store, pages, images, seed, progress)
-    _remove_stale(pages, set(written))
-    index = out / "index.html"
+        box = holds_box_set(con)
+        folder = ReportFolder.claim(out, [] if box else _page_names(con))
+        try:
+            if box:
+                tables = [load_box_report(con, store).table()]
+                content = _content(store, tables, [], None, Thumbnails([], {}, []), [], seed, 0)
+            else:
+                content = _grounding_report(con, store, pages, images, seed, progress, written)
+        except BaseException:
+            folder.keep(written)  # the pages written so far are the report's
+            raise
+    index = out / INDEX
     write_atomic(index, index_page(content))
-    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    return HtmlReport(index, len(written), sum(written.values()), size)
+    folder.finish(written)
+    return HtmlReport(index, len(written), sum(written.values()), folder.size(written))
 
 
 def _grounding_report(
@@ -112,14 +121,14 @@ def _grounding_report(
     images: Path | None,
     seed: int,
     progress: Callable[[int, int], None] | None,
-) -> tuple[IndexContent, dict[str, int]]:
-    """A GroundBench store's index content, its question pages written on the way; returns
-    the content and each page written with its count of attempts."""
+    written: dict[str, int],
+) -> IndexContent:
+    """A GroundBench store's index content, its question pages written on the way, each
+    named in ``written`` with its count of attempts as it is written."""
     data = load_report_data(con, store)
     shown = galleries(con, seed=seed, size=GALLERY_SIZE)
     thumbnails = ThumbnailMaker(shown)
     total = _count(con, "SELECT count(*) FROM questions")
-    written: dict[str, int] = {}
     listed: list[tuple[str, str]] = []
     with tempfile.TemporaryDirectory(prefix="groundbench-variants-") as cache:
         pictures = Pictures(images if images is not None else recorded_images(con), Path(cache))
@@ -132,7 +141,7 @@ def _grounding_report(
                 progress(len(written), total)
     content = _content(store, all_tables(data), figure_svgs(data), shown, thumbnails.made(),
                        listed, seed, sum(written.values()))  # fmt: skip
-    return content, written
+    return content
 
 
 def _write_question(
@@ -171,14 +180,12 @@ def _content(
     )
 
 
-def _remove_stale(pages: Path, written: Iterable[str]) -> None:
-    """Delete question pages an earlier report wrote that this store does not hold (they
-    would read as its own), and any temporary file a crashed build left."""
-    keep = set(written)
-    for path in pages.iterdir():
-        stale = path.suffix == ".html" and path.name not in keep
-        if path.is_file() and (stale or path.name.endswith(".tmp")):
-            path.unlink(missing_ok=True)
+def _page_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The question pages a build of this store writes (none where it holds no cohort: the
+    build says so)."""
+    if not has_table(con, "questions"):
+        return []
+    return [page_name(qid) for (qid,) in con.execute("SELECT qid FROM questions").fetchall()]
 
 
 def _count(con: duckdb.DuckDBPyConnection, sql: str) -> int:

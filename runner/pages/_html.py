@@ -53,13 +53,18 @@ table.grid .attempt{width:240px;margin:0 0 6px}table.grid th{text-align:left}
 """
 
 
+# How every page opens: a rebuild knows by it a page an earlier build wrote (issue 37).
+OPENING = (
+    '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+    '<meta name="viewport" content="width=device-width,initial-scale=1">'
+)
+
+
 def document(title: str, body: str, *, script: str = "") -> str:
     """A whole page: its own style and script inline, nothing fetched from anywhere."""
     tail = f"<script>{script}</script>" if script else ""
     return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
+        f"{OPENING}<title>{escape(title)}</title><style>{STYLE}</style></head>"
         f"<body>{body}{tail}</body></html>\n"
     )
 

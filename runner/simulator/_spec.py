@@ -21,7 +21,8 @@ Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Every number finite: a latency or turnaround of inf is a simulator that never answers.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class BoxBehaviour(_Frozen):

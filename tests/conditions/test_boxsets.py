@@ -177,3 +177,6 @@ def test_a_missing_field_a_broken_line_or_a_duplicate_is_named(tmp_path: Path) -
     path.write_text('{"image_path": "a.jpg"\n')
     with pytest.raises(DataFileError, match="line 1: not JSON"):
         read_refbench_pro(path, tmp_path / "images")
+    path.write_text("[" * 100_000 + "]" * 100_000 + "\n")  # json reads nesting by recursion
+    with pytest.raises(DataFileError, match=r"line 1: not JSON \(nested too deep\)"):
+        read_refbench_pro(path, tmp_path / "images")

@@ -53,6 +53,7 @@ def test_degenerate_referents_are_not_eligible_but_stay_distractors(tmp_path: Pa
     [
         (b"{not json", "not JSON"),
         (b"\xff\xfe\x00", "not JSON"),
+        (b"[" * 100_000 + b"]" * 100_000, "not JSON: arrays or objects nested too deep"),
         (json.dumps({"images": []}).encode(), "annotations: Field required"),
         (json.dumps(instances(annotation(1, bbox=[1, 2]))).encode(), "annotations.0.bbox"),
         (json.dumps(instances(annotation(1, image_id=9))).encode(),

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from conditions import read_refbench_pro
 from runner._errors import ConfigError
-from runner.boxes import BoxAnswer, judge_answers
+from runner.boxes import BoxAnswer, judge_answers, load_box_answers
 from runner.cli import app
 
 runner = CliRunner()
@@ -128,3 +128,10 @@ def test_a_bad_answers_line_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().startswith(f"groundbench: {answers}: line 2: ")
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_an_answers_line_nested_too_deep_is_one_line(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("[" * 100_000 + "]" * 100_000 + "\n")  # json reads nesting by recursion
+    with pytest.raises(ConfigError, match=r": line 1: not JSON: nested too deep$"):
+        load_box_answers(answers)

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -25,7 +26,7 @@ from conditions import (
     write_cohort,
 )
 from runner.backends import ApiKey, AttemptRecord, Backend, ask
-from runner.cli import app
+from runner.cli import app, main
 
 runner = CliRunner()
 
@@ -177,6 +178,97 @@ def test_run_without_the_key_variable_is_one_line_before_anything_starts(
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "backend q:" in lines[0] and "GB_UNSET_KEY_VARIABLE" in lines[0]
+    assert not (tmp_path / "exp.duckdb").exists()  # nothing was made
+
+
+def _console(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str
+) -> tuple[object, list[str]]:
+    """The console script run in this process, as a user runs it: its exit code and the
+    lines of its stderr."""
+    monkeypatch.setattr(sys, "argv", ["groundbench", *args])
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main()
+    return exited.value.code, capfd.readouterr().err.strip().splitlines()
+
+
+DEEP = 100_000
+
+
+@pytest.mark.parametrize("command", ["check", "run"])
+@pytest.mark.parametrize(
+    "line", ["a = " + "[" * DEEP + "]" * DEEP, "a = " + "{b = " * DEEP + "1" + "}" * DEEP]
+)
+def test_an_experiment_file_nested_too_deep_is_one_line(
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    line: str,
+) -> None:
+    # tomllib reads nesting by recursion: 100,000 deep was a RecursionError's traceback.
+    experiment = tmp_path / "exp.toml"
+    experiment.write_text(f'{line}\nstore = "exp.duckdb"\n')
+    code, err = _console(capfd, monkeypatch, command, str(experiment))
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith(f"groundbench: {experiment}: not valid TOML: ")
+    assert "nested too deep" in err[0] and "Traceback" not in err[0]
+
+
+@pytest.mark.parametrize("command", ["check", "run"])
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "1e999"])
+def test_max_spend_is_a_finite_number_of_dollars(
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    value: str,
+) -> None:
+    # inf was taken as a cap that every estimate fits; refused as any bad option is.
+    missing = tmp_path / "never-read.toml"
+    code, err = _console(capfd, monkeypatch, command, str(missing), f"--max-spend={value}")
+    assert code == 2
+    assert any(line.startswith("Error: Invalid value for '--max-spend'") for line in err), err
+    assert not any(str(missing) in line for line in err)  # refused before the file is read
+
+
+# A key, and a model name holding 12 of its characters (a backend refuses it: the model is
+# written into every record and log line).
+SHARED_KEY = "gb-0f3c9e2a7b414d8e9a6f"
+
+
+def test_a_model_holding_a_piece_of_the_key_is_one_line_before_ray_starts(
+    tmp_path: Path,
+    small_root: DataRoot,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The driver checked its backends with a stand-in key; the actors, with the real one,
+    # refused the model once Ray had started: four Ray tracebacks.
+    from runner.distributed import _ray
+
+    connects: list[str | None] = []
+
+    def connect(address: str | None, **_: object) -> bool:
+        connects.append(address)
+        raise RuntimeError("Ray was started")
+
+    monkeypatch.setattr(_ray, "connect", connect)
+    monkeypatch.setenv("GB_SHARED_KEY", SHARED_KEY)
+    experiment = tmp_path / "exp.toml"
+    experiment.write_text(
+        f'store = "exp.duckdb"\nimages = "{small_root.images}"\n'
+        '[backends.q]\nprovider = "qwen"\nmodel = "qwen-0f3c9e2a7b41"\n'
+        'api_key_env = "GB_SHARED_KEY"\n[[configurations]]\nname = "q"\nbackend = "q"\n'
+    )
+    code, err = _console(capfd, monkeypatch, "run", str(experiment))
+    assert code == 2 and len(err) == 1, err
+    assert err[0] == (
+        "groundbench: configuration q: its model holds an API key; a key goes only in the "
+        "environment variable the backend names (api_key_env)"
+    )
+    assert connects == []  # Ray was never asked to start
     assert not (tmp_path / "exp.duckdb").exists()  # nothing was made
 
 

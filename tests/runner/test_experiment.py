@@ -85,6 +85,31 @@ def test_a_good_file_resolves_paths_against_its_folder(tmp_path: Path) -> None:
         (("requests_per_minute = 600", "requests_per_minute = 1e-300"), ".requests_per_minute: "),
         (("max_concurrency = 32", "timeout_s = inf"), "backends.qwen.timeout_s: "),
         (("max_concurrency = 32", "max_retry_time_s = nan"), "backends.qwen.max_retry_time_s: "),
+        # Prices finite and ≥ 0: inf made an estimate of $inf and a spend of $nan.
+        (
+            ("input_per_mtok = 0.2", "input_per_mtok = inf"),
+            ".prices.input_per_mtok: Input should be a finite",
+        ),
+        (
+            ("output_per_mtok = 1.6", "output_per_mtok = nan"),
+            ".prices.output_per_mtok: Input should be a fin",
+        ),
+        (
+            ("input_per_mtok = 0.2", "input_per_mtok = -1"),
+            ".prices.input_per_mtok: Input should be greater",
+        ),
+        (
+            ("output_per_mtok = 1.6", "output_per_mtok = -inf"),
+            ".prices.output_per_mtok: Input should be a fin",
+        ),
+        (
+            ("max_concurrency = 32", "batch = { poll_s = inf }"),
+            "backends.qwen.batch.poll_s: Input should be a",
+        ),
+        (
+            ("per_source = 20", "per_source = 20\n[simulator.faults]\nlatency_s = [0, inf]"),
+            "simulator.faults.latency_s.1: ",
+        ),
         # No credential in the file: keys live in environment variables only.
         (
             ('api_key_env = "MY_QWEN_KEY"', 'base_url = "https://me:pw@proxy.example/v1"'),
@@ -275,6 +300,27 @@ def test_a_file_that_is_not_text_is_one_line(tmp_path: Path, data: bytes) -> Non
     with pytest.raises(ConfigError, match="not valid TOML") as caught:
         load_experiment(path)
     assert "\n" not in str(caught.value)
+
+
+DEEP = 100_000
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("a = " + "[" * DEEP + "]" * DEEP, "not valid TOML: arrays or tables nested too deep"),
+        ("a = " + "{b = " * DEEP + "1" + "}" * DEEP, "not valid TOML: arrays or tables nested"),
+        ("budgets = " + "[" * 300 + "]" * 300, "budgets.0: "),  # read, then refused
+        ("budgets = [" + "9" * 5_000 + "]", "not valid TOML: Exceeds the limit"),  # a ValueError
+    ],
+    ids=["arrays", "inline-tables", "arrays-300", "digits"],
+)
+def test_a_file_nested_too_deep_is_one_line(tmp_path: Path, line: str, message: str) -> None:
+    path = _file(tmp_path, GOOD.replace("budgets = [8, 64]", line))
+    with pytest.raises(ConfigError) as caught:
+        load_experiment(path)
+    text = str(caught.value)
+    assert text.startswith(f"{path}: ") and message in text and "\n" not in text
 
 
 def test_batch_mode_is_a_backend_setting_at_the_batch_price(tmp_path: Path) -> None:

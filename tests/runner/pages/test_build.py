@@ -23,7 +23,7 @@ from conditions import (
     write_box_set,
 )
 from runner.cli import app
-from runner.pages import HtmlReport, write_html_report
+from runner.pages import FolderTaken, HtmlReport, write_html_report
 from runner.pages._galleries import KINDS, Gallery, GalleryItem
 from runner.pages._html import attempt_anchor, page_name
 from runner.reports import all_tables, load_report_data, shown_and_omitted
@@ -91,7 +91,8 @@ def built(
     qids = write_scored_store(store, small_cohort, small_root.images)
     out = folder / "report"
     (out / "q").mkdir(parents=True)
-    (out / "q" / "gone.html").write_text("an earlier store's question")
+    (out / "q" / "mine.html").write_text("the user's own page")  # not the report's: kept
+    (out / "notes.html").write_text("the user's notes")
     (out / "q" / ".x.html.9.tmp").write_text("a crashed build's half page")
     calls: list[tuple[int, int]] = []
     report = write_html_report(
@@ -177,14 +178,17 @@ def test_every_stored_attempt_is_on_its_question_page(built: Built) -> None:
 
 
 def test_the_report_counts_what_it_wrote(built: Built) -> None:
-    files = [p for p in built.out.rglob("*") if p.is_file()]
+    users = {built.out / "notes.html", built.out / "q" / "mine.html"}
+    files = [p for p in built.out.rglob("*") if p.is_file() and p not in users]
     assert built.report.bytes == sum(p.stat().st_size for p in files)
     assert built.report.question_pages == len(list(question_pages(built)))
     assert built.report.index == built.out / "index.html"
-    # an earlier store's page and a crashed build's temporary file are gone
+    # a crashed build's temporary file is gone; the user's files are not
     assert sorted(p.name for p in (built.out / "q").iterdir()) == sorted(
-        p.name for _, p in question_pages(built)
+        ["mine.html", *(p.name for _, p in question_pages(built))]
     )
+    assert (built.out / "q" / "mine.html").read_text() == "the user's own page"
+    assert (built.out / "notes.html").read_text() == "the user's notes"
 
 
 def test_untrusted_text_is_escaped_and_long_text_cut(built: Built) -> None:
@@ -241,7 +245,7 @@ def test_galleries_of_every_kind_show_with_their_filters(
     assert not index.all("image")
 
 
-def test_a_box_benchmarks_store_shows_its_table_only(tmp_path: Path) -> None:
+def _box_store(tmp_path: Path) -> Path:
     file, images = generate_box_benchmark("groundingme", tmp_path / "data", questions=4)
     questions = box_set("groundingme", FILE_LOADERS["groundingme"](file, images), images)
     store = tmp_path / "exp.duckdb"
@@ -250,9 +254,11 @@ def test_a_box_benchmarks_store_shows_its_table_only(tmp_path: Path) -> None:
         qids = [q.qid for q in questions.questions]
         s.register([Registration("a", "p", "qwen", "m", 1, "{}", "groundingme reader, pixels")],
                    [GridRow("a", "direct", 0, q, 1) for q in qids])  # fmt: skip
-    (tmp_path / "report" / "q").mkdir(parents=True)
-    (tmp_path / "report" / "q" / "old.html").write_text("a GroundBench store's page")
-    report = write_html_report(store, tmp_path / "report")
+    return store
+
+
+def test_a_box_benchmarks_store_shows_its_table_only(tmp_path: Path) -> None:
+    report = write_html_report(_box_store(tmp_path), tmp_path / "report")
     text = report.index.read_text()
     assert "Galleries and question pages are made for GroundBench stores" in text
     assert report.question_pages == 0 and not list((tmp_path / "report" / "q").iterdir())
@@ -286,3 +292,39 @@ def test_a_build_that_fails_leaves_only_whole_pages(
     pages = sorted((tmp_path / "q").iterdir())
     assert len(pages) == 2 and all(p.read_text().endswith("</p>") for p in pages)
     assert not (tmp_path / "index.html").exists()
+
+
+def test_a_rebuild_replaces_and_removes_only_the_pages_it_wrote(
+    built: Built, tmp_path: Path
+) -> None:
+    # Issue 37: `report --html DIR` deleted every *.html in DIR/q/ that it had not written.
+    out = tmp_path / "paper"
+    shutil.copytree(built.out, out)  # a folder the report was built in, the user's files beside
+    first, *_ = sorted(p.name for _, p in question_pages(built))
+    (out / "q" / first).write_text("<p>edited by hand</p>")  # the report's page: replaced
+    result = CliRunner().invoke(app, ["report", str(built.store), "--html", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "q" / first).read_text().startswith("<!DOCTYPE html>")
+    assert (out / "q" / "mine.html").read_text() == "the user's own page"
+    assert (out / "notes.html").read_text() == "the user's notes"
+    # A box benchmark's store into the same folder holds none of those questions: the pages
+    # the report wrote go (they would read as its own); the user's stay.
+    write_html_report(_box_store(tmp_path), out)
+    assert [p.name for p in (out / "q").iterdir()] == ["mine.html"]
+    assert (out / "notes.html").read_text() == "the user's notes"
+
+
+@pytest.mark.parametrize("where", ["index.html", "q/PAGE"])
+def test_a_file_of_the_users_in_the_way_is_refused_and_nothing_written(
+    built: Built, tmp_path: Path, where: str
+) -> None:
+    first = page_name(built.qids[0])
+    mine = tmp_path / where.replace("PAGE", first)
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_text("<h1>My paper</h1>")
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(FolderTaken) as caught:
+        write_html_report(built.store, tmp_path, images=None)
+    assert str(caught.value).startswith(f"{mine}: the HTML report would write over this file")
+    assert "\n" not in str(caught.value)
+    assert sorted(tmp_path.rglob("*")) == before and mine.read_text() == "<h1>My paper</h1>"
