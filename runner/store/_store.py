@@ -5,7 +5,8 @@ hashes, the grid, every attempt's raw response (or error), and the scores. Write
 batches, inserted from an Arrow table in one statement (DuckDB's ``executemany`` inserts row by
 row). A key written twice keeps its first answer; an error only holds its key until an answer
 (or a later error) replaces it, because the run sends errored attempts again. Each batch is its
-own transaction, so a crash leaves whole batches or nothing.
+own transaction, so a crash leaves whole batches or nothing; after each, a note beside the file
+says what it has written (``_written``), so a store whose log was cut short says what it lost.
 """
 
 from __future__ import annotations

@@ -73,6 +73,8 @@ class Note:
 
     def __init__(self, store: Path) -> None:
         self._fd: int | None = None
+        if store.name.startswith(":memory:"):  # DuckDB's in-memory store: no file, no log
+            return
         with contextlib.suppress(OSError):  # no note (a read-only folder?): nothing claimed
             self._fd = os.open(note_path(store), os.O_WRONLY | os.O_CREAT, 0o644)
 

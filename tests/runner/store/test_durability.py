@@ -221,6 +221,16 @@ def test_lost_scores_and_batches_are_named_too(
     assert Path(f"{path}.damaged").exists() and not Path(f"{path}.damaged.wal").exists()
 
 
+def test_a_store_in_memory_keeps_no_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with Store(":memory:") as store:
+        store.register(
+            [Registration("cfg", "a" * 64, "qwen", "m", 3, "{}")],
+            [GridRow("cfg", "base", 8, q, 3) for q in QIDS],
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
 def _batch() -> BatchRecord:
     return BatchRecord(
         id="gb-1", backend="b", provider="qwen", model="m", base_url="https://x.example/v1",
