@@ -5,12 +5,14 @@ hashes, the grid, every attempt's raw response (or error), and the scores. Write
 batches, inserted from an Arrow table in one statement (DuckDB's ``executemany`` inserts row by
 row). A key written twice keeps its first answer; an error only holds its key until an answer
 (or a later error) replaces it, because the run sends errored attempts again. Each batch is its
-own transaction, so a crash leaves whole batches or nothing.
+own transaction, so a crash leaves whole batches or nothing; after each, a note beside the file
+says what it has written (``_written``), so a store whose log was cut short says what it lost.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -57,6 +59,9 @@ from runner.store._schema import (
     SCORE_SCHEMA,
 )
 from runner.store._sql import QUERY_TIMEOUT_S, check_query, lock_down, run_query
+from runner.store._written import Note, Written, held, loss, noted
+
+log = logging.getLogger("groundbench.store")
 
 _OPEN = f"({', '.join(repr(p) for p in OPEN_PHASES)})"
 KEY_SCHEMA = pa.schema([RESPONSE_SCHEMA.field(c) for c in KEY])
@@ -177,8 +182,11 @@ class Store:
     def __init__(self, path: Path | str, *, lock_wait_s: float = 15.0) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        existed = self.path.exists()  # a note beside a file made anew speaks of another
         self._con = _connect(self.path, lock_wait_s)
         try:
+            # Read once the file is ours (no other writer), before anything is written to it.
+            self._check_written(noted(self.path) if existed else None)
             self._migrate()
             lock_down(self._con)  # users' queries run on this database during a run
             self._seq = self._scalar("SELECT coalesce(max(seq), 0) FROM responses") + 1
@@ -196,9 +204,12 @@ class Store:
                 AttemptKey(*k)
                 for k in self._con.execute(f"SELECT {', '.join(KEY)} FROM scores").fetchall()
             }
+            self._batches = self._scalar("SELECT count(*) FROM batches")
+            self._note = Note(self.path)
         except BaseException:
             self._con.close()
             raise
+        self._note.write(self._written())  # what it holds now: a loss is said once
         self._to_score: deque[ScoreJob] = deque()
         self.requeue_unscored()
         self._reading: dict[str, duckdb.DuckDBPyConnection] = {}  # users' queries, by token
@@ -211,6 +222,7 @@ class Store:
         with contextlib.suppress(duckdb.Error):
             self._con.execute("CHECKPOINT")
         self._con.close()
+        self._note.close()
 
     def __enter__(self) -> Self:
         return self
@@ -257,6 +269,7 @@ class Store:
         ProtocolMismatchError
             A configuration of the same name was run under another protocol hash.
         """
+        self._note.write(self._written().lowered(scores=0))  # its transaction may drop some
         with self._transaction():
             reread = self._register_configurations(configurations)
             if images is not None:
@@ -273,6 +286,7 @@ class Store:
             names = {name for name, *_ in reread}
             self._scored = {k for k in self._scored if k.configuration not in names}
             self.requeue_unscored()
+        self._note.write(self._written())
         return reread
 
     def _register_configurations(
@@ -378,6 +392,8 @@ class Store:
                 self._con.execute("INSERT INTO batch_requests SELECT * FROM batch_keys")
             finally:
                 self._con.unregister("batch_keys")
+        self._batches += 1
+        self._note.write(self._written())
 
     def update_batch(self, batch: str, **changes: object) -> BatchRecord:
         """Record a step of ``batch`` (its phase, the provider's ids and counts); the batch as
@@ -705,13 +721,29 @@ class Store:
     # -- internals --------------------------------------------------------------------------
 
     def _wrote(self, rows: int) -> None:
-        """Checkpoint every :data:`CHECKPOINT_ROWS` rows or :data:`CHECKPOINT_S` seconds, so
-        that a damaged log can only ever cost what came after the last checkpoint."""
+        """Note what is written (committed); checkpoint every :data:`CHECKPOINT_ROWS` rows or
+        :data:`CHECKPOINT_S` seconds, so that a damaged log can only ever cost what came after
+        the last checkpoint."""
+        self._note.write(self._written())
         self._unsaved += rows
         now = time.monotonic()
         if self._unsaved >= CHECKPOINT_ROWS or now - self._saved_at >= CHECKPOINT_S:
             self._con.execute("CHECKPOINT")
             self._unsaved, self._saved_at = 0, now
+
+    def _written(self) -> Written:
+        """What this store has committed, as its note says it: the responses' highest seq."""
+        return Written(self._seq - 1, len(self._scored), self._batches)
+
+    def _check_written(self, claimed: Written | None) -> None:
+        """Say in one line (and keep the store as found) if the file holds less than its note
+        says was written: a log cut short, which DuckDB replays up to the cut in silence."""
+        found = held(self._con) if claimed is not None else None
+        if claimed is None or found is None:
+            return
+        said = loss(self.path, claimed, found)
+        if said is not None:
+            log.warning("groundbench: %s", said)
 
     def _scalar(self, sql: str) -> int:
         return self._scalar_of(sql, [])

@@ -1,5 +1,5 @@
-"""The store checkpoints as it writes, and a torn write at the end of its log costs only what
-came after the damage: never the store."""
+"""The store checkpoints as it writes, a torn write at the end of its log costs only what came
+after the damage (never the store), and a log cut short says how many rows it lost."""
 
 from __future__ import annotations
 
@@ -7,13 +7,23 @@ import logging
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 import runner.store._store as store_module
 from runner.cli import main
-from runner.store import GridRow, Registration, Store, query_store, read_only
+from runner.store import (
+    BatchRecord,
+    GridRow,
+    Registration,
+    ScoreRow,
+    Store,
+    query_store,
+    read_only,
+)
+from runner.store._written import Note, Written, noted
 
 QIDS = [f"q{i}" for i in range(1, 7)]
 
@@ -96,6 +106,137 @@ def test_a_torn_log_loses_only_what_came_after_the_damage(
     assert Path(f"{wal}.damaged").read_bytes() == torn  # kept whole, beside the store
     kept = _answered(path)
     assert set(QIDS[:3]) <= kept < set(QIDS)  # the checkpointed rows, and what preceded the tear
+
+
+def _with_note(killed: Path, path: Path) -> Path:
+    """A copy of the killed run's store and log, with the note of what it wrote."""
+    wal = _killed_run(killed, path)
+    note = Path(f"{killed}.written")
+    if note.exists():  # (a store that keeps none fails on what the tests ask of it)
+        shutil.copyfile(note, f"{path}.written")
+    return wal
+
+
+def test_a_log_cut_in_half_says_how_many_responses_are_lost_and_keeps_the_store_as_found(
+    killed: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tests.runner.store.rows import attempt_row
+
+    path = tmp_path / "exp.duckdb"
+    wal = _with_note(killed, path)
+    wal.write_bytes(wal.read_bytes()[: wal.stat().st_size // 2])  # no checksum fails: cut
+    cut, found = wal.read_bytes(), path.read_bytes()
+    with caplog.at_level(logging.WARNING, logger="groundbench.store"):
+        store = Store(path)
+    kept = {p.qid for p in store.pending()} ^ set(QIDS)  # no row: pending again, sent again
+    store.close()
+    lost = len(QIDS) - len(kept)
+    assert set(QIDS[:3]) <= kept and lost > 0  # the checkpointed rows, and the log's first
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(f"groundbench: {path}: the store holds fewer rows than were ")
+    assert f": {lost} of {len(QIDS)} responses written are lost; " in warning
+    assert "are pending again: a rerun sends them again, and they are paid twice; " in warning
+    assert warning.endswith("the store as it opened is copied to exp.duckdb.damaged (with its log)")
+    assert Path(f"{path}.damaged").read_bytes() == found  # as DuckDB found them, before any
+    assert Path(f"{path}.damaged.wal").read_bytes() == cut  # write cut the log at its end
+    assert _answered(path) == kept
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="groundbench.store"), Store(path) as store:
+        # Said once (the store holds what its note says now), and the run goes on.
+        assert store.write_responses([attempt_row(q) for q in set(QIDS) - kept]) == lost
+    assert caplog.records == []
+    assert _answered(path) == set(QIDS)
+    assert not Path(f"{path}.damaged.1").exists()  # one copy, of the store that lost rows
+
+
+def test_an_intact_log_is_no_loss_and_no_copy(
+    killed: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "exp.duckdb"
+    _with_note(killed, path)
+    with caplog.at_level(logging.WARNING, logger="groundbench.store"):
+        Store(path).close()
+    assert caplog.records == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exp.duckdb", "exp.duckdb.written"]
+    assert _answered(path) == set(QIDS)
+
+
+def test_a_note_beside_a_store_made_anew_is_not_a_loss(
+    killed: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "exp.duckdb"
+    _with_note(killed, path)
+    path.unlink()  # the user starts again: the note is of the store deleted
+    Path(f"{path}.wal").unlink()
+    with caplog.at_level(logging.WARNING, logger="groundbench.store"):
+        Store(path).close()
+    assert caplog.records == []
+    assert not Path(f"{path}.damaged").exists()
+
+
+def test_the_note_claims_only_what_is_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.runner.store.rows import attempt_row
+
+    path = tmp_path / "exp.duckdb"
+    in_flight: list[Written | None] = []
+    register = Store._register_configurations
+
+    def registering(store: Store, configurations: list[Registration]) -> object:
+        in_flight.append(noted(path))  # as the transaction that may drop scores begins
+        return register(store, configurations)
+
+    monkeypatch.setattr(Store, "_register_configurations", registering)
+
+    def registration(reading: str) -> Registration:
+        return Registration("cfg", "a" * 64, "qwen", "m", 3, "{}", reading)
+
+    with Store(path) as store:
+        assert noted(path) == Written(0, 0, 0)
+        store.register([registration("pixels")], [GridRow("cfg", "base", 8, q, 3) for q in QIDS])
+        store.write_responses([attempt_row(q) for q in QIDS[:3]])
+        store.write_responses([attempt_row(QIDS[3])])
+        store.write_scores([ScoreRow(*j.key, True) for j in store.take_unscored(2)], [])
+        store.record_batch(_batch(), [])
+        assert noted(path) == Written(4, 2, 1)
+        store.register([registration("unit")], [GridRow("cfg", "base", 8, q, 3) for q in QIDS])
+        assert in_flight[-1] == Written(4, 0, 1)  # lowered before: a crash inside is no loss
+        assert noted(path) == Written(4, 0, 1)  # the scores dropped by the new reading
+
+
+def test_lost_scores_and_batches_are_named_too(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "exp.duckdb"
+    Store(path).close()
+    Note(path).write(Written(7, 5, 2))  # what a store that lost its whole log had written
+    with caplog.at_level(logging.WARNING, logger="groundbench.store"):
+        Store(path).close()
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert (
+        ": 7 of 7 responses written, 5 of 5 scores (made again, no call), 2 of 2 batches "
+        "recorded (one sent still runs at its provider: cancel it there) are lost; "
+    ) in warning
+    assert Path(f"{path}.damaged").exists() and not Path(f"{path}.damaged.wal").exists()
+
+
+def test_a_store_in_memory_keeps_no_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with Store(":memory:") as store:
+        store.register(
+            [Registration("cfg", "a" * 64, "qwen", "m", 3, "{}")],
+            [GridRow("cfg", "base", 8, q, 3) for q in QIDS],
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+def _batch() -> BatchRecord:
+    return BatchRecord(
+        id="gb-1", backend="b", provider="qwen", model="m", base_url="https://x.example/v1",
+        api_key_env="DASHSCOPE_API_KEY", phase="preparing", requests=0,
+        created_at=datetime.now(UTC),
+    )  # fmt: skip
 
 
 def test_the_store_checkpoints_every_few_thousand_rows(
