@@ -14,6 +14,7 @@ from runner.store._batches import (
     batch_records,
 )
 from runner.store._errors import DAMAGED_FILE, StoreError, first_line
+from runner.store._queries import KEEP_EVERY_S, LEASE_S, QUERY_SLOTS, QueryService
 from runner.store._rows import (
     AttemptKey,
     ControlRow,
@@ -61,12 +62,15 @@ from runner.store._store import (
 __all__ = [
     "CONTROL_SCHEMA",
     "DAMAGED_FILE",
+    "KEEP_EVERY_S",
     "KEY",
+    "LEASE_S",
     "LOCKED",
     "MAX_QUERY_TIMEOUT_S",
     "MIGRATIONS",
     "OPEN_PHASES",
     "POLYGON_METRIC_NAMES",
+    "QUERY_SLOTS",
     "QUERY_TIMEOUT_S",
     "REFERENCE_SCHEMA",
     "RESPONSE_COLUMNS",
@@ -84,6 +88,7 @@ __all__ = [
     "Pending",
     "Phase",
     "Progress",
+    "QueryService",
     "ReferenceRow",
     "Registration",
     "ResponseRow",
