@@ -56,6 +56,7 @@ from runner.plan import prepare
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import (
     DAMAGED_FILE,
+    MAX_QUERY_TIMEOUT_S,
     QUERY_TIMEOUT_S,
     BatchRecord,
     StoreError,
@@ -543,7 +544,10 @@ def sql(
         ),
     ] = None,
     timeout: Annotated[
-        float, typer.Option(min=0.001, max=86_400, help="Seconds before the query is stopped.")
+        float,
+        typer.Option(
+            help=f"Seconds before the query is stopped (at most {MAX_QUERY_TIMEOUT_S:g})."
+        ),
     ] = QUERY_TIMEOUT_S,
 ) -> None:
     """Query an experiment's store, read-only: the file after a run, the run's store during one.

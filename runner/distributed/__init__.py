@@ -13,7 +13,7 @@ beside the live view). Every Ray call outside the actor declarations is in ``_ra
 """
 
 from runner._port import CallPort, Outcome, Shape, Traffic, online_shape
-from runner.distributed._actors import QUERIES
+from runner.distributed._actors import CONTROL, QUERIES
 from runner.distributed._batcher import CommitBatcher
 from runner.distributed._driver import run_experiment
 from runner.distributed._feeder import (
@@ -36,6 +36,7 @@ from runner.distributed._worker import BackendWorker, DriverGone, WorkerStats
 from runner.summary import summary_lines
 
 __all__ = [
+    "CONTROL",
     "QUERIES",
     "BackendReport",
     "BackendWorker",

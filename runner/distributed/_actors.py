@@ -32,9 +32,7 @@ from runner.distributed._store_actor import StoreActor
 from runner.distributed._store_port import StorePort
 from runner.distributed._worker import BackendWorker, WorkerStats
 from runner.simulator import SimSpec, Simulator, serving
-from runner.store import (
-    Pending,
-)
+from runner.store import QUERY_SLOTS, Pending
 
 SCORE_BATCH = 512  # answers a scorer takes at most at once
 SMALL_BATCH = 64  # fewer than this: wait a little before asking again, so batches grow
@@ -217,9 +215,12 @@ class SimulatorActor:
 
 
 # Ray's handles for the classes above; resources and placement are set where they start.
-# Users' queries and their cancels run in this group's threads, beside the calls of the run.
+# Users' queries run in QUERIES' threads, beside the calls of the run: one thread more than the
+# store runs at once, so that one more query is refused at once, not queued behind them. Their
+# cancels and keep-alives run in CONTROL, which no query holds: they reach a full pool.
 QUERIES = "queries"
-QUERY_GROUPS = {QUERIES: 4}
+CONTROL = "control"
+QUERY_GROUPS = {QUERIES: QUERY_SLOTS + 1, CONTROL: 1}
 # Ray's overloads of ray.remote omit concurrency_groups, which it takes (and .options() does not).
 RemoteStore = ray.remote(concurrency_groups=QUERY_GROUPS)(StoreActor)  # type: ignore[call-overload]
 RemoteBackend = ray.remote(BackendActor)
@@ -228,6 +229,7 @@ RemoteScorer = ray.remote(ScoringActor)
 RemoteSimulator = ray.remote(SimulatorActor)
 
 __all__ = [
+    "CONTROL",
     "QUERIES",
     "QUERY_GROUPS",
     "BackendActor",

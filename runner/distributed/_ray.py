@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import secrets
 import sys
@@ -29,7 +30,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from runner._errors import ClusterError
 from runner._names import NAMESPACE, actor_name, run_tag
 from runner._port import Outcome
-from runner.distributed._actors import QUERIES
+from runner.distributed._actors import CONTROL, QUERIES
 from runner.distributed._address import (
     RunAddress,
     described,
@@ -41,7 +42,15 @@ from runner.distributed._address import (
 from runner.distributed._feeder import RunFailed, WorkerLost
 from runner.distributed._remote import call as call  # the driver calls actors through _ray
 from runner.distributed._remote import cause
-from runner.store import QUERY_TIMEOUT_S, Pending, Result, StoreError, first_line
+from runner.store import (
+    KEEP_EVERY_S,
+    LEASE_S,
+    QUERY_TIMEOUT_S,
+    Pending,
+    Result,
+    StoreError,
+    first_line,
+)
 
 NAME_WAIT_S = 20.0  # how long a named actor of an ended run may take to go away
 
@@ -378,13 +387,15 @@ def query_running_store(
     token: str | None = None,
 ) -> Result:
     """``sql`` through the store actor of the run that holds ``path``, in the actor's query
-    threads; interrupted there if this client stops waiting (Ctrl-C), or by the actor's
-    ``cancel(token)``.
+    threads. While it waits, this client says so every ``KEEP_EVERY_S``: killed or cut off, it
+    says nothing more, and the store stops the query (Ray stops no actor thread whose caller
+    died). Stopped here (Ctrl-C), it cancels the query, as the actor's ``cancel(token)`` does.
 
     Raises
     ------
     StoreError
-        No run of ``path`` is reachable, or the query fails.
+        No run of ``path`` is reachable, the store runs as many queries as it takes, or the
+        query fails.
     """
     note = attach(path, address)
     namespace = note.namespace if note is not None else NAMESPACE
@@ -397,9 +408,30 @@ def query_running_store(
     token = token or secrets.token_hex(8)
     answer = store.query.options(concurrency_group=QUERIES).remote(sql, timeout_s, token)
     try:
-        return cast(Result, ray.get(answer))
+        return cast(Result, ray.get(_kept(store, answer, token, timeout_s)))
     except RayTaskError as exc:
         raise cause(exc) from None
     except BaseException:
-        store.cancel.options(concurrency_group=QUERIES).remote(token)
+        store.cancel.options(concurrency_group=CONTROL).remote(token)
         raise
+
+
+def _kept(store: Any, answer: Any, token: str, timeout_s: float) -> Any:
+    """``answer`` once ready, saying to ``store`` every ``KEEP_EVERY_S`` that this client still
+    waits for it; the store ends the query by its time limit, so the wait is bounded too.
+
+    Raises
+    ------
+    StoreError
+        No answer well past the query's limit (the store stopped serving).
+    """
+    for _ in range(math.ceil((timeout_s + LEASE_S) / KEEP_EVERY_S) + 1):
+        ready, _ = ray.wait([answer], timeout=KEEP_EVERY_S)
+        if ready:
+            return answer
+        store.keep.options(concurrency_group=CONTROL).remote(token)
+    store.cancel.options(concurrency_group=CONTROL).remote(token)
+    raise StoreError(
+        f"the run's store gave no answer within {timeout_s + LEASE_S:g} s, past the query's "
+        "limit; try again, or query the store once the run has ended"
+    )

@@ -40,7 +40,8 @@ class StoreClosed(StoreError):
 class StoreActor:
     """The only writer of the experiment file; calls are served one at a time, in order,
     except users' queries, which run in threads of their own (the ``QUERIES`` group of
-    ``_actors``) so that a slow one never holds up the run's writes or its monitor."""
+    ``_actors``) so that a slow one never holds up the run's writes or its monitor, and their
+    cancels and keep-alives (``CONTROL``), which never wait for a query."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
@@ -138,12 +139,23 @@ class StoreActor:
         self, sql: str, timeout_s: float, token: str
     ) -> tuple[list[str], list[tuple[Any, ...]]]:
         """A user's read-only query during the run (``groundbench sql``); call it in the
-        ``QUERIES`` group."""
+        ``QUERIES`` group, which has a thread more than the store runs queries at once, so
+        that one more is refused at once rather than queued."""
         return self._store.read(sql, timeout_s, token)
 
     def cancel(self, token: str) -> bool:
-        """Stop the query of ``token`` (its client went away); call it in ``QUERIES``."""
+        """Stop the query of ``token`` (its client was stopped); call it in ``CONTROL``, which
+        no query holds."""
         return self._opened.cancel(token) if self._opened is not None else False
+
+    def keep(self, token: str) -> bool:
+        """The client of ``token``'s query still waits (every ``KEEP_EVERY_S``); call it in
+        ``CONTROL``."""
+        return self._opened.keep(token) if self._opened is not None else False
+
+    def queries(self) -> int:
+        """Users' queries running now."""
+        return self._opened.queries() if self._opened is not None else 0
 
     def node(self) -> str:
         return node_id()

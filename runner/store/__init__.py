@@ -14,6 +14,7 @@ from runner.store._batches import (
     batch_records,
 )
 from runner.store._errors import DAMAGED_FILE, StoreError, first_line
+from runner.store._queries import KEEP_EVERY_S, LEASE_S, QUERY_SLOTS, QueryService
 from runner.store._rows import (
     AttemptKey,
     ControlRow,
@@ -34,10 +35,14 @@ from runner.store._schema import (
 )
 from runner.store._sql import (
     LOCKED,
+    MAX_QUERY_TIMEOUT_S,
     QUERY_TIMEOUT_S,
+    TABLE_FUNCTIONS,
     Result,
     ThroughRun,
     check_query,
+    check_reads,
+    check_timeout,
     query_store,
     read_only,
 )
@@ -57,16 +62,21 @@ from runner.store._store import (
 __all__ = [
     "CONTROL_SCHEMA",
     "DAMAGED_FILE",
+    "KEEP_EVERY_S",
     "KEY",
+    "LEASE_S",
     "LOCKED",
+    "MAX_QUERY_TIMEOUT_S",
     "MIGRATIONS",
     "OPEN_PHASES",
     "POLYGON_METRIC_NAMES",
+    "QUERY_SLOTS",
     "QUERY_TIMEOUT_S",
     "REFERENCE_SCHEMA",
     "RESPONSE_COLUMNS",
     "SCHEMA_VERSION",
     "SCORE_SCHEMA",
+    "TABLE_FUNCTIONS",
     "AttemptKey",
     "BatchKey",
     "BatchProblem",
@@ -78,6 +88,7 @@ __all__ = [
     "Pending",
     "Phase",
     "Progress",
+    "QueryService",
     "ReferenceRow",
     "Registration",
     "ResponseRow",
@@ -89,6 +100,8 @@ __all__ = [
     "ThroughRun",
     "batch_records",
     "check_query",
+    "check_reads",
+    "check_timeout",
     "first_line",
     "grid_table",
     "pending_rows",

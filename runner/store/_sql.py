@@ -8,17 +8,28 @@ pattern over the text:
   or loaded, no setting changed;
 - during a run DuckDB lets no second process open the file, so the query goes to the run's
   store, whose database is locked the same way once open (:func:`lock_down`), and runs on a
-  cursor of its own inside a ``READ ONLY`` transaction that is rolled back.
+  cursor of its own inside a ``READ ONLY`` transaction that is rolled back
+  (:class:`~runner.store._queries.QueryService`).
+
+With external access off DuckDB still lets a query read the database's own files (it adds them
+to ``allowed_paths``, and no setting takes them out). Reading the store's file opens it a second
+time in the process that holds it, and closing that drops the process's POSIX lock on it: another
+process could then open the live store read-write. So before a query runs its parse tree is
+checked (:func:`check_reads`), failing closed: it may name the store's tables and views, its own
+CTEs and the table functions of :data:`TABLE_FUNCTIONS` (none reads a file), nothing else.
 
 Either way it is one statement (``COMMIT; DELETE …`` is two) of a query kind (SELECT, which
-``WITH``, ``FROM``-first, ``DESCRIBE``, ``SHOW`` and ``SUMMARIZE`` parse as, or EXPLAIN), and it
-is interrupted at its time limit.
+``WITH``, ``FROM``-first, ``DESCRIBE``, ``SHOW`` and ``SUMMARIZE`` parse as, or EXPLAIN of one),
+and it is interrupted at its time limit (at most :data:`MAX_QUERY_TIMEOUT_S`).
 """
 
 from __future__ import annotations
 
+import json
+import re
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +40,8 @@ from runner.store._errors import StoreError, first_line
 
 Result = tuple[list[str], list[tuple[Any, ...]]]
 
-QUERY_TIMEOUT_S = 30.0  # a user's query is stopped after this long unless told otherwise
+QUERY_TIMEOUT_S = 60.0  # a user's query is stopped after this long unless told otherwise
+MAX_QUERY_TIMEOUT_S = 600.0  # and never runs longer: a run's store serves its writes first
 
 # The settings under which a user's query runs: nothing outside the store can be reached.
 LOCKED: dict[str, bool] = {
@@ -41,26 +53,181 @@ LOCKED: dict[str, bool] = {
 }
 _QUERY_KINDS = (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN)
 
+# The table functions a query may call: numbers, lists, JSON values and DuckDB's catalogue.
+# Every other one is refused — read_text, read_blob, glob, read_csv, read_parquet, read_duckdb,
+# query (SQL in a string) and whatever a later DuckDB adds.
+TABLE_FUNCTIONS = frozenset(
+    {"range", "generate_series", "unnest", "json_each", "json_tree"}
+    | {f"duckdb_{n}" for n in ("tables", "views", "columns", "constraints", "indexes",
+                               "schemas", "databases", "types", "functions", "keywords",
+                               "settings", "sequences", "dependencies")}
+    | {f"pragma_{n}" for n in ("table_info", "storage_info", "database_size", "version")}
+)  # fmt: skip
+# What SHOW TABLES, SHOW ALL TABLES, SHOW DATABASES and SHOW SCHEMAS parse to.
+_SHOW_SPECIAL = frozenset({'"tables"', "__show_tables_expanded", '"databases"', '"schemas"'})
+# The kinds of table reference a query may hold; any other (a later DuckDB's) is refused.
+_TABLE_REFS = frozenset(
+    {"BASE_TABLE", "JOIN", "SUBQUERY", "TABLE_FUNCTION", "EMPTY", "EXPRESSION_LIST", "PIVOT",
+     "SHOW_REF"}
+)  # fmt: skip
+# A CTE name that no replacement scan could take for a file (those need an extension).
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
+# EXPLAIN [ANALYZE] before the query it explains, after any comments.
+_EXPLAIN = re.compile(r"(?:\s|/\*.*?\*/|--[^\n]*)*EXPLAIN\s+(?:ANALY[SZ]E\s+)?", re.I | re.S)
+_KINDS_SAID = "SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE, or EXPLAIN of one"
+
 
 def check_query(sql: str) -> None:
-    """Refuse anything but one statement of a query kind (the connection refuses writes).
+    """Refuse anything but one statement of a query kind, or EXPLAIN of one (the connection
+    refuses writes, :func:`check_reads` names outside the store).
 
     Raises
     ------
     StoreError
         Not SQL, several statements, or a statement that is not a query.
     """
+    kind = _kind(sql)
+    if kind not in _QUERY_KINDS:
+        raise StoreError(f"only queries are allowed ({_KINDS_SAID}), not {kind.name}")
+    if kind == duckdb.StatementType.EXPLAIN:
+        inner = _kind(_explained(sql))
+        if inner != duckdb.StatementType.SELECT:
+            raise StoreError(f"only queries are allowed ({_KINDS_SAID}), not EXPLAIN {inner.name}")
+
+
+def check_timeout(timeout_s: float) -> None:
+    """Refuse a time limit past :data:`MAX_QUERY_TIMEOUT_S` (or not above 0)."""
+    if not 0 < timeout_s <= MAX_QUERY_TIMEOUT_S:
+        raise StoreError(
+            f"a query runs for at most {MAX_QUERY_TIMEOUT_S:g} s, not {timeout_s:g} (--timeout); "
+            "narrow it (WHERE, LIMIT) to answer sooner"
+        )
+
+
+def _kind(sql: str) -> duckdb.StatementType:
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
         raise StoreError(f"not valid SQL: {first_line(exc)}") from None
     if len(statements) != 1:
         raise StoreError(f"one statement at a time, not {len(statements)}")
-    kind = statements[0].type
-    if kind not in _QUERY_KINDS:
+    return statements[0].type
+
+
+def _explained(sql: str) -> str:
+    """The query an EXPLAIN [ANALYZE] explains; the text itself if it is not one."""
+    found = _EXPLAIN.match(sql)
+    return sql[found.end() :] if found else sql
+
+
+def check_reads(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Refuse a query (checked by :func:`check_query`) that names anything but the tables and
+    views of ``con``'s catalogue, its own CTEs and :data:`TABLE_FUNCTIONS`: fail closed, from
+    its parse tree, before DuckDB binds it (binding ``read_csv`` already opens its file).
+
+    Raises
+    ------
+    StoreError
+        It names a file, a function that reads one, or anything the check cannot see into.
+    """
+    tree = _parse_tree(con, _explained(sql))
+    ctes = {_lower(key) for node in _nodes(tree) for key in _cte_names(node)}
+    catalogue = _catalogue(con)
+    for node in _nodes(tree):
+        if not _is_table_ref(node):
+            continue
+        _check_ref(node, ctes, catalogue)
+
+
+def _is_table_ref(node: dict[str, Any]) -> bool:
+    """A table reference serialises its type, alias and sample; an expression its class too,
+    a query node (which has a sample) no alias."""
+    return {"type", "alias", "sample"} <= node.keys() and "class" not in node
+
+
+def _check_ref(ref: dict[str, Any], ctes: set[str], catalogue: set[tuple[str, str, str]]) -> None:
+    kind = ref["type"]
+    if kind not in _TABLE_REFS:
+        raise StoreError(f"a query reads the store and nothing else: it cannot hold {kind}")
+    if kind == "TABLE_FUNCTION":
+        name = _lower(ref.get("function", {}).get("function_name"))
+        if name not in TABLE_FUNCTIONS:
+            raise StoreError(
+                f"a query reads the store and nothing else: {name}() is not one it may call "
+                "(it may call range, generate_series, unnest, json_each, json_tree and the "
+                "duckdb_* catalogue)"
+            )
+    elif kind == "BASE_TABLE" or (kind == "SHOW_REF" and ref.get("show_type") == "SHOW"):
+        named = tuple(_lower(ref.get(k)) for k in ("catalog_name", "schema_name", "table_name"))
+        if not _known(named, ctes, catalogue):
+            shown = ".".join(n for n in named if n)
+            raise StoreError(
+                f"no table or view {shown!r} in the store (SHOW TABLES lists them); a query "
+                "reads the store and nothing else"
+            )
+    elif (
+        kind == "SHOW_REF"
+        and ref.get("show_type") == "SHOW_SPECIAL"
+        and ref.get("table_name") not in _SHOW_SPECIAL  # SHOW TABLES and the like only
+    ):
+        raise StoreError("a query reads the store and nothing else: not that SHOW")
+
+
+def _known(named: tuple[str, ...], ctes: set[str], catalogue: set[tuple[str, str, str]]) -> bool:
+    database, schema, name = named
+    if not database and not schema and name in ctes and _IDENTIFIER.fullmatch(name):
+        return True
+    return any(name == n and database in ("", d) and schema in ("", s) for d, s, n in catalogue)
+
+
+def _parse_tree(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
+    """DuckDB's parse tree of one SELECT, as JSON (``json_serialize_sql``)."""
+    row = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
+    try:
+        tree = json.loads(row[0]) if row else {}
+    except (RecursionError, ValueError):  # nested past what Python's decoder follows
+        raise StoreError("the query is nested too deeply to be checked; write it flatter") from None
+    statements = tree.get("statements") if isinstance(tree, dict) else None
+    if tree.get("error") or not isinstance(statements, list) or len(statements) != 1:
+        why = tree.get("error_message", "not one SELECT") if isinstance(tree, dict) else ""
         raise StoreError(
-            f"only queries are allowed (SELECT, WITH, DESCRIBE, SHOW, EXPLAIN), not {kind.name}"
+            f"the query cannot be checked to read only the store ({why}); write it as a SELECT"
         )
+    return statements[0]
+
+
+def _nodes(tree: Any) -> Iterator[dict[str, Any]]:
+    """Every object in ``tree``, iteratively (a deep query recurses nothing here)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            yield node
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _cte_names(node: dict[str, Any]) -> Iterator[Any]:
+    entries = (
+        node.get("cte_map", {}).get("map", []) if isinstance(node.get("cte_map"), dict) else []
+    )
+    for entry in entries:
+        if isinstance(entry, dict):
+            yield entry.get("key")
+
+
+def _catalogue(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str, str]]:
+    """(database, schema, name) of every table and view ``con`` sees, DuckDB's own included."""
+    rows = con.execute(
+        "SELECT database_name, schema_name, table_name FROM duckdb_tables() UNION ALL "
+        "SELECT database_name, schema_name, view_name FROM duckdb_views()"
+    ).fetchall()
+    return {(_lower(d), _lower(s), _lower(n)) for d, s, n in rows}
+
+
+def _lower(name: object) -> str:
+    return name.lower() if isinstance(name, str) else ""  # DuckDB's names ignore case
 
 
 def lock_down(con: duckdb.DuckDBPyConnection) -> None:
@@ -92,9 +259,10 @@ def query_store(
     Raises
     ------
     StoreError
-        The query is not read-only, fails, runs past ``timeout_s``, or the file is held by a
-        run this process cannot reach.
+        The query is not read-only, names a file, fails, runs past ``timeout_s`` (at most
+        :data:`MAX_QUERY_TIMEOUT_S`), or the file is held by a run this process cannot reach.
     """
+    check_timeout(timeout_s)
     check_query(sql)
     try:
         con = read_only(path, locked=True)
@@ -141,30 +309,71 @@ def run_query(
 ) -> Result:
     """Column names and rows of ``sql`` on ``con``, interrupted at ``timeout_s``; a failing
     query is one line."""
-    expired = threading.Event()
+    deadline = time.monotonic() + timeout_s
 
-    def expire() -> None:
-        expired.set()
-        con.interrupt()
+    def why() -> str | None:
+        return timed_out(timeout_s) if time.monotonic() >= deadline else None
 
-    timer = threading.Timer(timeout_s, expire)
-    timer.daemon = True
-    timer.start()
+    with Watch(con, why):
+        return execute(con, sql, where, why)
+
+
+TICK_S = 0.1  # how often a query's watch looks whether it is to be stopped
+
+
+class Watch:
+    """Interrupts the statement on ``con`` once ``why()`` names a reason to stop it, and again
+    each tick until the watch ends: DuckDB forgets an interrupt that comes before a statement
+    starts (between the check and the query, or before the transaction begins)."""
+
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, why: Callable[[], str | None], tick_s: float = TICK_S
+    ) -> None:
+        self._con, self._why, self._tick_s = con, why, tick_s
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="groundbench-query", daemon=True)
+
+    def __enter__(self) -> Watch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()  # no interrupt reaches ``con`` once its owner goes on to close it
+
+    def _watch(self) -> None:
+        while not self._done.wait(self._tick_s):
+            if self._why() is not None:
+                self._con.interrupt()
+
+
+# Why a query was interrupted, as its error line says it (after the store's path).
+CANCELLED = "the query was cancelled by its client"
+
+
+def timed_out(timeout_s: float) -> str:
+    return (
+        f"the query was stopped at its time limit of {timeout_s:g} s; narrow it (WHERE, LIMIT) "
+        f"or allow it longer (--timeout, at most {MAX_QUERY_TIMEOUT_S:g} s)"
+    )
+
+
+def execute(
+    con: duckdb.DuckDBPyConnection, sql: str, where: Path | str, why: Callable[[], str | None]
+) -> Result:
+    """Column names and rows of ``sql`` on ``con`` once :func:`check_reads` lets it run; a
+    failing query is one line, an interrupted one says ``why()`` it was stopped."""
     try:
+        check_reads(con, sql)
         result = con.execute(sql)
         names = [d[0] for d in result.description or []]
         return names, result.fetchall()
     except duckdb.InterruptException:
-        if not expired.is_set():
-            raise StoreError(f"{where}: the query was cancelled by its client") from None
-        raise StoreError(
-            f"{where}: the query was stopped at its time limit of {timeout_s:g} s; narrow it "
-            "(WHERE, LIMIT) or allow it longer (--timeout)"
-        ) from None
+        raise StoreError(f"{where}: {why() or CANCELLED}") from None
     except duckdb.Error as exc:
         raise StoreError(f"{where}: {_reason(exc)}") from None
-    finally:
-        timer.cancel()
+    except StoreError as exc:
+        raise StoreError(f"{where}: {exc}") from None
 
 
 def _reason(exc: duckdb.Error) -> str:

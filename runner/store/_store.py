@@ -46,6 +46,7 @@ from runner.store._batches import (
     batch_records,
 )
 from runner.store._errors import StoreError, first_line
+from runner.store._queries import QueryService
 from runner.store._rows import AttemptKey, ControlRow, ReferenceRow, ResponseRow, ScoreRow
 from runner.store._schema import (
     CONTROL_SCHEMA,
@@ -58,7 +59,7 @@ from runner.store._schema import (
     RESPONSE_SCHEMA,
     SCORE_SCHEMA,
 )
-from runner.store._sql import QUERY_TIMEOUT_S, check_query, lock_down, run_query
+from runner.store._sql import QUERY_TIMEOUT_S, lock_down
 from runner.store._written import Note, Written, held, loss, noted
 
 log = logging.getLogger("groundbench.store")
@@ -212,7 +213,7 @@ class Store:
         self._note.write(self._written())  # what it holds now: a loss is said once
         self._to_score: deque[ScoreJob] = deque()
         self.requeue_unscored()
-        self._reading: dict[str, duckdb.DuckDBPyConnection] = {}  # users' queries, by token
+        self._queries = QueryService(self._con, self.path)  # users' queries during a run
         self._unsaved = 0  # rows written since the last checkpoint
         self._saved_at = time.monotonic()
 
@@ -691,32 +692,30 @@ class Store:
     def read(
         self, sql: str, timeout_s: float = QUERY_TIMEOUT_S, token: str | None = None
     ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """A user's query while this store writes: on a cursor of its own (so it may run in
-        another thread without holding up writes), in a ``READ ONLY`` transaction that is
-        rolled back, stopped at ``timeout_s`` or by :meth:`cancel` of ``token``.
+        """A user's query while this store writes (:class:`QueryService`): on a cursor of its
+        own (so it may run in another thread without holding up writes), in a ``READ ONLY``
+        transaction that is rolled back, stopped at ``timeout_s``, by :meth:`cancel` of
+        ``token``, or once the client of ``token`` stops saying it waits (:meth:`keep`).
 
         Raises
         ------
         StoreError
-            Not one query, a write, an outside read, past its time, or failed (one line).
+            Every query slot taken, not one query, a write, an outside read, past its time,
+            stopped, or failed (one line).
         """
-        check_query(sql)
-        cursor = self._con.cursor()
-        if token is not None:
-            self._reading[token] = cursor
-        try:
-            cursor.execute("BEGIN TRANSACTION READ ONLY")
-            return run_query(cursor, sql, self.path, timeout_s)
-        finally:
-            self._reading.pop(token or "", None)
-            cursor.close()  # its transaction ends with it
+        return self._queries.run(sql, timeout_s, token)
 
     def cancel(self, token: str) -> bool:
         """Interrupt the query :meth:`read` runs under ``token`` (its client went away)."""
-        cursor = self._reading.get(token)
-        if cursor is not None:
-            cursor.interrupt()
-        return cursor is not None
+        return self._queries.cancel(token)
+
+    def keep(self, token: str) -> bool:
+        """The client of ``token``'s query still waits for it."""
+        return self._queries.keep(token)
+
+    def queries(self) -> int:
+        """Users' queries running now."""
+        return self._queries.running()
 
     # -- internals --------------------------------------------------------------------------
 

@@ -288,7 +288,7 @@ def test_sql_prints_a_table_csv_json_and_refuses_to_write(
     for bad, why in (
         ("DELETE FROM questions", "not DELETE"),
         ("SELECT 1; DROP TABLE questions", "one statement at a time"),
-        ("EXPLAIN ANALYZE DELETE FROM questions", "this one writes"),
+        ("EXPLAIN ANALYZE DELETE FROM questions", "not EXPLAIN DELETE"),
     ):
         done = subprocess.run(
             _groundbench("sql", str(store), bad), capture_output=True, text=True, timeout=120
@@ -296,6 +296,15 @@ def test_sql_prints_a_table_csv_json_and_refuses_to_write(
         assert done.returncode == 2, bad
         assert done.stderr.startswith("groundbench: ") and why in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+    longer = subprocess.run(  # a query may hold a run's store 10 minutes at most
+        _groundbench("sql", str(store), "SELECT 1", "--timeout", "86400"),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert longer.returncode == 2
+    assert longer.stderr == (
+        "groundbench: a query runs for at most 600 s, not 86400 (--timeout); narrow it "
+        "(WHERE, LIMIT) to answer sooner\n"
+    )
     assert runner.invoke(app, ["sql", str(store), "SELECT count(*) FROM questions"]).exit_code == 0
     assert (
         f"│ {count} "

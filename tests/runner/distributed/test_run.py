@@ -23,14 +23,23 @@ from typing import Any
 
 import pytest
 import ray
+from ray.exceptions import RayTaskError
 
 from conditions import ProtocolMismatchError
 from runner._names import NAMESPACE, actor_name, run_tag
-from runner.distributed import QUERIES, RunOptions, Scorer, query_running_store, watch_run
+from runner.distributed import (
+    CONTROL,
+    QUERIES,
+    RunOptions,
+    Scorer,
+    query_running_store,
+    watch_run,
+)
+from runner.distributed._address import read_note
 from runner.experiment import load_experiment
 from runner.monitor import Snapshot
 from runner.simulator import Behaviour, Faults, SimSpec, Simulator
-from runner.store import ScoreJob, StoreError, query_store, read_only
+from runner.store import QUERY_SLOTS, ScoreJob, Store, StoreError, query_store, read_only
 from tests.runner.distributed.conftest import (
     KEY_ENV,
     RunSetup,
@@ -266,38 +275,72 @@ def _query_while_going(run: RunSetup) -> None:
         query_store(run.store, CTE_DELETE, query_running_store)
     with pytest.raises(StoreError, match=r"stopped at its time limit of 0\.5 s"):
         query_store(run.store, ENDLESS, query_running_store, timeout_s=0.5)
+    # The store's own files: DuckDB lets a query read them with external access off, and
+    # reading one opens the file again in the store actor's process; closing it there dropped
+    # the lock that keeps a second run out.
+    for own in ("read_text", "read_blob", "glob"):
+        with pytest.raises(StoreError, match="reads the store and nothing else"):
+            query_store(run.store, f"SELECT * FROM {own}('{run.store}')", query_running_store)
+    # The lock holds: a second run's store (this is not the actor's process) cannot open it,
+    # and the run's note stays.
+    with pytest.raises(StoreError, match="cannot open the store"):
+        Store(run.store, lock_wait_s=0)
+    assert read_note(run.store) is not None
 
 
 def test_a_slow_query_during_a_run_holds_up_no_write_and_its_client_can_stop_it(
     run: RunSetup,
 ) -> None:
+    """A slow query holds up no write; the store runs QUERY_SLOTS at once and refuses one more
+    at once; cancels reach a full pool; a query whose client says nothing more is stopped."""
+
     def stored() -> int:
         return int(query_running_store(run.store, "SELECT count(*) FROM responses")[1][0][0])
 
-    failure: list[str] = []
+    failures: list[str] = []
 
-    def endless() -> None:
+    def endless(token: str) -> None:
         try:
-            query_running_store(run.store, ENDLESS, 3600.0, token="endless")
+            query_running_store(run.store, ENDLESS, 600.0, token=token)
         except StoreError as exc:
-            failure.append(str(exc))
+            failures.append(str(exc))
 
+    tokens = [f"endless{i}" for i in range(QUERY_SLOTS)]
+    readers = [threading.Thread(target=endless, args=(t,)) for t in tokens]
     with _slow_run(run) as (path, sim), in_background(path) as result:
         until(lambda: sim.stats.answered >= 10)
-        reader = threading.Thread(target=endless)
-        reader.start()
+        readers[0].start()
         first = stored()  # other queries are answered beside it
-        until(lambda: stored() >= first + 20 or not reader.is_alive())
-        assert reader.is_alive()  # twenty answers were stored while the query ran
+        until(lambda: stored() >= first + 20 or not readers[0].is_alive())
+        assert readers[0].is_alive()  # twenty answers were stored while the query ran
         store: Any = ray.get_actor(actor_name(run_tag(run.store), "store"), namespace=NAMESPACE)
 
-        def stopped() -> bool:  # a cancel that comes before the query starts misses it
-            ray.get(store.cancel.options(concurrency_group=QUERIES).remote("endless"))
-            reader.join(0.1)
-            return not reader.is_alive()
+        def control(method: str, *args: object) -> Any:
+            return ray.get(getattr(store, method).options(concurrency_group=CONTROL).remote(*args))
 
-        until(stopped)
-    assert failure == [f"{run.store}: the query was cancelled by its client"]
+        sim.paused = True  # the run is held going until the queries are seen to
+        try:
+            for reader in readers[1:]:
+                reader.start()
+            until(lambda: control("queries") == QUERY_SLOTS)
+            with pytest.raises(StoreError, match=f"{QUERY_SLOTS} queries are running on the store"):
+                stored()  # refused, not queued behind them
+
+            def stopped() -> bool:  # every cancel reaches the full pool
+                for token in tokens:
+                    control("cancel", token)
+                for reader in readers:
+                    reader.join(0.1)
+                return not any(reader.is_alive() for reader in readers)
+
+            until(stopped)
+            # A client killed says no more that it waits: the store stops its query.
+            quiet = store.query.options(concurrency_group=QUERIES).remote(ENDLESS, 600.0, "q")
+            with pytest.raises(RayTaskError, match="its client went away"):
+                ray.get(quiet)
+        finally:
+            sim.paused = False
+    assert failures == [f"{run.store}: the query was cancelled by its client"] * QUERY_SLOTS
     assert result[0].complete
 
 
