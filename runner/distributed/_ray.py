@@ -55,9 +55,10 @@ def _plain_prefixes() -> None:
 
 
 def connect(address: str | None, *, attach: bool = False, namespace: str | None = None) -> bool:
-    """Join the Ray cluster at ``address`` (else ``RAY_ADDRESS``, as under ``ray job submit``);
-    a run with neither starts a local one, ``attach`` (watching or querying a run) looks for
-    one on this machine. True if this call started Ray (the caller shuts it down)."""
+    """Join the Ray cluster at ``address`` (else ``RAY_ADDRESS``, as under ``ray job submit``),
+    else start a local Ray of this process's own, whatever else runs on the machine; ``attach``
+    (watching or querying a run) always names its cluster. True if this call started Ray (the
+    caller shuts it down)."""
     if ray.is_initialized():
         return False
     _plain_prefixes()
@@ -65,17 +66,23 @@ def connect(address: str | None, *, attach: bool = False, namespace: str | None 
     kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": not attach}
     if namespace is not None:
         kwargs["namespace"] = namespace
-    address = address or os.environ.get("RAY_ADDRESS")
-    if address is None and not attach:
-        ray.init(include_dashboard=False, **kwargs)
+    address = address or os.environ.get("RAY_ADDRESS") or None  # set but empty: not given
+    if address is None:
+        # Not Ray's default (None): that joins the cluster the machine's last `ray start` noted
+        # in <temp dir>/ray_current_cluster, anyone's, and a run there sent that cluster's keys
+        # to this run's endpoints. "local" always starts one (ray.init, Ray 2.x).
+        ray.init(address=LOCAL, include_dashboard=False, **kwargs)
         return True
     with _stderr_held() as held, _bounded_wait(attach):
         try:
-            ray.init(address=address or "auto", **kwargs)
+            ray.init(address=address, **kwargs)
         except ConnectionError as exc:  # not running, a wrong address, or a token it wants
             held.seek(0)
-            raise ClusterError(_unjoinable(address or "auto", exc, held.read())) from None
+            raise ClusterError(_unjoinable(address, exc, held.read())) from None
     return True
+
+
+LOCAL = "local"  # ray.init's address for "start a new local Ray, even if one is running"
 
 
 def attach(store: Path, address: str | None) -> RunAddress | None:
@@ -92,7 +99,7 @@ def attach(store: Path, address: str | None) -> RunAddress | None:
         cluster wants a token this process does not have or refuses the one it has.
     """
     note = read_note(store)
-    given = address or (os.environ.get("RAY_ADDRESS") if note is None else None)
+    given = address or (os.environ.get("RAY_ADDRESS") or None if note is None else None)
     if given is not None and (note is None or not same_place(given, note.address)):
         _attach_at(given)
         return None
