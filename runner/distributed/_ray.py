@@ -37,6 +37,8 @@ from runner.distributed._address import (
     note_path,
     read_note,
     same_place,
+    silence,
+    unproven,
 )
 from runner.distributed._feeder import RunFailed, WorkerLost
 from runner.distributed._remote import call as call  # the driver calls actors through _ray
@@ -95,10 +97,17 @@ def attach(store: Path, address: str | None) -> RunAddress | None:
     Raises
     ------
     ClusterError
-        No run is noted and no address given, nothing answers at the address, or the
-        cluster wants a token this process does not have or refuses the one it has.
+        No run is noted and no address given; the note is not this user's own 0600 file, or
+        names a cluster it cannot show is the run's; nothing answers at the address, or not
+        as a Ray cluster within :data:`ATTACH_WAIT_S`; or the cluster wants a token this
+        process does not have or refuses the one it has.
     """
-    note = read_note(store)
+    try:
+        note = read_note(store)
+    except ClusterError:
+        if address is None:
+            raise
+        note = None  # the user named the cluster: a note not followed changes nothing
     given = address or (os.environ.get("RAY_ADDRESS") or None if note is None else None)
     if given is not None and (note is None or not same_place(given, note.address)):
         _attach_at(given)
@@ -111,25 +120,59 @@ def attach(store: Path, address: str | None) -> RunAddress | None:
             f"it can be reached in {note_path(store)} while it runs); for a run driven from "
             "another machine, give its cluster: --address HOST:PORT"
         )
+    _follow(store, note, vouch=given is None)
+    return note
+
+
+def _follow(store: Path, note: RunAddress, *, vouch: bool) -> None:
+    """Join the cluster a note names; ``vouch``: the note alone chose it (no address typed),
+    so it must be shown to be the run's before anything is sent there."""
     if not listening(note.address):
         raise ClusterError(
             f"{store}: the run noted in {note_path(store)} has ended: nothing answers at its "
             f"cluster's address ({described(note)}); `groundbench run` starts it again"
         )
+    if vouch:
+        _vouched(store, note)
+    silent = silence(note.address, ATTACH_WAIT_S)
+    if silent is not None:
+        raise ClusterError(
+            f"{store}: the run's Ray at {note.address} {silent}; try again once it answers, "
+            "or give its cluster with --address"
+        )
     if note.token_auth:
         _use_token(note.address)
     connect(note.address, attach=True, namespace=note.namespace)
-    return note
+
+
+def _vouched(store: Path, note: RunAddress) -> None:
+    """Refuse, before a byte is sent there, a cluster the note cannot show is the run's: the
+    note is a file anyone who can write beside the store may have written, and the cluster it
+    names gets this user's Ray token."""
+    why = unproven(note)
+    if why is not None:
+        raise ClusterError(
+            f"{store}: not following {note_path(store)} to Ray at {note.address}: it cannot be "
+            f"shown to be the run's cluster ({why}), so nothing was sent there; if it is the "
+            f"run's, give it: --address {note.address}"
+        )
 
 
 def _attach_at(address: str) -> None:
     """Join the cluster at an address given by the user, as Ray would."""
-    if _host_port(address) and not listening(address):
-        raise ClusterError(
-            f"nothing answers at {address}: check the address (`ray status` on the "
-            "cluster's head prints it), or leave --address out on the run's machine to use "
-            "the address the run noted"
-        )
+    if _host_port(address):
+        if not listening(address):
+            raise ClusterError(
+                f"nothing answers at {address}: check the address (`ray status` on the "
+                "cluster's head prints it), or leave --address out on the run's machine to use "
+                "the address the run noted"
+            )
+        silent = silence(address, ATTACH_WAIT_S)
+        if silent is not None:
+            raise ClusterError(
+                f"the server at {address} {silent}: check the address (`ray status` on the "
+                "cluster's head prints it)"
+            )
     connect(address, attach=True)
 
 
@@ -199,6 +242,8 @@ def _bounded_wait(attach: bool) -> Iterator[None]:
 
 
 WAIT_VARIABLE = "RAY_gcs_server_port_wait_time_s"  # Ray's operator budget, in tries ~1 s apart
+# Attaching: Ray's tries, and how long a server at the address has to answer before Ray is let
+# at it (:func:`silence`). Read as each attach starts.
 ATTACH_WAIT_S = 10
 
 
