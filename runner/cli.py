@@ -326,7 +326,11 @@ def run(
     experiment: Annotated[Path, typer.Argument(help="The experiment file (TOML).")],
     address: Annotated[
         str | None,
-        typer.Option(help="Ray cluster to join [default: $RAY_ADDRESS, else a local Ray]."),
+        typer.Option(
+            help="Ray cluster to join, HOST:PORT, or auto: the one `ray start` started on this "
+            "machine [default: $RAY_ADDRESS, else a local Ray of the run's own, never one it "
+            "was not told to join]."
+        ),
     ] = None,
     wait_on_quota: Annotated[
         float | None,

@@ -106,7 +106,12 @@ def local_ray() -> Iterator[str]:
     import ray  # only where a test asks for Ray
 
     os.environ[KEY_ENV] = KEY
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    # "local": a Ray of the session's own, never one a `ray start` on the machine noted (what
+    # ray.init() with no address joins), as a run starts its own.
+    ray.init(
+        address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR,
+        log_to_driver=False,
+    )  # fmt: skip
     try:
         yield ray.get_runtime_context().gcs_address
     finally:

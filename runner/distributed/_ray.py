@@ -38,6 +38,8 @@ from runner.distributed._address import (
     note_path,
     read_note,
     same_place,
+    silence,
+    unproven,
 )
 from runner.distributed._feeder import RunFailed, WorkerLost
 from runner.distributed._remote import call as call  # the driver calls actors through _ray
@@ -64,9 +66,10 @@ def _plain_prefixes() -> None:
 
 
 def connect(address: str | None, *, attach: bool = False, namespace: str | None = None) -> bool:
-    """Join the Ray cluster at ``address`` (else ``RAY_ADDRESS``, as under ``ray job submit``);
-    a run with neither starts a local one, ``attach`` (watching or querying a run) looks for
-    one on this machine. True if this call started Ray (the caller shuts it down)."""
+    """Join the Ray cluster at ``address`` (else ``RAY_ADDRESS``, as under ``ray job submit``),
+    else start a local Ray of this process's own, whatever else runs on the machine; ``attach``
+    (watching or querying a run) always names its cluster. True if this call started Ray (the
+    caller shuts it down)."""
     if ray.is_initialized():
         return False
     _plain_prefixes()
@@ -74,17 +77,23 @@ def connect(address: str | None, *, attach: bool = False, namespace: str | None 
     kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": not attach}
     if namespace is not None:
         kwargs["namespace"] = namespace
-    address = address or os.environ.get("RAY_ADDRESS")
-    if address is None and not attach:
-        ray.init(include_dashboard=False, **kwargs)
+    address = address or os.environ.get("RAY_ADDRESS") or None  # set but empty: not given
+    if address is None:
+        # Not Ray's default (None): that joins the cluster the machine's last `ray start` noted
+        # in <temp dir>/ray_current_cluster, anyone's, and a run there sent that cluster's keys
+        # to this run's endpoints. "local" always starts one (ray.init, Ray 2.x).
+        ray.init(address=LOCAL, include_dashboard=False, **kwargs)
         return True
     with _stderr_held() as held, _bounded_wait(attach):
         try:
-            ray.init(address=address or "auto", **kwargs)
+            ray.init(address=address, **kwargs)
         except ConnectionError as exc:  # not running, a wrong address, or a token it wants
             held.seek(0)
-            raise ClusterError(_unjoinable(address or "auto", exc, held.read())) from None
+            raise ClusterError(_unjoinable(address, exc, held.read())) from None
     return True
+
+
+LOCAL = "local"  # ray.init's address for "start a new local Ray, even if one is running"
 
 
 def attach(store: Path, address: str | None) -> RunAddress | None:
@@ -97,11 +106,18 @@ def attach(store: Path, address: str | None) -> RunAddress | None:
     Raises
     ------
     ClusterError
-        No run is noted and no address given, nothing answers at the address, or the
-        cluster wants a token this process does not have or refuses the one it has.
+        No run is noted and no address given; the note is not this user's own 0600 file, or
+        names a cluster it cannot show is the run's; nothing answers at the address, or not
+        as a Ray cluster within :data:`ATTACH_WAIT_S`; or the cluster wants a token this
+        process does not have or refuses the one it has.
     """
-    note = read_note(store)
-    given = address or (os.environ.get("RAY_ADDRESS") if note is None else None)
+    try:
+        note = read_note(store)
+    except ClusterError:
+        if address is None:
+            raise
+        note = None  # the user named the cluster: a note not followed changes nothing
+    given = address or (os.environ.get("RAY_ADDRESS") or None if note is None else None)
     if given is not None and (note is None or not same_place(given, note.address)):
         _attach_at(given)
         return None
@@ -113,25 +129,59 @@ def attach(store: Path, address: str | None) -> RunAddress | None:
             f"it can be reached in {note_path(store)} while it runs); for a run driven from "
             "another machine, give its cluster: --address HOST:PORT"
         )
+    _follow(store, note, vouch=given is None)
+    return note
+
+
+def _follow(store: Path, note: RunAddress, *, vouch: bool) -> None:
+    """Join the cluster a note names; ``vouch``: the note alone chose it (no address typed),
+    so it must be shown to be the run's before anything is sent there."""
     if not listening(note.address):
         raise ClusterError(
             f"{store}: the run noted in {note_path(store)} has ended: nothing answers at its "
             f"cluster's address ({described(note)}); `groundbench run` starts it again"
         )
+    if vouch:
+        _vouched(store, note)
+    silent = silence(note.address, ATTACH_WAIT_S)
+    if silent is not None:
+        raise ClusterError(
+            f"{store}: the run's Ray at {note.address} {silent}; try again once it answers, "
+            "or give its cluster with --address"
+        )
     if note.token_auth:
         _use_token(note.address)
     connect(note.address, attach=True, namespace=note.namespace)
-    return note
+
+
+def _vouched(store: Path, note: RunAddress) -> None:
+    """Refuse, before a byte is sent there, a cluster the note cannot show is the run's: the
+    note is a file anyone who can write beside the store may have written, and the cluster it
+    names gets this user's Ray token."""
+    why = unproven(note)
+    if why is not None:
+        raise ClusterError(
+            f"{store}: not following {note_path(store)} to Ray at {note.address}: it cannot be "
+            f"shown to be the run's cluster ({why}), so nothing was sent there; if it is the "
+            f"run's, give it: --address {note.address}"
+        )
 
 
 def _attach_at(address: str) -> None:
     """Join the cluster at an address given by the user, as Ray would."""
-    if _host_port(address) and not listening(address):
-        raise ClusterError(
-            f"nothing answers at {address}: check the address (`ray status` on the "
-            "cluster's head prints it), or leave --address out on the run's machine to use "
-            "the address the run noted"
-        )
+    if _host_port(address):
+        if not listening(address):
+            raise ClusterError(
+                f"nothing answers at {address}: check the address (`ray status` on the "
+                "cluster's head prints it), or leave --address out on the run's machine to use "
+                "the address the run noted"
+            )
+        silent = silence(address, ATTACH_WAIT_S)
+        if silent is not None:
+            raise ClusterError(
+                f"the server at {address} {silent}: check the address (`ray status` on the "
+                "cluster's head prints it)"
+            )
     connect(address, attach=True)
 
 
@@ -201,6 +251,8 @@ def _bounded_wait(attach: bool) -> Iterator[None]:
 
 
 WAIT_VARIABLE = "RAY_gcs_server_port_wait_time_s"  # Ray's operator budget, in tries ~1 s apart
+# Attaching: Ray's tries, and how long a server at the address has to answer before Ray is let
+# at it (:func:`silence`). Read as each attach starts.
 ATTACH_WAIT_S = 10
 
 

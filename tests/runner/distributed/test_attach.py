@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -297,3 +299,38 @@ def test_a_cluster_that_wants_a_token_is_one_line_that_names_the_token(
     ], done.stderr[-2000:]
     # Ray's core warned once a second while it retried; none of it reaches the terminal.
     assert "InvalidAuthToken" not in done.stderr
+
+
+_OWN_RAY = """
+from ray._private.services import canonicalize_bootstrap_address
+from runner.distributed._ray import cluster_address, connect, shutdown
+print(canonicalize_bootstrap_address(None))  # where ray.init() with no address goes
+connect(None)  # a run with neither --address nor RAY_ADDRESS
+print(cluster_address())
+shutdown()
+"""
+
+
+def test_a_run_with_no_address_starts_its_own_ray_whatever_cluster_the_machine_notes(
+    token_head: TokenHead, tmp_path: Path
+) -> None:
+    """Another user's `ray start` cluster, noted in the machine's current-cluster file, with its
+    token at hand (a shared token file): the run does not join it, it starts a Ray of its own.
+    The current-cluster file is a private one (Ray reads it from $RAY_TMPDIR/ray/), so that no
+    other process on the machine is led to the cluster meanwhile."""
+    ray_tmp = Path(tempfile.mkdtemp(prefix="gb-tmp-", dir="/tmp"))  # short, for Ray's sockets
+    try:
+        (ray_tmp / "ray").mkdir()
+        (ray_tmp / "ray" / "ray_current_cluster").write_text(token_head.address)
+        env = _env(tmp_path, RAY_TMPDIR=str(ray_tmp), RAY_AUTH_TOKEN=token_head.token)
+        done = subprocess.run(
+            [sys.executable, "-c", _OWN_RAY], env=env, capture_output=True, text=True,
+            timeout=300, check=False,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    noted, joined = done.stdout.splitlines()
+    port = token_head.address.rpartition(":")[2]
+    assert noted.rpartition(":")[2] == port  # Ray's default would have joined the other cluster
+    assert joined.rpartition(":")[2] != port
