@@ -16,6 +16,7 @@ import re
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
@@ -68,6 +69,7 @@ from runner.store import (
 from scoring import BUDGETS, PHASES, REFERENCES, ScoringError, construction_fidelity
 
 if TYPE_CHECKING:
+    from runner.backends import Origin, Provider
     from runner.batch import RemoteBatch
     from runner.distributed import RunReport
 
@@ -585,43 +587,60 @@ def sql(
 
 @app.command()
 def batches(
-    store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file.")],
+    source: Annotated[
+        Path,
+        typer.Argument(help="The experiment file (TOML); to list only, its DuckDB file will do."),
+    ],
     cancel: Annotated[
         bool,
         typer.Option(
             "--cancel",
-            help="Ask the provider to cancel every open batch that has not ended (its key is "
-            "read from the variable the batch recorded). The next `groundbench run` collects "
-            "what they answered and sends the rest again.",
+            help="Ask the provider to cancel every open batch that has not ended. Needs the "
+            "experiment file: each backend's key is read from the variable the experiment names "
+            "and sent only to its base_url; a batch the store records at another address, key "
+            "variable or provider is refused, unsent. The next `groundbench run` collects what "
+            "they answered and sends the rest again.",
         ),
     ] = False,
 ) -> None:
-    """Every batch a run of the store made, oldest first, and how many are still open.
+    """Every batch a run of the experiment made, oldest first, and how many are still open.
 
-    Exit status 1 when a cancel failed; 2 when the store cannot be read (a run holds it:
-    its monitor shows its open batches).
+    Exit status 1 when a cancel failed or was refused; 2 when the store cannot be read (a run
+    holds it: its monitor shows its open batches).
     """
     from runner.batch import ENDED
 
-    recorded = _recorded_batches(store)
+    experiment = load_experiment(source) if _is_experiment(source) else None
+    if cancel and experiment is None:
+        raise ConfigError(
+            f"{source}: --cancel needs the experiment file (TOML), not the store: the experiment "
+            "names each backend's key variable and address, and a key goes nowhere else"
+        )
+    recorded = _recorded_batches(source if experiment is None else experiment.store)
     if not cancel:
         _batch_table(recorded)
         return
+    assert experiment is not None
     cancellable = [
         b
         for b in recorded
         if b.open and b.remote_id and b.phase != "ended" and b.state not in ENDED
     ]
     if not cancellable:
-        console.print(f"no open batch in {store} to cancel", soft_wrap=True)
+        console.print(f"no open batch in {experiment.store} to cancel", soft_wrap=True)
         return
-    outcomes = asyncio.run(_cancel_batches(cancellable))
+    outcomes = asyncio.run(_cancel_batches(experiment, cancellable))
     failed = sum(remote is None for _, remote in outcomes)
     cancelled = [(b, remote) for b, remote in outcomes if remote is not None]
     if cancelled:
-        _record_cancels(store, cancelled)
+        _record_cancels(experiment.store, cancelled)
     if failed:
         raise typer.Exit(code=1)
+
+
+def _is_experiment(path: Path) -> bool:
+    """Whether ``path`` names an experiment file (TOML), not a store."""
+    return path.suffix.lower() == ".toml"
 
 
 def _recorded_batches(store: Path) -> list[BatchRecord]:
@@ -671,12 +690,13 @@ def _counts(*values: int | None) -> str:
 
 
 async def _cancel_batches(
-    cancellable: list[BatchRecord],
+    experiment: Experiment, cancellable: list[BatchRecord]
 ) -> list[tuple[BatchRecord, RemoteBatch | None]]:
-    """Cancel each batch at its provider, one line each; ``None`` where it failed."""
+    """Cancel each batch at its provider, one line each; ``None`` where it failed or was
+    refused. Its key is the experiment's backend's, sent only to that backend's base_url."""
     import aiohttp
 
-    from runner.backends import CallError, key_from_env, provider_named, what_to_do
+    from runner.backends import CallError, OffOrigin, key_from_env, what_to_do
     from runner.batch import batch_api
 
     outcomes: list[tuple[BatchRecord, RemoteBatch | None]] = []
@@ -685,13 +705,14 @@ async def _cancel_batches(
             assert b.remote_id is not None
             remote: RemoteBatch | None = None
             try:
-                if b.api_key_env is None:
-                    raise ConfigError(
-                        "no key variable was recorded for it; cancel it at the provider"
-                    )
-                key = key_from_env(b.api_key_env)
-                api = batch_api(session, provider_named(b.provider), b.model, b.base_url, key)
+                target = _cancel_target(experiment, b)
+                key = key_from_env(target.key_variable)
+                api = batch_api(
+                    session, target.provider, b.model, b.base_url, key, origin=target.origin
+                )
                 remote = await api.cancel(b.remote_id)
+            except OffOrigin as exc:  # nothing was sent: the line says both addresses
+                _echo(f"batch {b.id} ({b.remote_id}): {exc.message}")
             except CallError as exc:
                 if exc.status is None and exc.kind == "transient" and _loopback(b.base_url):
                     line = (
@@ -706,6 +727,55 @@ async def _cancel_batches(
                 _echo(f"batch {b.id} ({b.remote_id}): {remote.provider_state}")
             outcomes.append((b, remote))
     return outcomes
+
+
+@dataclass(frozen=True)
+class _CancelTarget:
+    """Where a batch's cancel goes and with which key: the experiment's backend's."""
+
+    provider: Provider
+    key_variable: str
+    origin: Origin
+
+
+def _cancel_target(experiment: Experiment, batch: BatchRecord) -> _CancelTarget:
+    """The experiment's backend of ``batch``: its provider, key variable and origin. A store
+    names a variable or an address only to be checked against the experiment's, never used.
+
+    Raises
+    ------
+    ConfigError
+        The experiment has no such backend, or names another provider or key variable than
+        the store recorded, or its backend is the run's own simulator (gone with its run).
+    OffOrigin
+        The store records the batch at another origin than the backend's base_url.
+    """
+    from runner.backends import configured_origin, provider_named
+
+    spec = experiment.backends.get(batch.backend)
+    if spec is None:
+        raise ConfigError(
+            f"the experiment has no backend {batch.backend}, so no key or address for it; "
+            "cancel it at the provider"
+        )
+    if spec.simulated:
+        raise ConfigError("made on a run's own simulator, which ended with its run")
+    if batch.provider != spec.provider:
+        raise ConfigError(
+            f"recorded for provider {batch.provider}, but backend {batch.backend} is "
+            f"{spec.provider} in the experiment; cancel it at the provider"
+        )
+    provider = provider_named(spec.provider)
+    variable = spec.api_key_env or provider.key_variable
+    if batch.api_key_env is not None and batch.api_key_env != variable:
+        raise ConfigError(
+            f"the store names key variable {batch.api_key_env}, but backend {batch.backend} "
+            f"reads {variable} in the experiment: only the experiment's is read; if the store's "
+            "is right, set api_key_env to it"
+        )
+    origin = configured_origin(f"backend {batch.backend}", spec.base_url or provider.base_url)
+    origin.check(batch.base_url)
+    return _CancelTarget(provider, variable, origin)
 
 
 def _loopback(url: str) -> bool:

@@ -57,7 +57,7 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
         lines.append(f"  {report.unscored:,} stored answers are not scored yet")
     if report.held:
         lines.append(
-            f"  {report.held:,} requests are held by open batches (groundbench batches STORE "
+            f"  {report.held:,} requests are held by open batches (groundbench batches EXPERIMENT "
             "lists them): a run with their backend in batch mode collects them, and none is "
             "sent again meanwhile"
         )
@@ -108,13 +108,16 @@ def batch_lines(name: str, spent: float, batch: BatchReport) -> list[str]:
         f"${spent:,.2f} at the batch price, ${batch.online_cost:,.2f} online: ${saved:,.2f} "
         f"saved{share}{more}"
     )
-    if batch.not_made is None:
-        return [line]
-    return [
-        line,
-        f"  backend {name}: no more batches made after the provider refused one: "
-        f"{batch.not_made} (a file too large: set a lower batch.max_bytes or max_requests)",
-    ]
+    lines = [line]
+    if batch.not_made is not None:
+        lines.append(
+            f"  backend {name}: no more batches made after the provider refused one: "
+            f"{batch.not_made} (a file too large: set a lower batch.max_bytes or max_requests)"
+        )
+    if batch.elsewhere:
+        more = f" (and {batch.elsewhere - 1:,} more alike)" if batch.elsewhere > 1 else ""
+        lines.append(f"  backend {name}: {batch.elsewhere_why}{more}")
+    return lines
 
 
 def _once(report: RunReport) -> str:

@@ -26,6 +26,7 @@ from runner.backends._client import (
     Backend,
     Exchange,
     call_id,
+    configured_origin,
     decodings,
     key_for,
     redact_reply,
@@ -47,6 +48,7 @@ from runner.backends._errors import (
 from runner.backends._gemini import GeminiGenerate, classify_gemini
 from runner.backends._limits import LimiterStats, RateLimiter, Slot, parse_reset
 from runner.backends._openai import OpenAIChat, classify_openai
+from runner.backends._origin import OffOrigin, Origin
 from runner.backends._providers import PROVIDERS, Provider, provider_named, thinking_fields
 from runner.backends._records import AttemptRecord, Outcome
 from runner.backends._secrets import FRAGMENT, KEY_SHAPED, ApiKey, holds_key, key_from_env, redact
@@ -68,7 +70,9 @@ __all__ = [
     "Fatal",
     "GeminiGenerate",
     "LimiterStats",
+    "OffOrigin",
     "OpenAIChat",
+    "Origin",
     "Outcome",
     "Provider",
     "QuotaExhausted",
@@ -88,6 +92,7 @@ __all__ = [
     "call_id",
     "classify_gemini",
     "classify_openai",
+    "configured_origin",
     "decodings",
     "error_record",
     "holds_key",

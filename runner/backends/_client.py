@@ -53,6 +53,7 @@ from runner.backends._errors import (
 from runner.backends._gemini import GeminiGenerate
 from runner.backends._limits import Clock, RateLimiter, Slot, Stopped
 from runner.backends._openai import OpenAIChat
+from runner.backends._origin import OffOrigin, Origin
 from runner.backends._providers import Provider, provider_named, thinking_fields
 from runner.backends._secrets import KEY_SHAPED, ApiKey, holds_key, key_from_env, redact
 from runner.backends._wire import Body, Reply, WireFormat
@@ -149,8 +150,10 @@ class Backend:
                 raise ConfigError(f"configuration {configuration.name}: {exc}") from None
         self.wire = wire_format(self.provider, configuration.model)
         transport = configuration.transport
-        self.url = self.wire.url(transport.base_url or self.provider.base_url)
+        base_url = transport.base_url or self.provider.base_url
+        self.url = self.wire.url(base_url)
         _refuse_key_in(configuration.name, {"model": configuration.model, "URL": self.url}, key)
+        self.origin = configured_origin(f"configuration {configuration.name}", base_url)
         self._wait = waiting(transport.retry_backoff_s)
         # Configurations on one account share its limits: the caller passes one limiter to all.
         self.limiter = limiter or RateLimiter.for_transport(transport, clock=clock)
@@ -285,11 +288,12 @@ class Backend:
         retries: int,
         started: datetime,
     ) -> Exchange:
+        url = self.origin.check(self.url, self._key)  # the key goes to the configured origin only
         self.calls_sent += 1  # the POST goes on the wire now
         begun = self.clock()
         try:
             async with session.post(
-                self.url,
+                url,
                 data=PartsPayload(body),
                 headers=headers,
                 timeout=self._timeout,
@@ -429,6 +433,21 @@ def _refuse_key_in(name: str, texts: Mapping[str, str], key: ApiKey) -> None:
                 f"configuration {name}: its {what} holds an API key; a key goes only in the "
                 "environment variable the backend names (api_key_env)"
             )
+
+
+def configured_origin(name: str, base_url: str) -> Origin:
+    """The origin of ``name``'s configured ``base_url`` (``name``: "backend qwen"): where its
+    key may go, and nowhere else.
+
+    Raises
+    ------
+    ConfigError
+        ``base_url`` is no ``http(s)://`` address with a host.
+    """
+    try:
+        return Origin.of(base_url)
+    except OffOrigin as exc:
+        raise ConfigError(f"{name}: base_url: {exc.message}") from None
 
 
 def scrubbed(error: CallError, key: ApiKey | None) -> CallError:

@@ -117,6 +117,8 @@ def what_to_do(kind: str, status: int | None, code: str | None) -> str:
     HTTP ``status`` (``None``: no response) and ``code``."""
     if code == "response-too-large":
         return "raise the backend's max_response_bytes if answers this long are expected"
+    if code == "off-origin":
+        return "nothing was sent; set base_url to that address if it is yours"
     if code == "redirect":
         return "set base_url to the address the server redirects to, if it is right"
     if kind == "quota":

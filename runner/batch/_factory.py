@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from runner._errors import ConfigError
-from runner.backends import ApiKey, Provider
+from runner.backends import ApiKey, Origin, Provider
 from runner.batch import _gemini, _openai
 from runner.batch._api import BatchApi, BatchLimits
 from runner.batch._gemini import GeminiBatches
@@ -13,9 +13,17 @@ from runner.batch._openai import OpenAIBatches
 
 
 def batch_api(
-    session: aiohttp.ClientSession, provider: Provider, model: str, base_url: str, key: ApiKey
+    session: aiohttp.ClientSession,
+    provider: Provider,
+    model: str,
+    base_url: str,
+    key: ApiKey,
+    *,
+    origin: Origin,
 ) -> BatchApi:
     """The batch endpoints of ``provider`` at ``base_url``, for ``model``, on ``session``.
+    ``key`` goes only to ``origin``, the configured base_url's: a ``base_url`` a store
+    recorded is refused at the first request if it is elsewhere.
 
     Raises
     ------
@@ -23,9 +31,9 @@ def batch_api(
         The provider has no batch API that groundbench speaks.
     """
     if provider.batch == "openai":
-        return OpenAIBatches(session, provider, model, base_url, key)
+        return OpenAIBatches(session, provider, model, base_url, key, origin=origin)
     if provider.batch == "gemini":
-        return GeminiBatches(session, model, base_url, key)
+        return GeminiBatches(session, model, base_url, key, origin=origin)
     raise ConfigError(f"provider {provider.name} has no batch API that groundbench speaks")
 
 

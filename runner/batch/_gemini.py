@@ -30,9 +30,9 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
+from yarl import URL
 
 from conditions import Request
 from runner._errors import ConfigError
@@ -45,6 +45,7 @@ from runner.backends._client import (
 )
 from runner.backends._errors import CallError, Fatal, Transient
 from runner.backends._gemini import GeminiGenerate, classify_gemini
+from runner.backends._origin import Origin
 from runner.backends._secrets import KEY_SHAPED, ApiKey, holds_key, redact
 from runner.backends._wire import Body, as_int, field_dict, splice_json
 from runner.batch._api import BatchLimits, BatchState, RemoteBatch, ResultLine
@@ -122,7 +123,10 @@ class GeminiBatches:
     """Gemini's batch endpoints for one model, account and endpoint (a :class:`BatchApi`).
 
     ``base_url`` is the online base (``https://generativelanguage.googleapis.com/v1beta``, or
-    the simulator's); uploads and downloads go to :func:`media_base` of it.
+    the simulator's); uploads and downloads go to :func:`media_base` of it, on the same host
+    (the guide's ``…/upload/v1beta/files`` and ``…/download/v1beta/files/…:download``).
+    ``origin`` is the configured base_url's (a batch recorded in a store may name another
+    base): the key, and the file, go to no other.
 
     Raises
     ------
@@ -139,6 +143,7 @@ class GeminiBatches:
         base_url: str,
         key: ApiKey,
         *,
+        origin: Origin,
         timeout_s: float = 300.0,
     ) -> None:
         if holds_key(base_url, key) or KEY_SHAPED.search(base_url):
@@ -150,6 +155,7 @@ class GeminiBatches:
         self._upload = media_base(base_url, "upload") + "/files"
         self._download = media_base(base_url, "download")
         self._key = key
+        self._origin = origin
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
 
     def __repr__(self) -> str:
@@ -302,9 +308,12 @@ class GeminiBatches:
         headers: Mapping[str, str] | None = None,
         keyed: bool = True,
     ) -> _Exchange:
+        # Every request, keyed or not (the upload URL the server answered), goes only to the
+        # configured origin: this is the one place the key is attached.
+        checked = self._origin.check(url, self._key)
         key = {"x-goog-api-key": self._key.reveal()} if keyed else {}
         sent = {**key, **(headers or {})}
-        return _Exchange(self, method, url, params, data, sent)
+        return _Exchange(self, method, checked, params, data, sent)
 
     def _failed(self, status: int, headers: Mapping[str, str], raw: bytes) -> CallError:
         if 300 <= status < 400:
@@ -322,18 +331,10 @@ class GeminiBatches:
         return scrubbed(error, self._key)
 
     def _upload_url(self, given: str | None) -> str:
-        """The upload URL the start request answered: on the configured host only (the file
-        goes nowhere else)."""
+        """The upload URL the start request answered (the guide's is on the API's own host;
+        :meth:`_stream` sends the file to none at another origin)."""
         if not given:
             raise Transient("the upload start answered no X-Goog-Upload-URL")
-        ours, theirs = urlsplit(self._upload), urlsplit(given)
-        if (theirs.scheme, theirs.netloc) != (ours.scheme, ours.netloc):
-            where = redact(f"{theirs.scheme}://{theirs.netloc}", self._key)
-            raise Fatal(
-                f"the upload URL is on another host ({where}): groundbench sends a key to no "
-                "address but the configured one",
-                code="redirect",
-            )
         return given
 
     def _json(self, raw: bytes, what: str) -> dict[str, Any]:
@@ -360,7 +361,7 @@ class _Exchange:
         self,
         client: GeminiBatches,
         method: str,
-        url: str,
+        url: URL,
         params: Mapping[str, str] | None,
         data: object,
         headers: Mapping[str, str],

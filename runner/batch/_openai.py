@@ -23,6 +23,7 @@ from typing import Any, get_args
 from urllib.parse import quote
 
 import aiohttp
+from yarl import URL
 
 from conditions import Request
 from runner.backends._client import (
@@ -34,6 +35,7 @@ from runner.backends._client import (
 )
 from runner.backends._errors import CallError, Transient
 from runner.backends._openai import OpenAIChat, classify_openai
+from runner.backends._origin import Origin
 from runner.backends._providers import Provider
 from runner.backends._secrets import ApiKey, redact
 from runner.backends._wire import Body, field_dict, load_json, splice_json
@@ -66,7 +68,8 @@ class OpenAIBatches:
 
     ``base_url`` is the provider's OpenAI-compatible base (``https://api.openai.com/v1``,
     DashScope's ``…/compatible-mode/v1``, or the simulator's address): endpoints are appended
-    to it as the online wire appends ``/chat/completions``.
+    to it as the online wire appends ``/chat/completions``. ``origin`` is the configured
+    base_url's (a batch recorded in a store may name another base): the key goes to no other.
     """
 
     def __init__(
@@ -77,6 +80,7 @@ class OpenAIBatches:
         base_url: str,
         key: ApiKey,
         *,
+        origin: Origin,
         read_timeout_s: float = 300.0,
     ) -> None:
         self.provider = provider
@@ -85,6 +89,7 @@ class OpenAIBatches:
         self._session = session
         self._base = base_url.rstrip("/")
         self._key = key
+        self._origin = origin
         # No total: a 200 MB upload or download may take long, but no read may stall.
         self._timeout = aiohttp.ClientTimeout(total=None, connect=60.0, sock_read=read_timeout_s)
 
@@ -170,10 +175,10 @@ class OpenAIBatches:
                     yield line
 
     async def _file_lines(self, file_id: str) -> AsyncIterator[ResultLine]:
-        url = f"{self._base}/files/{_seg(file_id)}/content"
+        url, headers = self._keyed(f"{self._base}/files/{_seg(file_id)}/content")
         try:
             async with self._session.get(
-                url, headers=self._headers(), timeout=self._timeout, allow_redirects=False
+                url, headers=headers, timeout=self._timeout, allow_redirects=False
             ) as response:
                 if not 200 <= response.status < 300:
                     raw = await read_capped(response, MAX_OBJECT_BYTES)
@@ -234,11 +239,12 @@ class OpenAIBatches:
 
     async def _call(self, method: str, path: str, what: str, **send: Any) -> dict[str, Any]:
         """One exchange: its JSON object, or the :class:`CallError` of its failure."""
+        url, keyed = self._keyed(self._base + path)
         try:
             async with self._session.request(
                 method,
-                self._base + path,
-                headers=self._headers(),
+                url,
+                headers=keyed,
                 timeout=self._timeout,
                 allow_redirects=False,  # a redirect would carry the key to another server
                 **send,
@@ -256,8 +262,11 @@ class OpenAIBatches:
         except CallError as exc:
             raise self._scrubbed(exc) from None
 
-    def _headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self._key.reveal()}"}
+    def _keyed(self, url: str) -> tuple[URL, dict[str, str]]:
+        """``url`` checked against the configured origin, and the key's header for it: the
+        one place the key is attached to a request."""
+        checked = self._origin.check(url, self._key)
+        return checked, {"Authorization": f"Bearer {self._key.reveal()}"}
 
     def _failed(self, status: int, headers: Mapping[str, str], raw: bytes) -> CallError:
         if 300 <= status < 400:

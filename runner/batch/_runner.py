@@ -50,6 +50,8 @@ from runner.backends import (
     CallError,
     Exchange,
     Fatal,
+    OffOrigin,
+    Origin,
     QuotaExhausted,
     Reply,
     Sender,
@@ -130,6 +132,11 @@ class Where:
     api_key_env: str | None
     simulated: bool = False  # the run's own simulator, which ends with the run
 
+    @property
+    def origin(self) -> Origin:
+        """Where the backend's key may go: its configured base_url's origin."""
+        return Origin.of(self.base_url)
+
 
 @dataclass
 class _Tally:
@@ -183,6 +190,8 @@ class BatchOutcome:
     quota: str | None = None  # the quota error that stopped submitting, if one did
     refused: str | None = None  # the refusal that stopped the backend, if one did
     not_made: str | None = None  # a file or batch the provider refused, which stopped submitting
+    elsewhere: int = 0  # open batches recorded at another origin: left open, never polled
+    elsewhere_why: str | None = None  # the first of them, and why (one line)
 
     def add(self, read: _Tally, problems: int) -> None:
         """Count what one batch's reading stored."""
@@ -403,6 +412,8 @@ class BatchRunner:
             why = "the run stopped before its file was uploaded"
         elif self.where.simulated and record.base_url != self.where.base_url:
             why = "made on the simulator of an earlier run, which ended with it"
+        elif self._left_elsewhere(record):
+            return None
         elif record.phase == "uploaded":
             made = await self._find_or_create(record)
             tally.unrun += record.requests if made.freed else 0
@@ -415,6 +426,24 @@ class BatchRunner:
         await self._update(record.id, phase="abandoned", message=message)
         tally.unrun += record.requests
         return None
+
+    def _left_elsewhere(self, record: BatchRecord) -> bool:
+        """Whether ``record`` was sent to another origin than the configured base_url's; if so
+        it is counted and left open, never polled (its key goes nowhere else, whatever a store
+        says), its requests held, and the run's summary says why. The wires refuse such a
+        request too: this is so the run says it once, not at every poll."""
+        try:
+            self.where.origin.check(record.base_url)
+        except OffOrigin as exc:
+            outcome = self.outcome
+            outcome.elsewhere += 1
+            if outcome.elsewhere_why is None:
+                outcome.elsewhere_why = (
+                    f"batch {record.id} ({_requests(record.requests)}), recorded at another "
+                    f"address, was not collected: {exc.message}"
+                )
+            return True
+        return False
 
     # -- making ------------------------------------------------------------------------------
 
@@ -823,6 +852,10 @@ def _same_model(reported: str | None, asked: str) -> bool:
         return True
     reported = reported.removeprefix("models/")
     return reported == asked or reported.startswith(asked + "-")
+
+
+def _requests(n: int) -> str:
+    return f"{n:,} request{'' if n == 1 else 's'}"
 
 
 def _now() -> datetime:

@@ -19,7 +19,7 @@ import aiohttp
 
 from conditions import Configuration, Questions
 from runner._port import Outcome, Shape
-from runner.backends import provider_named
+from runner.backends import configured_origin, provider_named
 from runner.batch import (
     BatchApi,
     BatchOutcome,
@@ -70,6 +70,8 @@ class BatchWorker:
         self.provider = provider_named(first.provider)
         self.key = key_for(first)  # a missing key fails now, as online
         self.base_url = first.transport.base_url or self.provider.base_url
+        # Where its key may go, whatever base a batch the store recorded names.
+        self.origin = configured_origin(f"backend {spec.backend}", self.base_url)
         self.spec = spec
         self._session: aiohttp.ClientSession | None = None
         where = Where(
@@ -87,9 +89,12 @@ class BatchWorker:
 
     def _make_api(self, model: str, base_url: str) -> BatchApi:
         """The batch API of ``model`` at ``base_url``, on the session of the loop that sends
-        (the runner asks for one only inside a lease or a collect, once it is open)."""
+        (the runner asks for one only inside a lease or a collect, once it is open); its key
+        goes to the configured origin only."""
         assert self._session is not None, "a batch API is made only once the session is open"
-        return batch_api(self._session, self.provider, model, base_url, self.key)
+        return batch_api(
+            self._session, self.provider, model, base_url, self.key, origin=self.origin
+        )
 
     async def _ensure_open(self) -> None:
         """The lifeline to the driver, then the session: on the loop that sends, once."""

@@ -281,6 +281,7 @@ class _Run:
                 self._batches[actor.name] = BatchReport(
                     outcome.created, outcome.read, outcome.unrun, outcome.problems,
                     prices.cost(feed.input_tokens, feed.output_tokens), outcome.not_made,
+                    outcome.elsewhere, outcome.elsewhere_why,
                 )  # fmt: skip
 
     def _scoring(self, scorer: Any) -> asyncio.Task[Any]:

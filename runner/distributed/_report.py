@@ -50,6 +50,8 @@ class BatchReport:
     problems: int  # result lines that could not be read (batch_problems)
     online_cost: float  # what its answers would have cost online
     not_made: str | None = None  # a file or batch the provider refused: no more were made
+    elsewhere: int = 0  # open batches recorded at another origin than base_url's: not collected
+    elsewhere_why: str | None = None  # the first of them, and why
 
 
 @dataclass(frozen=True)

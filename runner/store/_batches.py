@@ -44,7 +44,7 @@ class BatchRecord(BaseModel):
     provider: str
     model: str
     base_url: str  # where it was sent (a simulator's address, for a simulated backend)
-    api_key_env: str | None = None  # the variable its key is read from, to cancel it later
+    api_key_env: str | None = None  # its key variable: checked against the experiment, not read
     phase: Phase
     state: str | None = None  # the provider's state, normalised (runner.batch.BatchState)
     provider_state: str | None = None  # as the provider spells it

@@ -18,6 +18,7 @@ from conditions import Cohort, DataRoot, Request, VariantCache
 from runner.backends import (
     ApiKey,
     GeminiGenerate,
+    Origin,
     QuotaExhausted,
     RateLimited,
     Refused,
@@ -78,7 +79,9 @@ def _serve(
         trace.on_request_start.append(record)
         async with serving(sim) as url, aiohttp.ClientSession(trace_configs=[trace]) as session:
             return await body(
-                GeminiBatches(session, MODEL, url + "/v1beta", ApiKey(key)), session, url
+                GeminiBatches(session, MODEL, url + "/v1beta", ApiKey(key), origin=Origin.of(url)),
+                session,
+                url,
             )
 
     return asyncio.run(main())
@@ -410,7 +413,10 @@ def test_media_go_under_upload_and_download_before_the_version() -> None:
 def test_a_key_in_the_base_url_is_refused() -> None:
     async def main() -> None:
         async with aiohttp.ClientSession() as session:
-            GeminiBatches(session, MODEL, f"https://x.example/v1beta?key={KEY}", ApiKey(KEY))
+            at = Origin.of("https://x.example")
+            GeminiBatches(
+                session, MODEL, f"https://x.example/v1beta?key={KEY}", ApiKey(KEY), origin=at
+            )
 
     with pytest.raises(Exception, match="holds an API key"):
         asyncio.run(main())

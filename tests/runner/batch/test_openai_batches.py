@@ -19,6 +19,7 @@ from runner.backends import (
     ApiKey,
     CallError,
     OpenAIChat,
+    Origin,
     QuotaExhausted,
     RateLimited,
     Refused,
@@ -65,7 +66,10 @@ def _run(
 ) -> T:
     async def main() -> T:
         async with serving(sim) as url, aiohttp.ClientSession() as session:
-            api = OpenAIBatches(session, QWEN_PROVIDER, QWEN.model, url + "/v1", ApiKey(key))
+            at = Origin.of(url)
+            api = OpenAIBatches(
+                session, QWEN_PROVIDER, QWEN.model, url + "/v1", ApiKey(key), origin=at
+            )
             return await body(api, url, session)
 
     return asyncio.run(main())
@@ -133,7 +137,8 @@ def test_a_line_is_the_online_body_and_its_answer_is_the_online_answer(
     assert all(sim.stats.submitted[i] == 1 for i in ids)
     assert sim.stats.paid_twice == 6  # each call paid in the batch, then again online
     # Byte for byte the online body, in the documented line shape.
-    api = OpenAIBatches(None, QWEN_PROVIDER, QWEN.model, "http://x", ApiKey(KEY))  # type: ignore[arg-type]
+    x = Origin.of("http://x")
+    api = OpenAIBatches(None, QWEN_PROVIDER, QWEN.model, "http://x", ApiKey(KEY), origin=x)  # type: ignore[arg-type]
     line = bytes(api.line("id-1", requests[0]))
     assert line.endswith(b"}\n") and bytes(chat.encode(requests[0])) in line
     doc = json.loads(line)
@@ -293,7 +298,9 @@ def test_the_reader_yields_a_problem_for_each_unreadable_line_and_never_raises(
         url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
         try:
             async with aiohttp.ClientSession() as session:
-                api = OpenAIBatches(session, QWEN_PROVIDER, "m", url, ApiKey(KEY))
+                api = OpenAIBatches(
+                    session, QWEN_PROVIDER, "m", url, ApiKey(KEY), origin=Origin.of(url)
+                )
                 batch = RemoteBatch("batch_x", "completed", "completed", output_file="file-o")
                 return await _results(api, batch)
         finally:

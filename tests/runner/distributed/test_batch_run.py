@@ -10,7 +10,13 @@ quota on create, a refused key, the cap — is the batch runner's, tested withou
 
 from __future__ import annotations
 
+import json
 import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +24,14 @@ import pytest
 
 from conditions import Cohort, DataRoot, write_cohort
 from runner.simulator import BatchFaults, SimSpec, Simulator
-from tests.runner.distributed.conftest import KEY_ENV, RunSetup, simulator_thread, write_experiment
+from runner.store import BatchKey, BatchRecord, Store
+from tests.runner.distributed.conftest import (
+    KEY,
+    KEY_ENV,
+    RunSetup,
+    simulator_thread,
+    write_experiment,
+)
 from tests.runner.distributed.outcomes import Ledger, Results, results
 from tests.runner.distributed.runs import (
     driver_process,
@@ -113,3 +126,74 @@ def test_a_driver_killed_mid_poll_resumes_by_collecting_never_by_sending_again(
         assert run_once(path, said).complete, "\n".join(said)
         _once_each(sim)
     assert ledger.check_final(reference) == reference  # answers and scores
+
+
+@contextmanager
+def counting_listener() -> Iterator[tuple[str, list[str]]]:
+    """A server on another loopback port that refuses everything (401) and notes each request's
+    path and headers: what a run sent it."""
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            seen.append(f"{self.command} {self.path} {dict(self.headers)}")
+            body = json.dumps({"error": {"message": "no"}}).encode()
+            self.send_response(401)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_DELETE = _answer
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        thread.join(30)
+        server.server_close()
+
+
+def test_a_run_sends_no_key_to_an_open_batch_the_store_recorded_at_another_address(
+    run: RunSetup,
+) -> None:
+    """A store edited, or received from someone else, names an open batch at another address:
+    the run polls it nowhere (its key goes only to base_url), leaves it open, and says so in
+    one line; the rest of the grid is answered as ever."""
+    spec = SimSpec(seed=SEED, batch=BatchFaults(turnaround_s=0.2))
+    qid = run.cohort.questions[0].qid
+    with (
+        counting_listener() as (evil, seen),
+        simulator_thread(run.cohort, run.root, run.tmp / "v", spec) as (url, _),
+    ):
+        path = _experiment(run.tmp, run.store, run.root, url, "qwen")
+        with Store(run.store) as store:
+            store.record_batch(
+                BatchRecord(
+                    id="gb-forged",
+                    backend="a",
+                    provider="qwen",
+                    model="qwen3-vl-plus",
+                    base_url=evil,
+                    api_key_env=KEY_ENV,
+                    phase="submitted",
+                    remote_id="batch_forged",
+                    requests=1,
+                    created_at=datetime.now(UTC),
+                ),
+                [BatchKey("gb-forged", "forged-line", "qa", "base", 8, qid, 0)],
+            )
+        lines: list[str] = []
+        report = run_once(path, lines)
+    assert seen == []  # not one request, with the key or without
+    assert report.held == 1 and not report.complete  # its request stays held, never resent
+    said = [line for line in lines if "gb-forged" in line]
+    assert len(said) == 1, lines
+    assert said[0].startswith("  backend a: batch gb-forged (1 request), recorded at another")
+    assert f"refused to send the key to {evil}: the backend's base_url is at {url}" in said[0]
+    assert KEY not in "\n".join(lines)

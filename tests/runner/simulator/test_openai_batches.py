@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from conditions import Cohort, DataRoot, VariantCache
-from runner.backends import ApiKey, Fatal
+from runner.backends import ApiKey, Fatal, Origin
 from runner.batch._openai import OpenAIBatches
 from runner.simulator import BatchFaults, Simulator, serving
 from tests.runner.batch.test_openai_batches import (
@@ -178,7 +178,8 @@ def test_the_official_sdk_reads_the_simulators_batches(
     openai = pytest.importorskip("openai")
     sim = _sim(small_cohort, small_root, cache, Clock(), batch=BatchFaults(turnaround_s=0.0))
     requests = _requests(small_cohort, small_root, cache, QWEN, 3)
-    api = OpenAIBatches(None, QWEN_PROVIDER, QWEN.model, "http://x", ApiKey(KEY))  # type: ignore[arg-type]
+    x = Origin.of("http://x")
+    api = OpenAIBatches(None, QWEN_PROVIDER, QWEN.model, "http://x", ApiKey(KEY), origin=x)  # type: ignore[arg-type]
     ids = _write(api, requests, tmp_path / "in.jsonl")
 
     async def main() -> tuple[Any, Any, Any, bytes]:
