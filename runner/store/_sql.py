@@ -26,6 +26,7 @@ and it is interrupted at its time limit (at most :data:`MAX_QUERY_TIMEOUT_S`).
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import time
@@ -37,6 +38,7 @@ import duckdb
 
 from conditions import opening_repaired
 from runner.store._errors import StoreError, first_line
+from runner.store._written import held, loss_read, noted
 
 Result = tuple[list[str], list[tuple[Any, ...]]]
 
@@ -288,7 +290,7 @@ def read_only(path: Path | str, *, locked: bool = False) -> duckdb.DuckDBPyConne
         raise StoreError(f"{path}: no such experiment file")
     config: dict[str, str | bool | int | float | list[str]] = dict(LOCKED) if locked else {}
     try:
-        return opening_repaired(
+        con = opening_repaired(
             path, lambda: duckdb.connect(str(path), read_only=True, config=config)
         )
     except duckdb.IOException as exc:
@@ -299,6 +301,18 @@ def read_only(path: Path | str, *, locked: bool = False) -> duckdb.DuckDBPyConne
         raise StoreError(f"{path}: cannot open read-only: {first_line(exc)}") from None
     except duckdb.Error as exc:
         raise StoreError(f"{path}: cannot open read-only: {first_line(exc)}") from None
+    _say_loss(path, con)
+    return con
+
+
+def _say_loss(path: Path, con: duckdb.DuckDBPyConnection) -> None:
+    """One line if the file holds less than its note says was written (a log cut short): what
+    is read, a table pasted into a paper, lacks those rows."""
+    claimed = noted(path)
+    found = held(con) if claimed is not None else None
+    said = loss_read(path, claimed, found) if claimed and found else None
+    if said is not None:
+        logging.getLogger("groundbench.store").warning("groundbench: %s", said)
 
 
 def run_query(

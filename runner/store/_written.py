@@ -100,14 +100,40 @@ class Note:
 def loss(store: Path, claimed: Written, found: Written) -> str | None:
     """If ``found`` holds less than ``claimed``: copy the store as found aside and say what was
     lost, in one line; else None. Call it before anything is written to the store."""
+    lost = _lost(claimed, found)
+    if lost is None:
+        return None
+    kept = keep_as_found(store)
+    return (
+        f"{_fewer(store, claimed, lost)} are lost; their requests are pending again: a rerun "
+        f"sends them again, and they are paid twice; the store as it opened is copied to "
+        f"{kept.name} (with its log)"
+    )
+
+
+def loss_read(store: Path, claimed: Written, found: Written) -> str | None:
+    """As :func:`loss` for a store opened read-only (``sql``, ``report``): nothing is copied,
+    since a reading writes nothing and the log stays as found; else None."""
+    lost = _lost(claimed, found)
+    if lost is None:
+        return None
+    return (
+        f"{_fewer(store, claimed, lost)} are missing from what this reads; the file is left as "
+        f"it is (the next run of its experiment copies it aside as found, then sends the lost "
+        f"requests again)"
+    )
+
+
+def _lost(claimed: Written, found: Written) -> Written | None:
     lost = Written(
         max(0, claimed.responses - found.responses),
         max(0, claimed.scores - found.scores),
         max(0, claimed.batches - found.batches),
     )
-    if lost == Written(0, 0, 0):
-        return None
-    kept = keep_as_found(store)
+    return None if lost == Written(0, 0, 0) else lost
+
+
+def _fewer(store: Path, claimed: Written, lost: Written) -> str:
     parts = [f"{lost.responses:,} of {claimed.responses:,} responses written"]
     if lost.scores:
         parts.append(f"{lost.scores:,} of {claimed.scores:,} scores (made again, no call)")
@@ -118,9 +144,7 @@ def loss(store: Path, claimed: Written, found: Written) -> str | None:
         )
     return (
         f"{store}: the store holds fewer rows than were written to it (its write-ahead log "
-        f"was cut short or lost: a copy taken mid-write, a full disk?): {', '.join(parts)} "
-        f"are lost; their requests are pending again: a rerun sends them again, and they are "
-        f"paid twice; the store as it opened is copied to {kept.name} (with its log)"
+        f"was cut short or lost: a copy taken mid-write, a full disk?): {', '.join(parts)}"
     )
 
 

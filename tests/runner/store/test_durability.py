@@ -149,6 +149,30 @@ def test_a_log_cut_in_half_says_how_many_responses_are_lost_and_keeps_the_store_
     assert not Path(f"{path}.damaged.1").exists()  # one copy, of the store that lost rows
 
 
+@pytest.mark.parametrize("reader", ["read-only", "sql"])
+def test_a_log_cut_in_half_is_said_by_a_reading_too_which_changes_nothing(
+    killed: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, reader: str
+) -> None:
+    path = tmp_path / "exp.duckdb"
+    wal = _with_note(killed, path)
+    wal.write_bytes(wal.read_bytes()[: wal.stat().st_size // 2])
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with caplog.at_level(logging.WARNING, logger="groundbench.store"):
+        if reader == "sql":
+            (count,) = query_store(path, "SELECT count(*) FROM responses")[1][0]
+        else:
+            count = len(_answered(path))
+    lost = len(QIDS) - count
+    (warning,) = [r.getMessage() for r in caplog.records]  # what a report of it would lack
+    assert warning.startswith(f"groundbench: {path}: the store holds fewer rows than were ")
+    assert f": {lost} of {len(QIDS)} responses written are missing from what this reads; " in (
+        warning
+    )
+    assert lost > 0 and "\n" not in warning
+    # A reading writes nothing: the log and the note stay as found, for the run to copy.
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
 def test_an_intact_log_is_no_loss_and_no_copy(
     killed: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
