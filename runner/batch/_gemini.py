@@ -45,7 +45,8 @@ from runner.backends._client import (
 )
 from runner.backends._errors import CallError, Fatal, Transient
 from runner.backends._gemini import GeminiGenerate, classify_gemini
-from runner.backends._secrets import KEY_SHAPED, ApiKey, holds_key, redact
+from runner.backends._json import read_json
+from runner.backends._secrets import KEY_SHAPED, ApiKey, clip, holds_key, redact
 from runner.backends._wire import Body, as_int, field_dict, splice_json
 from runner.batch._api import BatchLimits, BatchState, RemoteBatch, ResultLine
 
@@ -338,8 +339,8 @@ class GeminiBatches:
 
     def _json(self, raw: bytes, what: str) -> dict[str, Any]:
         try:
-            doc = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+            doc = read_json(raw)
+        except ValueError:  # no JSON, or nested too deep
             raise Transient(f"malformed {what} answer: {self._clip(raw)}") from None
         if not isinstance(doc, dict):
             raise Transient(f"malformed {what} answer: not a JSON object")
@@ -502,18 +503,27 @@ def inline_lines(
 
 def read_line(raw: bytes, where: str, wire: GeminiGenerate, key: ApiKey | None) -> ResultLine:
     """One result line: a reply, an error classified as the online call's would be, or a
-    problem saying why it cannot be read (never raised)."""
+    problem saying why it cannot be read (never raised: whatever a line holds ends no run)."""
     try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+        return _read_line(raw, where, wire, key)
+    except Exception as exc:  # a line no rule foresaw: its problem, never the run's end
+        why = clip(f"{type(exc).__name__}: {exc}", key)
+        return ResultLine(where, None, problem=f"unreadable ({why})")
+
+
+def _read_line(raw: bytes, where: str, wire: GeminiGenerate, key: ApiKey | None) -> ResultLine:
+    try:
+        doc = read_json(raw)
+    except ValueError as exc:  # no JSON, or nested too deep (TooDeep)
         match = _KEY_IN_BROKEN_LINE.match(raw)  # a line cut short may still name its key
-        named = match.group(1).decode("utf-8", "replace") if match else None
+        named = clip(match.group(1).decode("utf-8", "replace"), key) if match else None
         return ResultLine(where, named, problem=f"not JSON ({len(raw)} bytes): {exc}")
     if not isinstance(doc, dict):
         return ResultLine(where, None, problem=f"a JSON {type(doc).__name__}, not an object")
     custom_id = doc.get("key")
     if not isinstance(custom_id, str) or not custom_id:
         return ResultLine(where, None, problem="no key")
+    custom_id = clip(custom_id, key)  # stored with a problem when it is no id of ours
     if isinstance(doc.get("error"), dict):
         error = rpc_error(doc["error"], key)
         return ResultLine(where, custom_id, status=error.status, error=error)

@@ -33,9 +33,10 @@ from runner.backends._client import (
     scrubbed,
 )
 from runner.backends._errors import CallError, Transient
+from runner.backends._json import TooDeep, read_json
 from runner.backends._openai import OpenAIChat, classify_openai
 from runner.backends._providers import Provider
-from runner.backends._secrets import ApiKey, redact
+from runner.backends._secrets import ApiKey, clip, redact
 from runner.backends._wire import Body, field_dict, load_json, splice_json
 from runner.batch._api import BatchLimits, BatchState, RemoteBatch, ResultLine
 
@@ -192,14 +193,24 @@ class OpenAIBatches:
 
     def _result(self, raw: bytes, where: str) -> ResultLine:
         """One result line read: an answer, an error, a request that never ran, or why the
-        line cannot be read. Never raises."""
+        line cannot be read. Never raises: whatever a line holds ends no run."""
         try:
-            doc = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+            return self._read_result(raw, where)
+        except Exception as exc:  # a line no rule foresaw: its problem, never the run's end
+            why = clip(f"{type(exc).__name__}: {exc}", self._key)
+            return ResultLine(where, None, problem=f"unreadable ({why})")
+
+    def _read_result(self, raw: bytes, where: str) -> ResultLine:
+        try:
+            doc = read_json(raw)
+        except TooDeep as exc:
+            return ResultLine(where, None, problem=f"not read ({len(raw)} bytes): {exc}")
+        except ValueError:
             return ResultLine(where, None, problem=f"not JSON ({len(raw)} bytes; cut short?)")
         custom_id = doc.get("custom_id") if isinstance(doc, dict) else None
         if not isinstance(custom_id, str) or not custom_id:
             return ResultLine(where, None, problem="no custom_id")
+        custom_id = clip(custom_id, self._key)  # stored with a problem when it is no id of ours
         assert isinstance(doc, dict)
         error = doc.get("error")
         if isinstance(error, dict) and error:
@@ -224,7 +235,7 @@ class OpenAIBatches:
     def _error_line(self, where: str, custom_id: str, error: dict[str, Any]) -> ResultLine:
         """A line whose ``error`` is set: never ran (expired, cancelled), or failed."""
         code = error.get("code")
-        if code in NEVER_RAN:
+        if isinstance(code, str) and code in NEVER_RAN:
             return ResultLine(where, custom_id, ran=False)
         failed = self._scrubbed(classify_openai(0, {}, json.dumps({"error": error}).encode()))
         failed.status = None  # the line has no HTTP status of its own
