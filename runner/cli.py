@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.progress import Progress
 from rich.table import Table
+from rich.text import Text
 
 from conditions import (
     BOX,
@@ -67,6 +68,7 @@ from runner.store import (
 from scoring import BUDGETS, PHASES, REFERENCES, ScoringError, construction_fidelity
 
 if TYPE_CHECKING:
+    from runner.backends import ApiKey
     from runner.batch import RemoteBatch
     from runner.distributed import RunReport
 
@@ -632,7 +634,7 @@ def _batch_table(recorded: list[BatchRecord]) -> None:
             b.backend,
             b.model,
             b.phase,
-            b.provider_state or b.state or "",
+            Text(_server_text(b.provider_state or b.state or "")),  # Text: no markup read
             f"{b.requests:,}",
             _counts(b.succeeded, b.failed),
             _counts(b.answered, b.errored, b.unrun, b.problems),
@@ -662,6 +664,7 @@ async def _cancel_batches(
         for b in cancellable:
             assert b.remote_id is not None
             remote: RemoteBatch | None = None
+            key: ApiKey | None = None
             try:
                 if b.api_key_env is None:
                     raise ConfigError(
@@ -677,13 +680,21 @@ async def _cancel_batches(
                     )
                 else:
                     line = f"{exc}; {what_to_do(exc.kind, exc.status, exc.code)}"
-                _echo(f"batch {b.id} ({b.remote_id}): {line}")
             except RunnerError as exc:
-                _echo(f"batch {b.id} ({b.remote_id}): {exc}")
+                line = str(exc)
             else:
-                _echo(f"batch {b.id} ({b.remote_id}): {remote.provider_state}")
+                line = _server_text(remote.provider_state, key)
+            _echo(f"batch {b.id} ({_server_text(b.remote_id, key)}): {line}")
             outcomes.append((b, remote))
     return outcomes
+
+
+def _server_text(text: str, key: ApiKey | None = None) -> str:
+    """A text a server gave, as the ledger may hold it (uncut, from an older version), shown
+    as one short line, the key (where it was read) and anything key-shaped redacted."""
+    from runner.backends import one_line
+
+    return one_line(text, key, limit=80)
 
 
 def _loopback(url: str) -> bool:

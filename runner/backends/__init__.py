@@ -49,7 +49,16 @@ from runner.backends._limits import LimiterStats, RateLimiter, Slot, parse_reset
 from runner.backends._openai import OpenAIChat, classify_openai
 from runner.backends._providers import PROVIDERS, Provider, provider_named, thinking_fields
 from runner.backends._records import AttemptRecord, Outcome
-from runner.backends._secrets import FRAGMENT, KEY_SHAPED, ApiKey, holds_key, key_from_env, redact
+from runner.backends._secrets import (
+    FRAGMENT,
+    KEY_SHAPED,
+    ApiKey,
+    clip,
+    holds_key,
+    key_from_env,
+    one_line,
+    redact,
+)
 from runner.backends._wire import Reply, Usage, WireFormat, retry_after
 
 __all__ = [
@@ -88,11 +97,13 @@ __all__ = [
     "call_id",
     "classify_gemini",
     "classify_openai",
+    "clip",
     "decodings",
     "error_record",
     "holds_key",
     "key_for",
     "key_from_env",
+    "one_line",
     "parse_reset",
     "parses",
     "provider_named",

@@ -119,6 +119,8 @@ def what_to_do(kind: str, status: int | None, code: str | None) -> str:
         return "raise the backend's max_response_bytes if answers this long are expected"
     if code == "redirect":
         return "set base_url to the address the server redirects to, if it is right"
+    if code == "bad-id":  # runner.batch._ids: an id no documented provider gives
+        return "the server's ids are not its API's: check that base_url is the provider's"
     if kind == "quota":
         return "the account's quota is spent: top it up or raise its limit, then run again"
     if kind == "rate-limited":

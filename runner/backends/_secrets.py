@@ -106,6 +106,17 @@ def clip(text: str, key: ApiKey | None = None, limit: int = MAX_FIELD) -> str:
     return text[:kept] + _cut_marker(len(text) - kept)
 
 
+def one_line(text: str, key: ApiKey | None = None, limit: int = MAX_FIELD) -> str:
+    """:func:`clip` of ``text`` with each run of whitespace (a newline too) made one space:
+    a server's text as one line of a table or a message, however it was stored (an older
+    version stored it uncut).
+
+    >>> one_line("batch\\n_1  x")
+    'batch _1 x'
+    """
+    return clip(" ".join(text.split()), key, limit)
+
+
 def _cut_marker(count: int) -> str:
     return f"…[cut {count:,} chars]"
 

@@ -113,3 +113,23 @@ def test_cancel_cancels_the_open_batch_at_the_simulator_and_never_shows_the_key(
     assert "cancelling" in live
     for output in (cancelled.output, listed.output):
         assert KEY not in output and KEY[:12] not in output
+
+
+def test_an_older_stores_hostile_ids_and_states_are_shown_short_and_without_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 37: an older version stored a server's id and state as given, and printed them.
+    monkeypatch.setenv(KEY_ENV, KEY)
+    echoed = _record("gb-echoed", base_url=_dead_url(), remote_id=f"batch_{KEY}",
+                     state="in_progress", provider_state="running\n" + "x" * 200_000)  # fmt: skip
+    huge = _record("gb-huge", base_url=_dead_url(), remote_id="batch_" + "y" * 10_000,
+                   state="in_progress", provider_state=f"in_progress {KEY}")  # fmt: skip
+    store = _store(tmp_path / "exp.duckdb", echoed, huge)
+    listed = runner.invoke(app, ["batches", str(store)])
+    cancelled = runner.invoke(app, ["batches", str(store), "--cancel"])
+    assert listed.exit_code == 0 and cancelled.exit_code == 1, cancelled.output
+    lines = cancelled.output.splitlines()
+    assert len(lines) == 2 and all("bad-id" in line and len(line) < 600 for line in lines)
+    assert "holds the API key" in lines[0] and "of 10,006 characters" in lines[1]
+    for output in (listed.output, cancelled.output):
+        assert KEY not in output and KEY[12:24] not in output and len(output) < 5_000
