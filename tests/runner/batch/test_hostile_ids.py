@@ -22,7 +22,7 @@ from aiohttp import web
 
 from conditions import Cohort, DataRoot, VariantCache, task_of
 from runner.backends import ApiKey, holds_key, provider_named
-from runner.batch import BatchRunner, BatchSettings, Where
+from runner.batch import BatchRunner, BatchSettings, ResultLine, Where
 from runner.batch._gemini import GeminiBatches, remote_batch
 from runner.batch._ids import MAX_ID, BadId, checked_id
 from runner.batch._openai import OpenAIBatches
@@ -229,3 +229,19 @@ def test_a_hostile_id_an_older_version_stored_loses_its_batch_without_a_request(
     (record, *_) = rig.store.batches(ids=["gb-old"])
     assert record.phase == "abandoned" and "holds the API key" in (record.message or "")
     assert not holds_key(record.message or "", API_KEY)
+
+
+def test_a_problem_however_long_a_reader_said_it_is_stored_clipped(
+    small_cohort: Cohort, small_root: DataRoot, tmp_path: Any
+) -> None:
+    rig = _rig(small_cohort, small_root, tmp_path, SimSpec(behaviour=CLEAN))
+    rig.api.bad_lines = [
+        ResultLine("out line 1" + "w" * 10_000, "id-" + "c" * 10_000, problem="p" * 200_000),
+        ResultLine("out line 2", None, problem=f"said {KEY} " + "q" * 5_000),
+    ]
+    rig.run()
+    rows = rig.store.query("SELECT line, custom_id, message FROM batch_problems")[1]
+    assert len(rows) == 2
+    for row in rows:
+        for text in row:
+            assert text is None or (len(text) <= 1_024 and KEY not in text)
