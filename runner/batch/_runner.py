@@ -800,8 +800,10 @@ class _Reading:
     def _problem(self, line: ResultLine, why: str) -> None:
         tag = self._batch.record.id
         # The readers clip what they read; clipped again here, as the last step before the
-        # store, for any reader (a fake's, a future provider's) that did not.
-        where, custom = clip(line.where), None if line.custom_id is None else clip(line.custom_id)
+        # store, for any reader (a fake's, a future provider's) that did not. A line's place
+        # is a file id (at most 256) and its number: kept whole, as it keys the row.
+        where = clip(line.where, None, MAX_MESSAGE)
+        custom = None if line.custom_id is None else clip(line.custom_id)
         self._problems.append(BatchProblem(tag, where, custom, clip(why, None, MAX_MESSAGE)))
         self.problems += 1
         if line.custom_id in self._keys and line.custom_id not in self._seen:
