@@ -24,7 +24,9 @@ until another ends. A create that fails without a clear refusal may still have m
 batch: the runner looks for its tag before it gives the keys up. Quota on the batch endpoints
 stops submitting (the open batches are still collected); a refused key or model stops the
 backend; 429s and 5xx are retried with the online path's backoff, honouring the server's
-retry-after.
+retry-after. An id the provider answers that breaks the rule of :mod:`runner.batch._ids` (too
+long, odd characters, the key in it) is never kept or used: its batch is abandoned, as not
+made or as lost, with one line saying why, and no more batches are made this run.
 """
 
 from __future__ import annotations
