@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.progress import Progress
 from rich.table import Table
+from rich.text import Text
 
 from conditions import (
     BOX,
@@ -69,7 +70,7 @@ from runner.store import (
 from scoring import BUDGETS, PHASES, REFERENCES, ScoringError, construction_fidelity
 
 if TYPE_CHECKING:
-    from runner.backends import Origin, Provider
+    from runner.backends import ApiKey, Origin, Provider
     from runner.batch import RemoteBatch
     from runner.distributed import RunReport
 
@@ -673,7 +674,7 @@ def _batch_table(recorded: list[BatchRecord]) -> None:
             b.backend,
             b.model,
             b.phase,
-            b.provider_state or b.state or "",
+            Text(_server_text(b.provider_state or b.state or "")),  # Text: no markup read
             f"{b.requests:,}",
             _counts(b.succeeded, b.failed),
             _counts(b.answered, b.errored, b.unrun, b.problems),
@@ -704,6 +705,7 @@ async def _cancel_batches(
         for b in cancellable:
             assert b.remote_id is not None
             remote: RemoteBatch | None = None
+            key: ApiKey | None = None
             try:
                 target = _cancel_target(experiment, b)
                 key = key_from_env(target.key_variable)
@@ -712,7 +714,7 @@ async def _cancel_batches(
                 )
                 remote = await api.cancel(b.remote_id)
             except OffOrigin as exc:  # nothing was sent: the line says both addresses
-                _echo(f"batch {b.id} ({b.remote_id}): {exc.message}")
+                line = exc.message
             except CallError as exc:
                 if exc.status is None and exc.kind == "transient" and _loopback(b.base_url):
                     line = (
@@ -720,11 +722,11 @@ async def _cancel_batches(
                     )
                 else:
                     line = f"{exc}; {what_to_do(exc.kind, exc.status, exc.code)}"
-                _echo(f"batch {b.id} ({b.remote_id}): {line}")
             except RunnerError as exc:
-                _echo(f"batch {b.id} ({b.remote_id}): {exc}")
+                line = str(exc)
             else:
-                _echo(f"batch {b.id} ({b.remote_id}): {remote.provider_state}")
+                line = _server_text(remote.provider_state, key)
+            _echo(f"batch {b.id} ({_server_text(b.remote_id, key)}): {line}")
             outcomes.append((b, remote))
     return outcomes
 
@@ -776,6 +778,14 @@ def _cancel_target(experiment: Experiment, batch: BatchRecord) -> _CancelTarget:
     origin = configured_origin(f"backend {batch.backend}", spec.base_url or provider.base_url)
     origin.check(batch.base_url)
     return _CancelTarget(provider, variable, origin)
+
+
+def _server_text(text: str, key: ApiKey | None = None) -> str:
+    """A text a server gave, as the ledger may hold it (uncut, from an older version), shown
+    as one short line, the key (where it was read) and anything key-shaped redacted."""
+    from runner.backends import one_line
+
+    return one_line(text, key, limit=80)
 
 
 def _loopback(url: str) -> bool:

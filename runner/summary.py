@@ -10,7 +10,8 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runner.backends import what_to_do
+from runner.backends import one_line, what_to_do
+from runner.backends._secrets import MAX_MESSAGE
 
 # Annotations only: runner.distributed's __init__ imports the driver, which imports this module.
 if TYPE_CHECKING:
@@ -40,9 +41,11 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
         )
     for b in report.backends:
         if b.quota is not None:
-            lines.append(f"  backend {b.name} stopped: quota exhausted ({b.quota})")
+            lines.append(f"  backend {b.name} stopped: quota exhausted ({_said(b.quota)})")
         if b.refused is not None:
-            lines.append(f"  backend {b.name} stopped: no call of it can succeed ({b.refused})")
+            lines.append(
+                f"  backend {b.name} stopped: no call of it can succeed ({_said(b.refused)})"
+            )
         if b.learnt_per_minute is not None:
             learnt = math.floor(b.learnt_per_minute)
             lines.append(
@@ -110,14 +113,24 @@ def batch_lines(name: str, spent: float, batch: BatchReport) -> list[str]:
     )
     lines = [line]
     if batch.not_made is not None:
+        # A batch whose id was refused (code bad-id) is the server's fault, not the file's size.
+        hint = "" if "bad-id" in batch.not_made else _TOO_LARGE
         lines.append(
             f"  backend {name}: no more batches made after the provider refused one: "
-            f"{batch.not_made} (a file too large: set a lower batch.max_bytes or max_requests)"
+            f"{_said(batch.not_made)}{hint}"
         )
     if batch.elsewhere:
         more = f" (and {batch.elsewhere - 1:,} more alike)" if batch.elsewhere > 1 else ""
         lines.append(f"  backend {name}: {batch.elsewhere_why}{more}")
     return lines
+
+
+def _said(text: str) -> str:
+    """A server's words as one line of the summary, capped and redacted (issue 37)."""
+    return one_line(text, limit=MAX_MESSAGE)
+
+
+_TOO_LARGE = " (a file too large: set a lower batch.max_bytes or max_requests)"
 
 
 def _once(report: RunReport) -> str:

@@ -51,7 +51,16 @@ from runner.backends._openai import OpenAIChat, classify_openai
 from runner.backends._origin import OffOrigin, Origin
 from runner.backends._providers import PROVIDERS, Provider, provider_named, thinking_fields
 from runner.backends._records import AttemptRecord, Outcome
-from runner.backends._secrets import FRAGMENT, KEY_SHAPED, ApiKey, holds_key, key_from_env, redact
+from runner.backends._secrets import (
+    FRAGMENT,
+    KEY_SHAPED,
+    ApiKey,
+    clip,
+    holds_key,
+    key_from_env,
+    one_line,
+    redact,
+)
 from runner.backends._wire import Reply, Usage, WireFormat, retry_after
 
 __all__ = [
@@ -92,12 +101,14 @@ __all__ = [
     "call_id",
     "classify_gemini",
     "classify_openai",
+    "clip",
     "configured_origin",
     "decodings",
     "error_record",
     "holds_key",
     "key_for",
     "key_from_env",
+    "one_line",
     "parse_reset",
     "parses",
     "provider_named",

@@ -55,7 +55,15 @@ from runner.backends._limits import Clock, RateLimiter, Slot, Stopped
 from runner.backends._openai import OpenAIChat
 from runner.backends._origin import OffOrigin, Origin
 from runner.backends._providers import Provider, provider_named, thinking_fields
-from runner.backends._secrets import KEY_SHAPED, ApiKey, holds_key, key_from_env, redact
+from runner.backends._secrets import (
+    KEY_SHAPED,
+    MAX_MESSAGE,
+    ApiKey,
+    clip,
+    holds_key,
+    key_from_env,
+    redact,
+)
 from runner.backends._wire import Body, Reply, WireFormat
 
 log = logging.getLogger("groundbench.backends")
@@ -315,6 +323,8 @@ class Backend:
             reply = redact_reply(self.wire.decode(raw), self._key)
         except CallError as exc:  # a broken body, quoted in the message
             raise self._scrubbed(exc) from None
+        except Exception as exc:  # a body no rule foresaw: this attempt's error, not the run's
+            raise self._scrubbed(unreadable(exc, status)) from None
         slot.settle(reply.usage.total)
         self._output_tokens.add(reply.usage.output_tokens)
         self.limiter.succeeded()
@@ -323,7 +333,11 @@ class Backend:
     def _failed(
         self, status: int, headers: Mapping[str, str], raw: bytes, slot: Slot, latency: float
     ) -> CallError:
-        error = self._scrubbed(self.wire.classify(status, headers, raw))
+        try:
+            classified = self.wire.classify(status, headers, raw)
+        except Exception:  # an error body no rule foresaw: classified by its status alone
+            classified = self.wire.classify(status, headers, b"")
+        error = self._scrubbed(classified)
         error.latency_s = latency
         if isinstance(error, RateLimited):
             error.retry_after = self.limiter.throttled(slot, error.retry_after)
@@ -450,10 +464,15 @@ def configured_origin(name: str, base_url: str) -> Origin:
         raise ConfigError(f"{name}: base_url: {exc.message}") from None
 
 
+def unreadable(exc: Exception, status: int) -> Transient:
+    """The error of a body that broke its reader in a way no rule foresaw."""
+    return Transient(f"unreadable response body ({type(exc).__name__}: {exc})", status=status)
+
+
 def scrubbed(error: CallError, key: ApiKey | None) -> CallError:
-    """``error`` with every text from the server redacted of the key."""
-    error.message = redact(error.message, key)
-    error.code = None if error.code is None else redact(error.code, key)
+    """``error`` with every text from the server redacted of the key and capped (:func:`clip`)."""
+    error.message = clip(error.message, key, MAX_MESSAGE)
+    error.code = None if error.code is None else clip(error.code, key)
     error.args = (error.message,)
     return error
 
@@ -476,10 +495,12 @@ def connection_failed(exc: aiohttp.ClientError, key: ApiKey) -> Transient:
 
 
 def redact_reply(reply: Reply, key: ApiKey) -> Reply:
-    """``reply`` with the key redacted from every text the server wrote."""
+    """``reply`` with the key redacted from every text the server wrote, and its short texts
+    (finish reason, model, id) capped (:func:`clip`); the answer and reasoning are bounded
+    by the response's size cap."""
 
     def scrub(text: str | None) -> str | None:
-        return None if text is None else redact(text, key)
+        return None if text is None else clip(text, key)
 
     return dataclasses.replace(
         reply,

@@ -121,6 +121,8 @@ def what_to_do(kind: str, status: int | None, code: str | None) -> str:
         return "nothing was sent; set base_url to that address if it is yours"
     if code == "redirect":
         return "set base_url to the address the server redirects to, if it is right"
+    if code == "bad-id":  # runner.batch._ids: an id no documented provider gives
+        return "the server's ids are not its API's: check that base_url is the provider's"
     if kind == "quota":
         return "the account's quota is spent: top it up or raise its limit, then run again"
     if kind == "rate-limited":

@@ -124,7 +124,8 @@ def classify_gemini(status: int, headers: Mapping[str, str], body: bytes) -> Cal
     rpc = error.get("status") if isinstance(error.get("status"), str) else None
     raw_message = error.get("message")
     message = redact(raw_message if isinstance(raw_message, str) else f"HTTP {status}")
-    details = [d for d in error.get("details", []) or [] if isinstance(d, dict)]
+    listed = error.get("details")  # a server may put anything here
+    details = [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
     wait = _retry_delay(details)
     if wait is None:
         wait = retry_after(headers)
@@ -152,19 +153,25 @@ _REFUSED_STATUSES = frozenset({"UNAUTHENTICATED", "PERMISSION_DENIED", "NOT_FOUN
 _REFUSED_REASONS = frozenset({"API_KEY_INVALID", "API_KEY_SERVICE_BLOCKED"})
 
 
+def _is(detail: dict[str, Any], kind: str) -> bool:
+    """Whether ``detail`` is a ``google.rpc`` detail of ``kind`` (``@type`` may be anything)."""
+    return str(detail.get("@type", "")).endswith(f"google.rpc.{kind}")
+
+
 def _refused_reason(details: list[dict[str, Any]]) -> str | None:
     for detail in details:
-        if detail.get("@type", "").endswith("google.rpc.ErrorInfo"):
+        if _is(detail, "ErrorInfo"):
             reason = detail.get("reason")
-            if reason in _REFUSED_REASONS:
+            if isinstance(reason, str) and reason in _REFUSED_REASONS:
                 return str(reason)
     return None
 
 
 def _per_day(details: list[dict[str, Any]]) -> bool:
     for detail in details:
-        if detail.get("@type", "").endswith("google.rpc.QuotaFailure"):
-            for violation in detail.get("violations", []) or []:
+        if _is(detail, "QuotaFailure"):
+            violations = detail.get("violations")
+            for violation in violations if isinstance(violations, list) else []:
                 if isinstance(violation, dict) and "PerDay" in str(violation.get("quotaId", "")):
                     return True
     return False
@@ -172,7 +179,7 @@ def _per_day(details: list[dict[str, Any]]) -> bool:
 
 def _retry_delay(details: list[dict[str, Any]]) -> float | None:
     for detail in details:
-        if detail.get("@type", "").endswith("google.rpc.RetryInfo"):
+        if _is(detail, "RetryInfo"):
             match = _DURATION.match(str(detail.get("retryDelay", "")))
             if match:
                 return float(match.group(1))

@@ -151,7 +151,8 @@ def _text(value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):  # content given as parts
-        return "".join(p.get("text", "") for p in value if isinstance(p, dict))
+        texts = (p.get("text") for p in value if isinstance(p, dict))
+        return "".join(t for t in texts if isinstance(t, str))  # a part may hold anything
     return ""
 
 

@@ -4,7 +4,10 @@ An :class:`ApiKey` prints as ``ApiKey(****)``; only :meth:`ApiKey.reveal` gives 
 the one caller is the code that writes the request header. Providers sometimes echo a key, or a
 masked piece of it, in an error body ("Incorrect API key provided: sk-ab***yz"), and a hostile or
 broken server may put it anywhere: every text taken from a response (answer, reasoning, ids,
-codes, messages) goes through :func:`redact` before it reaches an error, a log or a record.
+codes, messages) goes through :func:`redact` before it reaches an error, a log or a record, and
+every short one (an id, a code, a finish reason, a message) through :func:`clip`, which caps it
+too: a server may write 200 KB where a word is expected, and every record, page and line that
+shows the text would carry it (348 answers with a 200 KB finish reason made a 126 MB report).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ REDACTED = "[redacted]"
 # Any piece of the key this long is redacted wherever it appears: a snippet cut mid-key, or a
 # key split across two fields, still leaks most of it.
 FRAGMENT = 8
+MAX_FIELD = 256  # characters of a short text a server gives: an id, a code, a finish reason
+MAX_MESSAGE = 1024  # characters of a server's message (an error's, a batch's, a line's problem)
 
 
 class ApiKey:
@@ -79,6 +84,41 @@ def redact(text: str, key: ApiKey | None = None) -> str:
     if key is not None:
         text = _without_pieces_of(key.reveal(), text)
     return KEY_SHAPED.sub(REDACTED, text)
+
+
+def clip(text: str, key: ApiKey | None = None, limit: int = MAX_FIELD) -> str:
+    """``text`` redacted (:func:`redact`) and, past ``limit`` characters, cut and marked: the
+    result is never longer than ``limit``, and a clipped text is its own clip.
+
+    >>> clip("STOP")
+    'STOP'
+    >>> clip("x" * 300, limit=40)
+    'xxxxxxxxxxxxxxxxxxxxxxxx…[cut 276 chars]'
+    >>> clip("sk-abcdefgh " + "y" * 300, limit=40)
+    '[redacted] yyyyyyyyyyyyy…[cut 287 chars]'
+    """
+    # Redacted whole, then cut: a cut first could leave a key-shaped token no longer matched.
+    # Linear in the text, which the response's size bounds.
+    text = redact(text, key)
+    if len(text) <= limit:
+        return text
+    kept = max(0, limit - len(_cut_marker(len(text))))  # the longest the marker can be
+    return text[:kept] + _cut_marker(len(text) - kept)
+
+
+def one_line(text: str, key: ApiKey | None = None, limit: int = MAX_FIELD) -> str:
+    """:func:`clip` of ``text`` with each run of whitespace (a newline too) made one space:
+    a server's text as one line of a table or a message, however it was stored (an older
+    version stored it uncut).
+
+    >>> one_line("batch\\n_1  x")
+    'batch _1 x'
+    """
+    return clip(" ".join(text.split()), key, limit)
+
+
+def _cut_marker(count: int) -> str:
+    return f"…[cut {count:,} chars]"
 
 
 def holds_key(text: str, key: ApiKey) -> bool:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from conditions import Request
 from runner.backends._errors import CallError, Transient
+from runner.backends._json import read_json
 from runner.backends._secrets import ApiKey
 
 IMAGE_SLOT = "\x00groundbench-image\x00"
@@ -99,12 +100,12 @@ def load_json(body: bytes, what: str) -> dict[str, Any]:
     Raises
     ------
     Transient
-        The body is not JSON, is cut short, or is not an object: the server may answer
-        properly next time.
+        The body is not JSON, is cut short, nests deeper than ``MAX_JSON_DEPTH``, or is not
+        an object: the server may answer properly next time.
     """
     try:
-        value = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+        value = read_json(body)
+    except ValueError as exc:  # UnicodeDecodeError and TooDeep are ValueErrors
         raise Transient(f"malformed {what} body ({len(body)} bytes): {exc}") from None
     if not isinstance(value, dict):
         raise Transient(f"malformed {what} body: a JSON {type(value).__name__}, not an object")
@@ -112,10 +113,11 @@ def load_json(body: bytes, what: str) -> dict[str, Any]:
 
 
 def error_json(body: bytes) -> dict[str, Any]:
-    """The JSON object of an error body, or ``{}`` when there is none to read."""
+    """The JSON object of an error body, or ``{}`` when there is none to read (no JSON, or
+    nested deeper than ``MAX_JSON_DEPTH``)."""
     try:
-        value = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        value = read_json(body)
+    except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
 

@@ -43,12 +43,14 @@ from runner.backends._client import (
     redirected,
     scrubbed,
 )
-from runner.backends._errors import CallError, Fatal, Transient
+from runner.backends._errors import CallError, Transient
 from runner.backends._gemini import GeminiGenerate, classify_gemini
+from runner.backends._json import read_json
 from runner.backends._origin import Origin
-from runner.backends._secrets import KEY_SHAPED, ApiKey, holds_key, redact
+from runner.backends._secrets import KEY_SHAPED, MAX_MESSAGE, ApiKey, clip, holds_key, redact
 from runner.backends._wire import Body, as_int, field_dict, splice_json
 from runner.batch._api import BatchLimits, BatchState, RemoteBatch, ResultLine
+from runner.batch._ids import BadId, checked_id, optional_id
 
 # The guide: "The maximum allowed file size for an input file is 2GB" (the rate-limits page
 # says the same). No count of requests per batch is documented for the Gemini API: 50,000
@@ -198,26 +200,30 @@ class GeminiBatches:
             )
         status = headers.get("X-Goog-Upload-Status")
         if status is not None and status.lower() != "final":
-            raise Transient(f"the upload of {path.name} ended {redact(status, self._key)!r}")
+            raise Transient(f"the upload of {path.name} ended {clip(status, self._key)!r}")
         name = _field(self._json(raw, "upload"), "file", "name")
-        if not isinstance(name, str) or not _FILE_ID.match(name):
+        if name is None or name == "":
             raise Transient(f"the upload answered no file name: {self._clip(raw)}")
-        return name
+        return _file(name, self._key)
 
     # -- batches ---------------------------------------------------------------------------
 
     async def create(self, file_id: str, tag: str) -> RemoteBatch:
         """Create a batch of ``file_id`` named ``tag`` (its display name)."""
-        body = {"batch": {"displayName": tag, "inputConfig": {"fileName": _file(file_id)}}}
+        body = {
+            "batch": {"displayName": tag, "inputConfig": {"fileName": _file(file_id, self._key)}}
+        }
         url = f"{self._base}/models/{self.model}:batchGenerateContent"
         return self._remote(await self._json_call("POST", url, body))
 
     async def get(self, batch_id: str) -> RemoteBatch:
-        return self._remote(await self._json_call("GET", f"{self._base}/{_batch(batch_id)}"))
+        return self._remote(
+            await self._json_call("GET", f"{self._base}/{_batch(batch_id, self._key)}")
+        )
 
     async def cancel(self, batch_id: str) -> RemoteBatch:
         """Ask for the cancellation (answered empty), then read the batch's state."""
-        await self._json_call("POST", f"{self._base}/{_batch(batch_id)}:cancel", {})
+        await self._json_call("POST", f"{self._base}/{_batch(batch_id, self._key)}:cancel", {})
         return await self.get(batch_id)
 
     async def find(self, tag: str, file_id: str | None) -> RemoteBatch | None:
@@ -228,9 +234,9 @@ class GeminiBatches:
             params = {"pageSize": str(PAGE_SIZE)} | ({"pageToken": token} if token else {})
             page = await self._json_call("GET", f"{self._base}/batches", params=params)
             for doc in _list(page.get("operations", page.get("batches"))):
-                batch = self._remote(doc)
-                if batch.tag == tag or (file_id is not None and batch.input_file == file_id):
-                    return batch
+                # Only the batch looked for is read: another's bad id is not this run's concern.
+                if isinstance(doc, dict) and _is_named(doc, tag, file_id):
+                    return self._remote(doc)
             token = (
                 page.get("nextPageToken") if isinstance(page.get("nextPageToken"), str) else None
             )
@@ -239,7 +245,7 @@ class GeminiBatches:
         return None
 
     async def delete_file(self, file_id: str) -> None:
-        await self._call("DELETE", f"{self._base}/{_file(file_id)}")
+        await self._call("DELETE", f"{self._base}/{_file(file_id, self._key)}")
 
     # -- results ---------------------------------------------------------------------------
 
@@ -247,13 +253,13 @@ class GeminiBatches:
         """The batch's result lines: its responses file, streamed and read line by line, or,
         when it has none, the inline responses of the batch as it is now."""
         if batch.output_file is not None:
-            url = f"{self._download}/{_file(batch.output_file)}:download"
+            url = f"{self._download}/{_file(batch.output_file, self._key)}:download"
             async with self._stream(url, {"alt": "media"}) as response:
                 chunks = self._chunks(response)
                 async for line in result_lines(chunks, batch.output_file, self._wire, self._key):
                     yield line
             return
-        doc = await self._json_call("GET", f"{self._base}/{_batch(batch.id)}")
+        doc = await self._json_call("GET", f"{self._base}/{_batch(batch.id, self._key)}")
         for line in inline_lines(doc, self._wire, self._key):
             yield line
 
@@ -325,7 +331,7 @@ class GeminiBatches:
             return Transient(f"no response within {self._timeout.total:g} s")
         if isinstance(exc, aiohttp.ClientError):
             return connection_failed(exc, self._key)
-        return Transient(f"{type(exc).__name__}: {redact(str(exc), self._key)}")
+        return Transient(clip(f"{type(exc).__name__}: {exc}", self._key, MAX_MESSAGE))
 
     def _scrubbed(self, error: CallError) -> CallError:
         return scrubbed(error, self._key)
@@ -339,8 +345,8 @@ class GeminiBatches:
 
     def _json(self, raw: bytes, what: str) -> dict[str, Any]:
         try:
-            doc = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+            doc = read_json(raw)
+        except ValueError:  # no JSON, or nested too deep
             raise Transient(f"malformed {what} answer: {self._clip(raw)}") from None
         if not isinstance(doc, dict):
             raise Transient(f"malformed {what} answer: not a JSON object")
@@ -407,26 +413,48 @@ class _Exchange:
 def remote_batch(doc: Mapping[str, Any], key: ApiKey | None = None) -> RemoteBatch:
     """A batch from its Operation (``metadata`` the GenerateContentBatch, ``response`` and
     ``error`` once done), or from a bare GenerateContentBatch."""
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else doc
-    assert isinstance(meta, dict)
+    meta = _meta(doc)
     name = doc.get("name") if isinstance(doc.get("name"), str) else meta.get("name")
     state = _text(meta.get("state")) or ""
     error = doc.get("error") if isinstance(doc.get("error"), dict) else None
     output, response = field_dict(meta, "output"), field_dict(doc, "response")
     stats = field_dict(meta, "batchStats")
     message = _text(error.get("message")) if error is not None else None
+    tag = _tag(meta)
     return RemoteBatch(
-        id=str(name or ""),
+        id=checked_id(name, "batch name", key),
         state=_state(state, done=doc.get("done") is True, failed=error is not None),
-        provider_state=state,
-        tag=_text(meta.get("displayName", meta.get("display_name"))),
-        input_file=_text(_field(meta, "inputConfig", "fileName")),
-        output_file=_text(output.get("responsesFile", response.get("responsesFile"))),
+        provider_state=clip(state, key),
+        tag=None if tag is None else clip(tag, key),
+        input_file=optional_id(_input_file(meta), "input file name", key),
+        output_file=optional_id(
+            output.get("responsesFile", response.get("responsesFile")), "responses file name", key
+        ),
         total=_count(stats.get("requestCount")),
         succeeded=_count(stats.get("successfulRequestCount")),
         failed=_count(stats.get("failedRequestCount")),
-        message=None if message is None else redact(message, key),
+        message=None if message is None else clip(message, key, MAX_MESSAGE),
     )
+
+
+def _meta(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The GenerateContentBatch of an Operation (its ``metadata``), or the bare batch."""
+    meta = doc.get("metadata")
+    return meta if isinstance(meta, dict) else doc
+
+
+def _tag(meta: Mapping[str, Any]) -> str | None:
+    return _text(meta.get("displayName", meta.get("display_name")))
+
+
+def _input_file(meta: Mapping[str, Any]) -> object:
+    return _field(meta, "inputConfig", "fileName")
+
+
+def _is_named(doc: Mapping[str, Any], tag: str, file_id: str | None) -> bool:
+    """Whether the batch ``doc`` is the one tagged ``tag`` or made of ``file_id``."""
+    meta = _meta(doc)
+    return _tag(meta) == tag or (file_id is not None and _input_file(meta) == file_id)
 
 
 def _state(provider: str, *, done: bool, failed: bool) -> BatchState:
@@ -439,10 +467,12 @@ def _state(provider: str, *, done: bool, failed: bool) -> BatchState:
 
 
 def _count(value: object) -> int | None:
-    """An int64 count: proto3 JSON writes it as a string."""
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return as_int(value)
+    """An int64 count: proto3 JSON writes it as a string. Past the store's INTEGER a number
+    is no count of a batch's lines: ``None``."""
+    if isinstance(value, str) and value.isdigit() and len(value) < 11:
+        value = int(value)
+    count = as_int(value)
+    return count if count is not None and 0 <= count < 2**31 else None
 
 
 # -- reading results -------------------------------------------------------------------------
@@ -503,18 +533,27 @@ def inline_lines(
 
 def read_line(raw: bytes, where: str, wire: GeminiGenerate, key: ApiKey | None) -> ResultLine:
     """One result line: a reply, an error classified as the online call's would be, or a
-    problem saying why it cannot be read (never raised)."""
+    problem saying why it cannot be read (never raised: whatever a line holds ends no run)."""
     try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+        return _read_line(raw, where, wire, key)
+    except Exception as exc:  # a line no rule foresaw: its problem, never the run's end
+        why = clip(f"{type(exc).__name__}: {exc}", key)
+        return ResultLine(where, None, problem=f"unreadable ({why})")
+
+
+def _read_line(raw: bytes, where: str, wire: GeminiGenerate, key: ApiKey | None) -> ResultLine:
+    try:
+        doc = read_json(raw)
+    except ValueError as exc:  # no JSON, or nested too deep (TooDeep)
         match = _KEY_IN_BROKEN_LINE.match(raw)  # a line cut short may still name its key
-        named = match.group(1).decode("utf-8", "replace") if match else None
+        named = clip(match.group(1).decode("utf-8", "replace"), key) if match else None
         return ResultLine(where, named, problem=f"not JSON ({len(raw)} bytes): {exc}")
     if not isinstance(doc, dict):
         return ResultLine(where, None, problem=f"a JSON {type(doc).__name__}, not an object")
     custom_id = doc.get("key")
     if not isinstance(custom_id, str) or not custom_id:
         return ResultLine(where, None, problem="no key")
+    custom_id = clip(custom_id, key)  # stored with a problem when it is no id of ours
     if isinstance(doc.get("error"), dict):
         error = rpc_error(doc["error"], key)
         return ResultLine(where, custom_id, status=error.status, error=error)
@@ -524,7 +563,7 @@ def read_line(raw: bytes, where: str, wire: GeminiGenerate, key: ApiKey | None) 
     try:
         reply = wire.decode(json.dumps(response).encode())
     except CallError as exc:
-        return ResultLine(where, custom_id, problem=redact(exc.message, key))
+        return ResultLine(where, custom_id, problem=clip(exc.message, key, MAX_MESSAGE))
     return ResultLine(
         where, custom_id, reply=redact_reply(reply, key) if key else reply, status=200
     )
@@ -578,16 +617,20 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _batch(batch_id: str) -> str:
-    if not _BATCH_ID.match(batch_id):
-        raise Fatal(f"not a Gemini batch name: {redact(batch_id)!r}", code="bad-batch-id")
-    return batch_id
+def _batch(batch_id: object, key: ApiKey | None) -> str:
+    """A batch name, checked (:mod:`runner.batch._ids`) and of Gemini's shape, for a URL."""
+    checked = checked_id(batch_id, "batch name", key)
+    if not _BATCH_ID.match(checked):
+        raise BadId(f"not a Gemini batch name (batches/…): {checked!r}")
+    return checked
 
 
-def _file(file_id: str) -> str:
-    if not _FILE_ID.match(file_id):
-        raise Fatal(f"not a Gemini file name: {redact(file_id)!r}", code="bad-file-id")
-    return file_id
+def _file(file_id: object, key: ApiKey | None) -> str:
+    """A file name, checked (:mod:`runner.batch._ids`) and of Gemini's shape, for a URL."""
+    checked = checked_id(file_id, "file name", key)
+    if not _FILE_ID.match(checked):
+        raise BadId(f"not a Gemini file name (files/…): {checked!r}")
+    return checked
 
 
 __all__ = [

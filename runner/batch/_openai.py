@@ -34,12 +34,14 @@ from runner.backends._client import (
     scrubbed,
 )
 from runner.backends._errors import CallError, Transient
+from runner.backends._json import TooDeep, read_json
 from runner.backends._openai import OpenAIChat, classify_openai
 from runner.backends._origin import Origin
 from runner.backends._providers import Provider
-from runner.backends._secrets import ApiKey, redact
+from runner.backends._secrets import MAX_MESSAGE, ApiKey, clip
 from runner.backends._wire import Body, field_dict, load_json, splice_json
 from runner.batch._api import BatchLimits, BatchState, RemoteBatch, ResultLine
+from runner.batch._ids import checked_id, optional_id
 
 ENDPOINT = "/v1/chat/completions"  # the lines' url and the batch's endpoint (OpenAI, DashScope)
 COMPLETION_WINDOW = "24h"  # OpenAI accepts only this; DashScope accepts 24h up to 336h
@@ -118,7 +120,7 @@ class OpenAIBatches:
             form.add_field("purpose", "batch")
             form.add_field("file", file, filename=name, content_type="application/jsonl")
             doc = await self._call("POST", "/files", "file object", data=form)
-        return _id(doc, "file object")
+        return self._id(doc, "file id")
 
     # -- batches --------------------------------------------------------------------------
 
@@ -133,10 +135,11 @@ class OpenAIBatches:
         return self._batch(await self._call("POST", "/batches", "batch", json=body))
 
     async def get(self, batch_id: str) -> RemoteBatch:
-        return self._batch(await self._call("GET", f"/batches/{_seg(batch_id)}", "batch"))
+        path = f"/batches/{self._seg(batch_id, 'batch id')}"
+        return self._batch(await self._call("GET", path, "batch"))
 
     async def cancel(self, batch_id: str) -> RemoteBatch:
-        path = f"/batches/{_seg(batch_id)}/cancel"
+        path = f"/batches/{self._seg(batch_id, 'batch id')}/cancel"
         return self._batch(await self._call("POST", path, "batch"))
 
     async def find(self, tag: str, file_id: str | None) -> RemoteBatch | None:
@@ -154,13 +157,14 @@ class OpenAIBatches:
             last = page.get("last_id") or (batches[-1].get("id") if batches else None)
             if not page.get("has_more") or not isinstance(last, str) or not batches:
                 return None
-            after = last
+            after = checked_id(last, "batch list cursor", self._key)  # sent back in a URL
         return None
 
     async def delete_file(self, file_id: str) -> None:
         """Delete the file; one already gone (404) is deleted."""
         try:
-            await self._call("DELETE", f"/files/{_seg(file_id)}", "file deletion")
+            path = f"/files/{self._seg(file_id, 'file id')}"
+            await self._call("DELETE", path, "file deletion")
         except CallError as exc:
             if exc.status != 404:
                 raise
@@ -175,7 +179,7 @@ class OpenAIBatches:
                     yield line
 
     async def _file_lines(self, file_id: str) -> AsyncIterator[ResultLine]:
-        url, headers = self._keyed(f"{self._base}/files/{_seg(file_id)}/content")
+        url, headers = self._keyed(f"{self._base}/files/{self._seg(file_id, 'file id')}/content")
         try:
             async with self._session.get(
                 url, headers=headers, timeout=self._timeout, allow_redirects=False
@@ -197,14 +201,24 @@ class OpenAIBatches:
 
     def _result(self, raw: bytes, where: str) -> ResultLine:
         """One result line read: an answer, an error, a request that never ran, or why the
-        line cannot be read. Never raises."""
+        line cannot be read. Never raises: whatever a line holds ends no run."""
         try:
-            doc = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+            return self._read_result(raw, where)
+        except Exception as exc:  # a line no rule foresaw: its problem, never the run's end
+            why = clip(f"{type(exc).__name__}: {exc}", self._key)
+            return ResultLine(where, None, problem=f"unreadable ({why})")
+
+    def _read_result(self, raw: bytes, where: str) -> ResultLine:
+        try:
+            doc = read_json(raw)
+        except TooDeep as exc:
+            return ResultLine(where, None, problem=f"not read ({len(raw)} bytes): {exc}")
+        except ValueError:
             return ResultLine(where, None, problem=f"not JSON ({len(raw)} bytes; cut short?)")
         custom_id = doc.get("custom_id") if isinstance(doc, dict) else None
         if not isinstance(custom_id, str) or not custom_id:
             return ResultLine(where, None, problem="no custom_id")
+        custom_id = clip(custom_id, self._key)  # stored with a problem when it is no id of ours
         assert isinstance(doc, dict)
         error = doc.get("error")
         if isinstance(error, dict) and error:
@@ -222,14 +236,14 @@ class OpenAIBatches:
         try:
             reply = redact_reply(self._chat.decode(body), self._key)
         except CallError as exc:
-            reason = redact(exc.message, self._key)
+            reason = clip(exc.message, self._key, MAX_MESSAGE)
             return ResultLine(where, custom_id, status=status, problem=f"the body: {reason}")
         return ResultLine(where, custom_id, reply=reply, status=status)
 
     def _error_line(self, where: str, custom_id: str, error: dict[str, Any]) -> ResultLine:
         """A line whose ``error`` is set: never ran (expired, cancelled), or failed."""
         code = error.get("code")
-        if code in NEVER_RAN:
+        if isinstance(code, str) and code in NEVER_RAN:
             return ResultLine(where, custom_id, ran=False)
         failed = self._scrubbed(classify_openai(0, {}, json.dumps({"error": error}).encode()))
         failed.status = None  # the line has no HTTP status of its own
@@ -281,18 +295,21 @@ class OpenAIBatches:
 
     def _batch(self, doc: dict[str, Any]) -> RemoteBatch:
         """A batch object as a :class:`RemoteBatch`; an unknown status reads as running
-        (polled again), with the provider's word kept."""
+        (polled again), with the provider's word kept (clipped). An id that breaks the rule
+        of :mod:`runner.batch._ids` refuses the whole object (:class:`~runner.batch._ids.BadId`).
+        """
         status = doc.get("status")
         provider_state = status if isinstance(status, str) else "unknown"
         counts = field_dict(doc, "request_counts")
+        tag = _tag_of(doc)
         return RemoteBatch(
-            id=_id(doc, "batch"),
+            id=self._id(doc, "batch id"),
             state=_STATES.get(provider_state, "in_progress"),
-            provider_state=provider_state,
-            tag=_tag_of(doc),
-            input_file=_str(doc.get("input_file_id")),
-            output_file=_str(doc.get("output_file_id")),
-            error_file=_str(doc.get("error_file_id")),
+            provider_state=clip(provider_state, self._key),
+            tag=None if tag is None else clip(tag, self._key),
+            input_file=self._file_id(doc, "input_file_id"),
+            output_file=self._file_id(doc, "output_file_id"),
+            error_file=self._file_id(doc, "error_file_id"),
             total=_int(counts.get("total")),
             succeeded=_int(counts.get("completed")),
             failed=_int(counts.get("failed")),
@@ -311,7 +328,21 @@ class OpenAIBatches:
                 where = f"line {line}: " if isinstance(line, int) else ""
                 said.append(where + e["message"])
         text = "; ".join(said)
-        return redact(text[:2000], self._key) if text else None
+        return clip(text, self._key, MAX_MESSAGE) if text else None
+
+    def _id(self, doc: dict[str, Any], what: str) -> str:
+        value = doc.get("id")
+        if value is None or value == "":
+            raise Transient(f"malformed answer: no {what}")
+        return checked_id(value, what, self._key)
+
+    def _file_id(self, doc: dict[str, Any], field: str) -> str | None:
+        return optional_id(doc.get(field), field, self._key)
+
+    def _seg(self, name: str, what: str) -> str:
+        """An id as one URL path segment, checked again (it may come from an old store), and
+        quoted: a hostile id cannot reach another path."""
+        return quote(checked_id(name, what, self._key), safe="")
 
 
 _TOO_LONG = f"longer than {MAX_LINE_BYTES:,} bytes: not read"
@@ -344,18 +375,6 @@ async def _lines(stream: aiohttp.StreamReader, cap: int) -> AsyncIterator[bytes 
         yield bytes(held)
 
 
-def _seg(name: str) -> str:
-    """An id as one URL path segment: a hostile id cannot reach another path."""
-    return quote(name, safe="")
-
-
-def _id(doc: dict[str, Any], what: str) -> str:
-    value = doc.get("id")
-    if not isinstance(value, str) or not value:
-        raise Transient(f"malformed {what}: no id")
-    return value
-
-
 def _tag_of(doc: dict[str, Any]) -> str | None:
     return _str(field_dict(doc, "metadata").get(TAG_KEY))
 
@@ -365,7 +384,10 @@ def _str(value: object) -> str | None:
 
 
 def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A count, or ``None``: past the store's INTEGER a number is no count of a batch's lines."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31:
+        return value
+    return None
 
 
 __all__ = ["LIMITS", "OpenAIBatches"]

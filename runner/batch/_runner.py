@@ -24,7 +24,9 @@ until another ends. A create that fails without a clear refusal may still have m
 batch: the runner looks for its tag before it gives the keys up. Quota on the batch endpoints
 stops submitting (the open batches are still collected); a refused key or model stops the
 backend; 429s and 5xx are retried with the online path's backoff, honouring the server's
-retry-after.
+retry-after. An id the provider answers that breaks the rule of :mod:`runner.batch._ids` (too
+long, odd characters, the key in it) is never kept or used: its batch is abandoned, as not
+made or as lost, with one line saying why, and no more batches are made this run.
 """
 
 from __future__ import annotations
@@ -61,7 +63,9 @@ from runner.backends import (
     error_record,
     parses,
 )
+from runner.backends._secrets import MAX_MESSAGE, clip
 from runner.batch._api import BatchApi, BatchLimits, RemoteBatch, ResultLine
+from runner.batch._ids import BadId
 from runner.store import (
     BatchKey,
     BatchProblem,
@@ -588,7 +592,11 @@ class BatchRunner:
         wait = self.settings.poll_s
         try:
             while not self._halted:
-                changed = await self._poll(batch)
+                try:
+                    changed = await self._poll(batch)
+                except BadId as exc:
+                    await self._lost(batch, exc, tally)
+                    return
                 if batch.record.phase == "ended":
                     await self._collect(batch, tally)
                     return
@@ -610,6 +618,8 @@ class BatchRunner:
         assert record.remote_id is not None
         try:
             remote = await self._retrying(partial(batch.api.get, record.remote_id))
+        except BadId:
+            raise
         except CallError as exc:
             self._stopped_by(exc)
             self._halted = self._halted or exc.stops
@@ -635,6 +645,10 @@ class BatchRunner:
                 remote = await self._retrying(partial(batch.api.get, batch.record.remote_id))
             async for line in batch.api.results(remote):
                 await reading.take(line)
+        except BadId as exc:
+            await self._counted(reading, tally)
+            await self._lost(batch, exc, tally, stored=reading.tally.attempts)
+            return
         except CallError as exc:  # its results could not be fetched: the next run reads them
             await self._counted(reading, tally)
             self._stopped_by(exc)
@@ -652,6 +666,16 @@ class BatchRunner:
         )  # fmt: skip
         if batch.record.input_file is not None:
             await self._quietly(batch.api.delete_file(batch.record.input_file))
+
+    async def _lost(self, batch: _Open, exc: BadId, tally: _Tally, stored: int = 0) -> None:
+        """Give ``batch`` up: its provider answered an id that is no id (or the ledger holds
+        one, from an older version), which is never put in a URL, so no poll or read of it
+        can be made. It is abandoned, its keys pending again; no more batches are made this
+        run (the server that answered it would answer the next alike). ``stored``: the
+        records its results gave before the id was met."""
+        await self._update(batch.record.id, phase="abandoned", message=f"lost: {exc}")
+        tally.unrun += batch.record.requests - stored
+        self._given_up(exc)
 
     async def _counted(self, reading: _Reading, tally: _Tally) -> None:
         """Store what is left of ``reading`` and count what it stored."""
@@ -806,7 +830,12 @@ class _Reading:
 
     def _problem(self, line: ResultLine, why: str) -> None:
         tag = self._batch.record.id
-        self._problems.append(BatchProblem(tag, line.where, line.custom_id, why))
+        # The readers clip what they read; clipped again here, as the last step before the
+        # store, for any reader (a fake's, a future provider's) that did not. A line's place
+        # is a file id (at most 256) and its number: kept whole, as it keys the row.
+        where = clip(line.where, None, MAX_MESSAGE)
+        custom = None if line.custom_id is None else clip(line.custom_id)
+        self._problems.append(BatchProblem(tag, where, custom, clip(why, None, MAX_MESSAGE)))
         self.problems += 1
         if line.custom_id in self._keys and line.custom_id not in self._seen:
             self.problem_ids.add(line.custom_id)

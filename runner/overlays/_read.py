@@ -27,6 +27,8 @@ from conditions import (
     hint_sentences,
 )
 from runner._errors import RunnerError
+from runner.backends import clip
+from runner.backends._secrets import MAX_MESSAGE
 from runner.overlays._scene import AnswerView, Picture, QuestionView, Ring
 from runner.store import POLYGON_METRIC_NAMES
 from scoring import BoxScore, PolygonScore, draw_box, draw_polygon, select_part
@@ -292,8 +294,10 @@ def _answer(
         attempt=attempt,
         outcome=outcome,
         text=text,
-        error=error,
-        finish_reason=finish,
+        # Clipped as drawn: a store an older version wrote holds a server's texts uncut (a
+        # 200 KB finish reason on 348 answers made a 126 MB report, issue 37).
+        error=None if error is None else clip(error, limit=MAX_MESSAGE),
+        finish_reason=None if finish is None else clip(finish),
         hint=" ".join(hints) or None,
         picture=pictures.picture(question, known.image),
     )

@@ -11,7 +11,8 @@ questions) or :mod:`runner.simulator._boxes` (a box benchmark's, in its own answ
 Faults are decided per request in this order: authentication (when the spec names a key),
 the rate limit (a token bucket, a sliding or a fixed window: :mod:`runner.simulator._limiters`;
 429 with retry-after, and ``x-ratelimit-*`` headers on every reply), spent quota after K
-answers, connection resets, latency, 5xx and overload, and last malformed or truncated bodies.
+answers, connection resets, latency, 5xx and overload, and last malformed, truncated or deep
+bodies (1 MB of ``[``).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ _IMAGE_TOKEN = 28
 _PAUSE_POLL_S = 0.05  # how often a held call looks whether the simulator still pauses
 # The request id a client may choose (OpenAI's name for it): one per call, kept on retries.
 CALL_ID_HEADER = "X-Client-Request-Id"
+DEEP_BODY = b"[" * 1_000_000  # the deep fault's body (Faults.deep)
 # Most requests send the full image: index those first, the rarer variants only when needed.
 _INDEX_PASSES: tuple[tuple[Variant, ...], ...] = (("full",), ("half", "grey"))
 
@@ -178,6 +180,8 @@ class Simulator:
             return self._send(200, body[: len(body) // 3].replace(b"{", b"<"), headers)
         if fault == "truncated":
             return await self._truncated(request, body, headers)
+        if fault == "deep":
+            return self._send(200, DEEP_BODY, headers)
         return self._send(200, body, headers)
 
     def answer_line(self, path: str, raw: bytes, call_id: str | None) -> tuple[int, Doc]:
@@ -337,6 +341,7 @@ class Simulator:
             ("overloaded", f.overloaded),
             ("malformed", f.malformed),
             ("truncated", f.truncated),
+            ("deep", f.deep),
         ):
             if draw < rate:
                 self.stats.faults[name] += 1

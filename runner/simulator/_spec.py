@@ -78,6 +78,9 @@ class Faults(_Frozen):
     reset: Probability = 0.0  # connection dropped before any response
     malformed: Probability = 0.0  # 200 with a body that is not JSON
     truncated: Probability = 0.0  # 200 whose body stops half way
+    # 200 with a body of 1 MB of "[": JSON nested past any reader's depth (issue 37: it raised
+    # RecursionError out of the decoder and ended the whole run)
+    deep: Probability = 0.0
     latency_s: tuple[NonNegativeFloat, NonNegativeFloat] = (0.0, 0.0)  # uniform between
 
 

@@ -15,7 +15,8 @@ uploaded    its input file                    finds the batch by its tag, else c
 submitted   the provider's batch id           polls it
 ended       that it ended                     reads its results (again, if cut short)
 read        its results are stored            nothing: closed
-abandoned   it was never created              nothing: closed, its keys are pending again
+abandoned   it was never created, or was lost nothing: closed, its keys are pending again
+            (its provider's id was refused)
 =========== ================================= ==============================================
 """
 

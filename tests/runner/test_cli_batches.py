@@ -190,3 +190,25 @@ def test_cancel_given_only_the_store_sends_nothing_and_asks_for_the_experiment(
     message = str(done.exception)
     assert "--cancel needs the experiment file" in message and "\n" not in message
     assert OTHER_SECRET not in done.output
+
+
+def test_an_older_stores_hostile_ids_and_states_are_shown_short_and_without_the_key(
+    small_root: DataRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 37: an older version stored a server's id and state as given, and printed them.
+    monkeypatch.setenv(KEY_ENV, KEY)
+    dead = _dead_url()
+    echoed = _record("gb-echoed", base_url=dead, remote_id=f"batch_{KEY}",
+                     state="in_progress", provider_state="running\n" + "x" * 200_000)  # fmt: skip
+    huge = _record("gb-huge", base_url=dead, remote_id="batch_" + "y" * 10_000,
+                   state="in_progress", provider_state=f"in_progress {KEY}")  # fmt: skip
+    store = _store(tmp_path / "exp.duckdb", echoed, huge)
+    listed = runner.invoke(app, ["batches", str(store)])
+    experiment = _experiment(tmp_path / "exp.toml", store, small_root.images, dead)
+    cancelled = runner.invoke(app, ["batches", str(experiment), "--cancel"])
+    assert listed.exit_code == 0 and cancelled.exit_code == 1, cancelled.output
+    lines = cancelled.output.splitlines()
+    assert len(lines) == 2 and all("bad-id" in line and len(line) < 600 for line in lines)
+    assert "holds the API key" in lines[0] and "of 10,006 characters" in lines[1]
+    for output in (listed.output, cancelled.output):
+        assert KEY not in output and KEY[12:24] not in output and len(output) < 5_000

@@ -26,6 +26,7 @@ from conditions import (
     write_cohort,
 )
 from runner.simulator import Faults, SimSpec, Simulator
+from runner.store import read_only
 from tests.runner.distributed.conftest import KEY, simulator_thread
 from tests.runner.distributed.local import run_here
 from tests.runner.distributed.outcomes import Ledger, Results, results
@@ -127,6 +128,14 @@ SCENARIOS = {
             sim.stats.faults["truncated"] + sim.stats.faults["malformed"]
         ),
     ),
+    # Issue 37: 1 MB of "[" raised RecursionError out of the decoder and ended the run. No
+    # retry within the attempt: each such body is that attempt's stored error, sent next run.
+    "bodies-nested-too-deep": Scenario(
+        Faults(deep=0.2),
+        {"max_transport_retries": 0},
+        injected=("deep",),
+        paid_twice_at_most=lambda sim, ledger: sim.stats.faults["deep"],
+    ),
 }
 
 
@@ -156,3 +165,24 @@ def test_a_fault_costs_nothing_stored_and_ends_with_the_fault_free_results(
     ledger.check_final(reference)
     if scenario.top_up:
         assert runs == 2
+
+
+def test_a_body_nested_too_deep_is_its_attempts_stored_error_and_the_run_goes_on(
+    small_cohort: Cohort, small_root: DataRoot, tmp_path: Path
+) -> None:
+    # Issue 37, finding 1, through the driver's parts and a real worker: before, the first such
+    # body raised RecursionError out of the decoder and the run ended there.
+    place = _place(tmp_path, small_cohort, small_root)
+    spec = SimSpec(seed=SEED, faults=Faults(deep=0.2))
+    with simulator_thread(small_cohort, small_root, place.cache, spec) as (url, sim):
+        place.run(url, max_transport_retries=0)
+        deep = sim.stats.faults["deep"]
+    with read_only(place.store) as con:
+        errors = con.execute(
+            "SELECT outcome, error_message FROM responses WHERE error_message LIKE '%nested%'"
+        ).fetchall()
+        answered = con.execute("SELECT count(*) FROM responses WHERE outcome = 'answer'")
+        answers = (answered.fetchone() or (0,))[0]
+    assert deep > 0 and len(errors) == deep and answers > 50
+    for outcome, message in errors:
+        assert outcome == "transient" and "nested deeper than 64" in message and "\n" not in message
