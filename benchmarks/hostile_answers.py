@@ -7,6 +7,7 @@ each size in a child process, killed at ``--cap`` seconds; a shape whose read wa
 tried at larger sizes. Figures, not a test: the machine decides them. Run:
 
     .venv/bin/python -m benchmarks.hostile_answers [--cap 20] [--sizes 10000,40000,160000,1000000]
+        [--readers ref-adv,groundingme] [--shapes '[|{']
 
 To measure another revision's readers, run this file from a folder holding that revision's
 ``scoring/`` (``git archive REV scoring benchmarks | tar -x -C DIR``).
@@ -83,13 +84,14 @@ def main() -> None:
     parser.add_argument("--cap", type=float, default=20.0)
     parser.add_argument("--sizes", default="10000,40000,160000,1000000")
     parser.add_argument("--readers", default=",".join(READERS))
+    parser.add_argument("--shapes", default="|".join(SHAPES), help="names apart with '|'")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"seconds per read; '>{args.cap:g}' was cut at the cap, '-' not tried after it")
     print(f"{'reader':<17}{'shape':<22}" + "".join(f"{s:>10,}" for s in sizes))
     worst = 0.0
     for reader in args.readers.split(","):
-        for name in SHAPES:
+        for name in args.shapes.split("|"):
             cells, cut = [], False
             for size in sizes:
                 if cut:
