@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from scoring._json_tail import only_start
 from scoring._parse import parse_box
 
 Box = tuple[float, float, float, float]
@@ -31,16 +32,40 @@ ReaderName = Literal["groundbench", "ref-adv", "groundingme", "refbench-pro"]
 
 ZERO: Box = (0.0, 0.0, 0.0, 0.0)
 
-# Ref-Adv (run.py: FENCE_RE, _load_last_json_candidate, _collect_boxes).
-_FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+# Ref-Adv (run.py: FENCE_RE, _load_last_json_candidate, _collect_boxes). FENCE_RE is
+# r"```(?:json)?\s*(.*?)```"; here "json" and the spaces are taken whole (possessive), which
+# finds the same blocks: a block not found with them is not found with fewer, since no "```"
+# can begin among them. Without, a fence and a long run of spaces were tried once for each
+# length of the run, a scan of the rest of the answer each time (issue 37).
+_FENCED = re.compile(r"```(?:json)?+\s*+(.*?)```", re.DOTALL | re.IGNORECASE)
 _BOX_KEYS = ("bboxes", "boxes", "bbox", "bbox_2d", "predictions", "results", "objects",
              "coordinates")  # fmt: skip
-# GroundingME (evaluate.py: parse_bbox): greedy, from the first "{" to the last "}".
-_BBOX_2D = re.compile(r"\{.*\"bbox_2d\".*\}", re.DOTALL)
-_FOUR_NUMBERS = re.compile(r"(-?\d+(?:\.\d+)?)" + r"[\s,]+(-?\d+(?:\.\d+)?)" * 3)
-# RefBench-PRO (eval_qwen3vl.py: extract_bbox_from_response): no DOTALL, so within one line —
-# Qwen's multi-line ``[\n {"bbox_2d": [x1, y1, x2, y2], …}\n]`` yields the inner list.
-_BRACKETED = re.compile(r"\[(.*?)\]")
+# GroundingME (evaluate.py: parse_bbox): r"\{.*\"bbox_2d\".*\}" (DOTALL) searched, greedy —
+# from the first "{" to the last "}" with '"bbox_2d"' between them (``_bbox_object``).
+_BBOX_KEY = '"bbox_2d"'
+# evaluate.py's run of four numbers, r"(-?\d+(?:\.\d+)?)" + r"[\s,]+(-?\d+(?:\.\d+)?)" * 3,
+# with its numbers and separators taken whole (possessive) and no run begun inside a run of
+# digits. Neither changes a match: after a number or separators the pattern needs a character
+# that cannot continue them, so only the longest can be followed; and a run begun inside digits
+# fails wherever one begun at their first digit failed. Without, a run of digits was tried
+# from each of its digits and each length of it (issue 37).
+_NUMBER = r"\d++(?:\.\d++)?+"
+_FOUR_NUMBERS = re.compile(rf"((?:-|(?<!\d)){_NUMBER})" + rf"[\s,]++(-?{_NUMBER})" * 3)
+# RefBench-PRO (eval_qwen3vl.py: extract_bbox_from_response): r"\[(.*?)\]" found all, no DOTALL,
+# so within one line — Qwen's multi-line ``[\n {"bbox_2d": [x1, y1, x2, y2], …}\n]`` yields
+# the inner list. A match is a "[" and the text up to the first "]" after it on its line, so
+# ``_BRACKETED`` takes the same stretches (one with no "]" on its line is taken to the line's
+# end, where r"\[(.*?)\]" tried each "[" in it and scanned the rest of the line each time,
+# issue 37), and captures a content only if it is four fields ``float()`` reads apart (below):
+# the only contents ``_bracket_box`` reads a box from, its JSON numbers among them.
+_SPACE = r"[^\S\n]*"  # str.strip()'s and float()'s whitespace, a line's
+_DIGITS = r"\d(?:_?\d)*"  # float(): Unicode decimal digits, an underscore between two
+_FLOAT = (
+    rf"{_SPACE}[+-]?(?:[nN][aA][nN]|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?"
+    rf"|(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?){_SPACE}"
+)
+_BRACKETED = re.compile(rf"\[(?:((?>{_FLOAT}),(?>{_FLOAT}),(?>{_FLOAT}),(?>{_FLOAT}))\]"
+                        r"|[^\]\n]*+\]?)")  # fmt: skip
 
 # What the JSON decoder and float() raise on text that is no number or no JSON: a syntax error
 # or a number of over 4,300 digits (ValueError), nesting deeper than the interpreter allows
@@ -97,17 +122,21 @@ def _last_json(text: str) -> Any:
             return _shallow(json.loads(chunk))
         except _UNREADABLE:
             continue
-    tail = text.rstrip()
-    decoder = json.JSONDecoder()
-    for start, char in enumerate(tail):
-        if char in "[{":
-            try:
-                value, end = decoder.raw_decode(tail, start)
-                if end == len(tail):
-                    return _shallow(value)
-            except _UNREADABLE:
-                continue
-    return None
+    return _json_ending(text.rstrip())
+
+
+def _json_ending(tail: str) -> Any:
+    """The JSON array or object that ends ``tail``, decoded from its first ``[`` or ``{``
+    that gives one, as run.py decodes from each in turn; at most one can (``only_start``), so
+    only that one is decoded."""
+    start = only_start(tail)
+    if start is None:
+        return None
+    try:
+        value, end = json.JSONDecoder().raw_decode(tail, start)
+        return _shallow(value) if end == len(tail) else None
+    except _UNREADABLE:
+        return None
 
 
 def _first_box(value: Any) -> Box | None:
@@ -133,10 +162,10 @@ def _first_box(value: Any) -> Box | None:
 
 
 def _groundingme(text: str) -> Box | None:
-    found = _BBOX_2D.search(text)
+    found = _bbox_object(text)
     if found is not None:
         try:
-            value = _shallow(json.loads(found.group(0)))["bbox_2d"]
+            value = _shallow(json.loads(found))["bbox_2d"]
             if value is None:
                 return ZERO
             if isinstance(value, list) and len(value) == 4:
@@ -145,6 +174,17 @@ def _groundingme(text: str) -> Box | None:
             pass
     runs = _FOUR_NUMBERS.findall(text)
     return _floats([float(v) for v in runs[-1]]) if runs else None
+
+
+def _bbox_object(text: str) -> str | None:
+    """What evaluate.py's pattern finds: from the first "{" to the last "}", if '"bbox_2d"'
+    lies between them. Searched by the regex engine, a "{" it failed from was tried again
+    from each later one, a scan of the rest each time (issue 37); where the first fails, every
+    later one fails too."""
+    first, last = text.find("{"), text.rfind("}")
+    if first < 0 or last < 0 or text.find(_BBOX_KEY, first + 1, last) < 0:
+        return None
+    return text[first : last + 1]
 
 
 def _float(value: object) -> float:
@@ -160,6 +200,8 @@ def _float(value: object) -> float:
 
 def _refbench_pro(text: str) -> Box | None:
     for content in reversed(_BRACKETED.findall(text)):
+        if not content:  # a stretch no box can be read from
+            continue
         box = _bracket_box(content)
         if box is not None:
             return box
