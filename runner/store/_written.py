@@ -19,12 +19,17 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
+import stat
+import subprocess
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
 
+from runner.store._errors import StoreError
+
+_NOTE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _RECORD = 96  # bytes, rewritten in place: one short write the kernel copies whole
 _FORMAT = "groundbench written 1 responses={} scores={} batches={}"
 _PARSE = re.compile(r"groundbench written 1 responses=(\d+) scores=(\d+) batches=(\d+)")
@@ -47,11 +52,21 @@ def note_path(store: Path) -> Path:
 
 
 def noted(store: Path) -> Written | None:
-    """What the note beside ``store`` says was written; None without a readable note."""
+    """What the note beside ``store`` says was written; None without a readable note (or
+    with one that is no plain file of this user's: a link, a pipe, another's)."""
     try:
-        text = note_path(store).read_bytes()[:_RECORD].decode("ascii").rstrip()
+        fd = os.open(note_path(store), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        seen = os.fstat(fd)
+        if not stat.S_ISREG(seen.st_mode) or seen.st_uid != os.getuid():
+            return None
+        text = os.pread(fd, _RECORD, 0).decode("ascii").rstrip()
     except (OSError, UnicodeDecodeError):
         return None
+    finally:
+        os.close(fd)
     match = _PARSE.fullmatch(text)
     return Written(*(int(g) for g in match.groups())) if match else None
 
@@ -76,7 +91,14 @@ class Note:
         if store.name.startswith(":memory:"):  # DuckDB's in-memory store: no file, no log
             return
         with contextlib.suppress(OSError):  # no note (a read-only folder?): nothing claimed
-            self._fd = os.open(note_path(store), os.O_WRONLY | os.O_CREAT, 0o644)
+            fd = os.open(note_path(store), _NOTE_FLAGS, 0o644)
+            # A plain file of this user's only: a link there is refused by O_NOFOLLOW, and a
+            # note of another's (or a device, a pipe) is left alone, never written.
+            seen = os.fstat(fd)
+            if stat.S_ISREG(seen.st_mode) and seen.st_uid == os.getuid():
+                self._fd = fd
+            else:
+                os.close(fd)
 
     def write(self, written: Written) -> None:
         """Rewrite the note in place (no sync: a killed process's writes reach the file; a
@@ -103,7 +125,13 @@ def loss(store: Path, claimed: Written, found: Written) -> str | None:
     lost = _lost(claimed, found)
     if lost is None:
         return None
-    kept = keep_as_found(store)
+    try:
+        kept = keep_as_found(store)
+    except OSError as exc:  # nothing written yet: the run stops rather than lose the evidence
+        raise StoreError(
+            f"{_fewer(store, claimed, lost)} are lost, and the store as found could not be kept "
+            f"({exc}); free space beside it, or copy {store.name} and its .wal aside, then rerun"
+        ) from None
     return (
         f"{_fewer(store, claimed, lost)} are lost; their requests are pending again: a rerun "
         f"sends them again, and they are paid twice; the store as it opened is copied to "
@@ -150,16 +178,41 @@ def _fewer(store: Path, claimed: Written, lost: Written) -> str:
 
 def keep_as_found(store: Path) -> Path:
     """Copy ``store`` and its log to the first free ``<store>.damaged[.N]`` (its log beside
-    it as DuckDB names one, so the copy opens as the store was)."""
+    it as DuckDB names one, so the copy opens as the store was).
+
+    The copy is made by a child process: this one holds DuckDB's lock on the file, and closing
+    any descriptor of a file drops every POSIX lock the process holds on it — a copy made here
+    would leave the store open to a second writer for the rest of the run. Each copy is created
+    anew (``O_EXCL``), so a link planted at its name is never written through.
+    """
     base, n = store.with_name(f"{store.name}.damaged"), 0
-    copy = base
-    while copy.exists() or _log(copy).exists():
+    while True:
+        copy = base if n == 0 else base.with_name(f"{base.name}.{n}")
+        pairs = [(store, copy)] + ([(_log(store), _log(copy))] if _log(store).exists() else [])
+        done = subprocess.run(
+            [sys.executable, "-c", _COPY, *(str(p) for pair in pairs for p in pair)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if done.returncode == 0:
+            return copy
+        if done.returncode != _TAKEN:
+            why = done.stderr.strip().splitlines()[-1:] or ["no reason given"]
+            raise OSError(f"cannot copy {store} to {copy.name}: {why[0]}")
         n += 1
-        copy = base.with_name(f"{base.name}.{n}")
-    shutil.copyfile(store, copy)
-    if _log(store).exists():
-        shutil.copyfile(_log(store), _log(copy))
-    return copy
+
+
+_TAKEN = 3  # the child's exit status when a copy's name (or its log's) is taken
+# (source, copy) pairs from argv; every copy's name is checked free first, then each is made
+# with O_EXCL (a name taken since, or a link there, fails rather than being written through).
+_COPY = """
+import os, shutil, sys
+pairs = list(zip(sys.argv[1::2], sys.argv[2::2]))
+if any(os.path.lexists(c) for _, c in pairs):
+    sys.exit(3)
+for source, copy in pairs:
+    with open(source, "rb") as read, open(copy, "xb") as write:
+        shutil.copyfileobj(read, write)
+"""
 
 
 def _log(path: Path) -> Path:

@@ -24,6 +24,7 @@ from runner.store import (
     read_only,
 )
 from runner.store._written import Note, Written, noted
+from tests.runner.store.locks import lock_held
 
 QIDS = [f"q{i}" for i in range(1, 7)]
 
@@ -128,6 +129,9 @@ def test_a_log_cut_in_half_says_how_many_responses_are_lost_and_keeps_the_store_
     cut, found = wal.read_bytes(), path.read_bytes()
     with caplog.at_level(logging.WARNING, logger="groundbench.store"):
         store = Store(path)
+    # The copy was made by another process: closing a descriptor of the file here would have
+    # dropped this process's lock on it, and a second run could open the live store.
+    assert lock_held(path)
     kept = {p.qid for p in store.pending()} ^ set(QIDS)  # no row: pending again, sent again
     store.close()
     lost = len(QIDS) - len(kept)
@@ -171,6 +175,31 @@ def test_a_log_cut_in_half_is_said_by_a_reading_too_which_changes_nothing(
     assert lost > 0 and "\n" not in warning
     # A reading writes nothing: the log and the note stay as found, for the run to copy.
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_a_link_at_the_notes_name_or_the_copys_is_never_written_through(
+    killed: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "exp.duckdb"
+    wal = _with_note(killed, path)
+    wal.write_bytes(wal.read_bytes()[: wal.stat().st_size // 2])
+    claimed = noted(path)
+    # Someone who may write beside the store plants links: the copy's name points at a file
+    # not yet made, and (after the copy) the note's name at a file of the user's.
+    elsewhere, victim = tmp_path / "elsewhere", tmp_path / "victim.txt"
+    Path(f"{path}.damaged").symlink_to(elsewhere)
+    with caplog.at_level(logging.WARNING, logger="groundbench.store"):
+        Store(path).close()
+    assert not elsewhere.exists()  # the copy went to the next free name instead
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning.endswith("copied to exp.duckdb.damaged.1 (with its log)")
+    assert claimed is not None and Path(f"{path}.damaged.1").stat().st_size > 0
+    victim.write_text("the user's own words\n")
+    Path(f"{path}.written").unlink()
+    Path(f"{path}.written").symlink_to(victim)
+    assert noted(path) is None  # a link claims nothing
+    Store(path).close()
+    assert victim.read_text() == "the user's own words\n"
 
 
 def test_an_intact_log_is_no_loss_and_no_copy(

@@ -3,8 +3,6 @@ a slow query is stopped at its limit and never holds up the writer."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from runner.store import GridRow, Registration, Result, Store, StoreError, query_store
+from tests.runner.store.locks import lock_held
 from tests.runner.store.rows import attempt_row
 
 ROWS = 3  # the grid rows every store here holds
@@ -138,15 +137,6 @@ def test_a_slow_query_holds_up_no_write_and_its_cancel_stops_it(running: Store) 
     assert running.read("SELECT count(*) FROM responses")[1] == [(3,)]
 
 
-def _lock_held(path: Path) -> bool:
-    """Whether another process is refused the file read-write (as a second run's store is)."""
-    opening = "import duckdb, sys; duckdb.connect(sys.argv[1]).close()"
-    opened = subprocess.run(
-        [sys.executable, "-c", opening, str(path)], capture_output=True, text=True, timeout=120
-    )
-    return opened.returncode != 0 and "lock" in opened.stderr.lower()
-
-
 # Queries that name the store's own files, which DuckDB lets a query read with external access
 # off. Opening the file a second time in the process that holds it, then closing it, drops that
 # process's POSIX lock: another process could then open the live store read-write.
@@ -159,6 +149,10 @@ OWN_FILES = [
     "SELECT * FROM query('SELECT * FROM read_blob(''{path}'')')",
     "EXPLAIN ANALYZE SELECT * FROM read_blob('{path}')",
     "SELECT * FROM '{path}'",
+    # A scalar that binds the SQL in its string (so opens its file) past the parse-tree check.
+    "SELECT json_serialize_plan('SELECT * FROM read_csv(''{path}'')') IS NOT NULL",
+    "SELECT JSON_SERIALIZE_PLAN('FROM sniff_csv(''{path}'')', optimize := true)",
+    "SELECT 1 WHERE (SELECT main.json_serialize_plan('FROM read_text(''{path}'')')) IS NULL",
 ]
 
 
@@ -166,14 +160,14 @@ OWN_FILES = [
 def test_a_query_naming_the_stores_own_file_is_refused_and_the_lock_holds(
     running: Store, template: str
 ) -> None:
-    assert _lock_held(running.path)
+    assert lock_held(running.path)
     running.write_responses([attempt_row("q1")])  # a log to read, as a run has
     refused = ""
     try:
         running.read(template.format(path=running.path))
     except StoreError as exc:
         refused = str(exc)
-    assert _lock_held(running.path)  # the lock before the refusal is checked: what failed
+    assert lock_held(running.path)  # the lock before the refusal is checked: what failed
     assert "reads the store and nothing else" in refused or "no table or view" in refused
     assert "\n" not in refused
 
