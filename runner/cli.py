@@ -330,9 +330,10 @@ def run(
     address: Annotated[
         str | None,
         typer.Option(
-            help="Ray cluster to join, HOST:PORT, or auto: the one `ray start` started on this "
-            "machine [default: $RAY_ADDRESS, else a local Ray of the run's own, never one it "
-            "was not told to join]."
+            help="Ray cluster to join: HOST:PORT, or auto (Ray's search: the cluster the "
+            "machine's last `ray start` noted, anyone's; only where no one else starts Ray, "
+            "e.g. your cluster's head node) [default: $RAY_ADDRESS, else a local Ray of the "
+            "run's own, never one it was not told to join]."
         ),
     ] = None,
     wait_on_quota: Annotated[

@@ -76,7 +76,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    NonNegativeFloat,
     PositiveInt,
     ValidationError,
     model_validator,
@@ -117,12 +116,18 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+# Far above any provider's price, and low enough that no sum of a run's costs overflows
+# (1e308 $/Mtok is finite, but its cost of a million tokens is inf, and inf - inf is nan).
+MAX_PRICE_PER_MTOK = 100_000.0
+Price = Annotated[float, Field(ge=0.0, le=MAX_PRICE_PER_MTOK)]
+
+
 class Prices(_Frozen):
     """US dollars per million tokens; reasoning tokens are billed as output. A batch's tokens
     cost ``batch_rate`` of the online price (OpenAI, DashScope and Gemini bill half)."""
 
-    input_per_mtok: NonNegativeFloat = 0.0
-    output_per_mtok: NonNegativeFloat = 0.0
+    input_per_mtok: Price = 0.0
+    output_per_mtok: Price = 0.0
     batch_rate: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:

@@ -102,6 +102,10 @@ def test_a_good_file_resolves_paths_against_its_folder(tmp_path: Path) -> None:
             ("output_per_mtok = 1.6", "output_per_mtok = -inf"),
             ".prices.output_per_mtok: Input should be a fin",
         ),
+        (  # finite, but its cost of a million tokens is not
+            ("input_per_mtok = 0.2", "input_per_mtok = 1e308"),
+            ".prices.input_per_mtok: Input should be less than or equal to 100000",
+        ),
         (
             ("max_concurrency = 32", "batch = { poll_s = inf }"),
             "backends.qwen.batch.poll_s: Input should be a",
