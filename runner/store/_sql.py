@@ -102,7 +102,9 @@ def check_query(sql: str) -> None:
 
 def check_timeout(timeout_s: float) -> None:
     """Refuse a time limit past :data:`MAX_QUERY_TIMEOUT_S` (or not above 0)."""
-    if not 0 < timeout_s <= MAX_QUERY_TIMEOUT_S:
+    if not timeout_s > 0:  # nan too
+        raise StoreError(f"a query's time limit is a number of seconds above 0, not {timeout_s:g}")
+    if not timeout_s <= MAX_QUERY_TIMEOUT_S:
         raise StoreError(
             f"a query runs for at most {MAX_QUERY_TIMEOUT_S:g} s, not {timeout_s:g} (--timeout); "
             "narrow it (WHERE, LIMIT) to answer sooner"

@@ -126,11 +126,13 @@ def test_the_time_limit_is_short_unless_asked_and_bounded(
     refusals: list[Callable[[], object]] = [
         lambda: service.run("SELECT 1", 86_400.0, "t"),
         lambda: query_store(path, "SELECT 1", timeout_s=601.0),
-        lambda: service.run("SELECT 1", 0.0, "t"),
     ]
     for refused in refusals:
         with pytest.raises(StoreError, match=r"a query runs for at most 600 s, not \S+") as said:
             refused()
         assert "\n" not in str(said.value)
+    for below in (0.0, -5.0, float("nan")):
+        with pytest.raises(StoreError, match=r"a number of seconds above 0, not (0|-5|nan)$"):
+            service.run("SELECT 1", below, "t")
     with pytest.raises(StoreError, match=r"stopped at its time limit of 0\.2 s"):
         service.run(ENDLESS, 0.2, "short")
