@@ -17,14 +17,8 @@ async def serving_posts(handler: Handler) -> AsyncIterator[str]:
     """Serve ``handler`` for every POST path; yields the server's base URL."""
     app = web.Application()
     app.router.add_post("/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
+    async with _served(app) as url:
+        yield url
 
 
 @dataclass
@@ -50,6 +44,13 @@ async def listening(listener: Listener) -> AsyncIterator[str]:
     """Serve ``listener`` on loopback, port 0, for every method and path: its base URL."""
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", listener._answer)
+    async with _served(app) as url:
+        yield url
+
+
+@asynccontextmanager
+async def _served(app: web.Application) -> AsyncIterator[str]:
+    """``app`` on loopback, port 0, for the block: its base URL."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

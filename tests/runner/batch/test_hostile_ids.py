@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from conditions import Cohort, DataRoot, VariantCache, task_of
 from runner.backends import ApiKey, Origin, holds_key, provider_named
@@ -32,6 +30,7 @@ from runner.simulator import SimSpec, Simulator, serving
 from runner.simulator import _openai_batches as simulated
 from runner.store import BatchKey, BatchRecord
 from runner.summary import batch_lines
+from tests.runner.backends.loopback import Listener, listening
 from tests.runner.batch.test_runner import QWEN, Rig, _configuration, _rig, inline, no_wait
 from tests.runner.test_against_simulator import CLEAN, KEY
 
@@ -78,33 +77,13 @@ def test_a_gemini_batch_naming_a_hostile_batch_or_file_is_refused(name: str) -> 
 # -- never in a URL --------------------------------------------------------------------------------
 
 
-@asynccontextmanager
-async def _recording(paths: list[str]) -> AsyncIterator[str]:
-    """A server on loopback that notes every request's path and answers 404."""
-
-    async def note(request: web.Request) -> web.Response:
-        paths.append(request.path_qs)
-        return web.json_response({"error": {"message": "no"}}, status=404)
-
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", note)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
-
-
 @pytest.mark.parametrize("name", HOSTILE)
 def test_an_id_an_older_version_stored_is_never_put_in_a_url(name: str) -> None:
     hostile = HOSTILE[name]
-    paths: list[str] = []
+    server = Listener(status=404)
 
     async def main() -> tuple[object, ...]:
-        async with _recording(paths) as url, aiohttp.ClientSession() as session:
+        async with listening(server) as url, aiohttp.ClientSession() as session:
             qwen = OpenAIBatches(session, provider_named("qwen"), "m", url + "/v1", API_KEY,
                                  origin=Origin.of(url))  # fmt: skip
             gemini = GeminiBatches(session, "m", url + "/v1beta", API_KEY, origin=Origin.of(url))
@@ -114,7 +93,7 @@ def test_an_id_an_older_version_stored_is_never_put_in_a_url(name: str) -> None:
             return tuple(await asyncio.gather(*calls, return_exceptions=True))
 
     refused = asyncio.run(main())
-    assert paths == []  # not one request left
+    assert server.seen == []  # not one request left
     assert all(isinstance(e, BadId) for e in refused), refused
     assert not any(holds_key(str(e), API_KEY) for e in refused)
 
@@ -176,6 +155,20 @@ def _nothing_stored_holds_it(rig: Rig) -> None:
         assert "X-Injected" not in text or "\\n" in text  # a newline only ever shown escaped
 
 
+def _one_hostile_batch(
+    cohort: Cohort, root: DataRoot, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, **field: str
+) -> tuple[Rig, int, BatchRunner, BatchRecord]:
+    """A run whose batch objects carry ``field`` as the server gives it: the rig, its pending
+    requests before, the runner, and the one batch it recorded (nothing stored holds the key)."""
+    rig = _rig(cohort, root, tmp_path, SimSpec(behaviour=CLEAN))
+    requests = len(rig.store.pending())
+    _hostile_batches(monkeypatch, **field)
+    runner = _run_against_simulator(rig, cohort, root)
+    _nothing_stored_holds_it(rig)
+    (record,) = rig.store.batches()
+    return rig, requests, runner, record
+
+
 @pytest.mark.parametrize("name", HOSTILE)
 def test_a_batch_created_under_a_hostile_id_is_not_made_and_the_run_says_so_once(
     name: str,
@@ -184,12 +177,9 @@ def test_a_batch_created_under_a_hostile_id_is_not_made_and_the_run_says_so_once
     tmp_path: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    rig = _rig(small_cohort, small_root, tmp_path, SimSpec(behaviour=CLEAN))
-    requests = len(rig.store.pending())
-    _hostile_batches(monkeypatch, id=HOSTILE[name])
-    runner = _run_against_simulator(rig, small_cohort, small_root)
-    _nothing_stored_holds_it(rig)
-    (record,) = rig.store.batches()  # one tried; no more made after it
+    rig, requests, runner, record = _one_hostile_batch(
+        small_cohort, small_root, tmp_path, monkeypatch, id=HOSTILE[name]
+    )  # one tried; no more made after it
     assert record.phase == "abandoned" and record.remote_id is None
     assert (record.message or "").startswith("not created: fatal (no response bad-id): ")
     assert len(rig.store.pending()) == requests  # nothing lost: every request is pending
@@ -208,12 +198,9 @@ def test_a_batch_that_ends_naming_a_hostile_output_file_is_lost_not_read(
     tmp_path: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    rig = _rig(small_cohort, small_root, tmp_path, SimSpec(behaviour=CLEAN))
-    requests = len(rig.store.pending())
-    _hostile_batches(monkeypatch, output_file_id=HOSTILE[name])
-    runner = _run_against_simulator(rig, small_cohort, small_root)
-    _nothing_stored_holds_it(rig)
-    (record,) = rig.store.batches()
+    rig, requests, runner, record = _one_hostile_batch(
+        small_cohort, small_root, tmp_path, monkeypatch, output_file_id=HOSTILE[name]
+    )
     assert record.phase == "abandoned" and record.output_file is None
     assert (record.message or "").startswith("lost: fatal (no response bad-id): ")
     assert "output_file_id" in (record.message or "")

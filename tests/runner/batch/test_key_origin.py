@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from conditions import Cohort, DataRoot, RequestKey, VariantCache, plan, task_of
+from conditions import Cohort, DataRoot, RequestKey, VariantCache, task_of
 from runner.backends import ApiKey, OffOrigin, Origin, call_id, provider_named
 from runner.batch import BatchSettings, RemoteBatch
 from runner.batch._gemini import GeminiBatches
@@ -23,23 +23,13 @@ from runner.distributed import StorePort
 from runner.distributed._batch_worker import BatchSpec, BatchWorker
 from runner.distributed._report import BatchReport
 from runner.simulator import BatchFaults, SimSpec, Simulator, serving
-from runner.store import BatchKey, BatchRecord, GridRow, Registration, Store
+from runner.store import BatchKey, BatchRecord
 from runner.summary import batch_lines
 from tests.runner.backends.loopback import Listener, listening, serving_posts
-from tests.runner.distributed.test_worker import CLEAN, QWEN, _configuration
+from tests.runner.distributed.test_worker import CLEAN, QWEN, _configuration, _store
 
 KEY = "sk-origin-run-0123456789abcdef"
 NOW = datetime(2025, 1, 2, 3, 4, tzinfo=UTC)
-
-
-def _store(path: Path, cohort: Cohort) -> Store:
-    store = Store(path)
-    keys = plan(cohort, [_configuration("http://unused")], budgets=(8, 16), box=False)
-    store.register(
-        [Registration(QWEN.name, "p" * 64, "qwen", QWEN.model, 3, "{}")],
-        [GridRow(k.configuration, k.condition, k.budget, k.qid, 3) for k in keys],
-    )
-    return store
 
 
 def _record(tag: str, base_url: str, remote_id: str) -> BatchRecord:

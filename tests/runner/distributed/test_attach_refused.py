@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from conditions import DataRoot
-from runner.cli import main
 from runner.distributed import _ray
 from runner.distributed._address import here, note_path, write_note
 from runner.distributed._ray import WAIT_VARIABLE
+from tests.runner.console import run_console
 from tests.runner.distributed.conftest import write_experiment
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -141,17 +141,6 @@ def test_a_forged_note_gets_no_token_and_no_byte(
     )
 
 
-def _groundbench(
-    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str
-) -> tuple[object, str]:
-    """The console script run in this process, as a user runs it: its exit code and stderr."""
-    monkeypatch.setattr(sys, "argv", ["groundbench", *args])
-    capfd.readouterr()
-    with pytest.raises(SystemExit) as exited:
-        main()
-    return exited.value.code, capfd.readouterr().err
-
-
 def test_a_note_others_may_write_is_one_line(
     experiment_store: Path,
     small_root: DataRoot,
@@ -162,7 +151,7 @@ def test_a_note_others_may_write_is_one_line(
     path = _experiment(tmp_path, experiment_store, small_root)
     write_note(experiment_store, here("127.0.0.1:6379", "groundbench", token_auth=True))
     note_path(experiment_store).chmod(0o644)
-    code, err = _groundbench(capfd, monkeypatch, "monitor", str(path))
+    code, err = run_console(capfd, monkeypatch, "monitor", str(path))
     assert code == 2
     assert err == (
         f"groundbench: {note_path(experiment_store)}: not followed: its mode is 0644, open to "
@@ -183,7 +172,7 @@ def test_an_address_that_accepts_and_never_answers_ends_in_one_line_at_the_bound
     path = _experiment(tmp_path, experiment_store, small_root)
     monkeypatch.setattr(_ray, "ATTACH_WAIT_S", 0.5)
     with _listener(answers=False) as listener:
-        code, err = _groundbench(capfd, monkeypatch, "monitor", str(path),
+        code, err = run_console(capfd, monkeypatch, "monitor", str(path),
                                  "--address", listener.address)  # fmt: skip
     assert code == 2
     assert err == (

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 import runner.store._store as store_module
-from runner.cli import main
 from runner.store import (
     BatchRecord,
     GridRow,
@@ -24,6 +23,7 @@ from runner.store import (
     read_only,
 )
 from runner.store._written import Note, Written, noted
+from tests.runner.console import run_console
 from tests.runner.store.locks import lock_held
 
 QIDS = [f"q{i}" for i in range(1, 7)]
@@ -318,17 +318,6 @@ _BLOCK = 262_144  # DuckDB's block; the file's three 4 KiB headers come first
 _SQL = "SELECT count(*), max(answer), max(error_message) FROM responses"
 
 
-def _groundbench(
-    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str
-) -> tuple[object, str]:
-    """The console script run in this process, as a user runs it: its exit code and stderr."""
-    monkeypatch.setattr(sys, "argv", ["groundbench", *args])
-    capfd.readouterr()
-    with pytest.raises(SystemExit) as exited:
-        main()
-    return exited.value.code, capfd.readouterr().err
-
-
 def test_a_damaged_store_file_is_one_line_from_sql_and_report(
     tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -352,7 +341,7 @@ def test_a_damaged_store_file_is_one_line_from_sql_and_report(
         if offset == 12_288 + 100:  # the report reads the catalogue first, as sql does
             commands.append(["report", str(path)])
         for command in commands:
-            code, stderr = _groundbench(capfd, monkeypatch, *command)
+            code, stderr = run_console(capfd, monkeypatch, *command)
             if code in (0, None):
                 continue  # the damage lies where this command does not read
             lines = stderr.strip().splitlines()
