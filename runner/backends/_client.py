@@ -161,7 +161,9 @@ class Backend:
         base_url = transport.base_url or self.provider.base_url
         self.url = self.wire.url(base_url)
         _refuse_key_in(configuration.name, {"model": configuration.model, "URL": self.url}, key)
-        self.origin = configured_origin(f"configuration {configuration.name}", base_url)
+        origin = configured_origin(f"configuration {configuration.name}", base_url)
+        # Where each call goes, checked once: the URL is the configured base_url's, fixed here.
+        self._send_to = origin.check(self.url, key)
         self._wait = waiting(transport.retry_backoff_s)
         # Configurations on one account share its limits: the caller passes one limiter to all.
         self.limiter = limiter or RateLimiter.for_transport(transport, clock=clock)
@@ -296,12 +298,11 @@ class Backend:
         retries: int,
         started: datetime,
     ) -> Exchange:
-        url = self.origin.check(self.url, self._key)  # the key goes to the configured origin only
         self.calls_sent += 1  # the POST goes on the wire now
         begun = self.clock()
         try:
             async with session.post(
-                url,
+                self._send_to,
                 data=PartsPayload(body),
                 headers=headers,
                 timeout=self._timeout,

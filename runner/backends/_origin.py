@@ -77,7 +77,8 @@ class Origin:
             ``url`` is at another origin (one line naming both, ``key`` redacted from it).
         """
         try:
-            theirs = Origin.of(url)
+            parsed = _parsed(url)
+            theirs = Origin.of(parsed)
         except OffOrigin as exc:
             raise OffOrigin(
                 redact(f"{exc.message}; the backend's base_url is at {self}", key)
@@ -90,7 +91,7 @@ class Origin:
                     key,
                 )
             )
-        return _parsed(url)
+        return parsed
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
