@@ -2,9 +2,12 @@
 say what the calls left will cost and take, before anything is paid for at scale.
 
 One call per configuration and decoding its conditions send (the base decoding, a thinking
-setting, a temperature): a real request of the grid (its smallest budget, its first
-question), so the endpoint, the key, the model, the image and every decoding setting are
-proved together. These calls are not stored: a check never changes what a run will send. A
+setting, a temperature): a real request of the grid still to make (its smallest budget, its
+first question pending), so the endpoint, the key, the model, the image and every decoding
+setting are proved together. A run's pre-flight keeps each call as that request's attempt
+(:attr:`Probe.record`: the run stores it, and does not send it again), and hands on what the
+calls left on each backend's account (:attr:`CheckReport.accounts`: the run's limiters count
+them); ``groundbench check`` stores nothing, so a check never changes what a run will send. A
 call gets at most :data:`PROBE_RETRIES` transport retries within :data:`PROBE_RETRY_TIME_S`,
 so a check answers within a minute or two.
 
@@ -18,8 +21,9 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from conditions import (
@@ -33,11 +37,19 @@ from conditions import (
     task_of,
 )
 from runner._errors import RunnerError
+from runner._port import Traffic
 from runner.backends import (
     DEFAULT_OUTPUT_ESTIMATE,
+    Account,
+    AttemptRecord,
     Backend,
     CallError,
+    RateLimiter,
+    Sender,
+    answer_record,
+    error_record,
     key_for,
+    parses,
     rough_input_tokens,
     what_to_do,
 )
@@ -54,7 +66,7 @@ from runner.estimate import (
 from runner.experiment import Experiment
 from runner.plan import grid_of
 from runner.simulator import Simulator, serving
-from runner.store import Progress, Store
+from runner.store import Pending, Progress, Store
 
 PROBE_RETRIES = 2
 PROBE_RETRY_TIME_S = 60.0
@@ -74,6 +86,7 @@ class Probe:
     output_tokens: int | None = None
     latency_s: float | None = None
     dollars: float = 0.0  # its tokens at the backend's prices
+    record: AttemptRecord | None = None  # the call as the grid's attempt (None: not sent)
 
     @property
     def ok(self) -> bool:
@@ -87,6 +100,8 @@ class CheckReport:
     probes: tuple[Probe, ...]
     costs: tuple[CostEstimate, ...]
     walls: tuple[WallEstimate, ...]
+    accounts: Mapping[str, Account] = field(default_factory=dict)  # by backend: calls sent
+    traffic: Traffic = field(default_factory=Traffic)  # every HTTP call the probes made
 
     @property
     def ok(self) -> bool:
@@ -102,11 +117,30 @@ class CheckReport:
         """What the check's own calls cost."""
         return sum(p.dollars for p in self.probes)
 
+    @property
+    def records(self) -> tuple[AttemptRecord, ...]:
+        """The calls as the grid's attempts (a pre-flight's; a check keeps none)."""
+        return tuple(p.record for p in self.probes if p.record is not None)
+
     def input_per_call(self, configurations: Sequence[str]) -> float:
         """The largest estimated input per call among ``configurations`` (0 where none is
         estimated): what the spending cap's bound on a call's input starts from."""
         inputs = [c.tokens.input for c in self.costs if c.configuration in configurations]
         return max(inputs, default=0.0)
+
+
+# The store's requests left, by configuration: each with the attempt it makes next. A
+# configuration the store has not registered is left whole, from attempt 0.
+Left = Mapping[str, Mapping[RequestKey, int]]
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One check call to make: the condition it proves, its request, and its attempt."""
+
+    condition: str
+    request: Request
+    attempt: int = 0
 
 
 async def check(
@@ -118,11 +152,15 @@ async def check(
     call: bool = True,
     only_real: bool = False,
     cap: float | None = None,
+    left: Left | None = None,
+    as_grid: bool = False,
 ) -> CheckReport:
     """Call each configuration once per decoding (unless ``call`` is false), then estimate
     the calls left from ``stored`` (the store's progress: what is complete, and the tokens of
     its answers). ``only_real``: call no simulated backend (a run's pre-flight). ``cap``: the
-    run's spending cap, which the calls' worst case must fit before any is made.
+    run's spending cap, which the calls' worst case must fit before any is made. ``left``:
+    the requests the store has left, among which the calls are chosen. ``as_grid``: each
+    call is the grid's attempt, under its id, and its record is kept (a run's pre-flight).
 
     Raises
     ------
@@ -133,37 +171,48 @@ async def check(
     async with _simulator(experiment, questions, wanted=call and not only_real) as url:
         configurations = [experiment.configuration(c, url) for c in experiment.configurations]
         builder = task_of(questions).builder(experiment.images, VariantCache(_cache(experiment)))
+        left = left or {}
         requests = {
-            c.name: probe_requests(experiment, questions, c, builder) for c in configurations
+            c.name: probe_requests(experiment, questions, c, builder, left.get(c.name))
+            for c in configurations
         }
         sim_key = experiment.simulator_key
         probes: list[Probe] = []
+        limiters: dict[str, RateLimiter] = {}
+        traffic = Traffic()
         if call:
             chosen = [
-                (c, condition, request)
+                (c, asked)
                 for c in configurations
                 if not (only_real and experiment.backends[backend_of[c.name]].simulated)
-                for condition, request in requests[c.name]
+                for asked in requests[c.name]
             ]
             if cap is not None:
                 rough = _costs(experiment, questions, configurations, requests, (), stored, None)
-                _fits(experiment, backend_of, rough, [c for c, _, _ in chosen], cap)
+                _fits(experiment, backend_of, rough, [c for c, _ in chosen], cap)
+            # One limiter per backend, as a run has: the calls of one account count together.
+            for c, _ in chosen:
+                limiters.setdefault(backend_of[c.name], RateLimiter.for_transport(c.transport))
             calls = [
                 _probe(
                     c,
                     backend_of[c.name],
-                    condition,
-                    request,
+                    asked,
                     sim_key if experiment.backends[backend_of[c.name]].simulated else None,
+                    limiters[backend_of[c.name]],
+                    as_grid=as_grid,
                 )
-                for c, condition, request in chosen
+                for c, asked in chosen
             ]
             with _backend_log_quiet():
-                probes = [_priced(experiment, p) for p in await asyncio.gather(*calls)]
+                made = await asyncio.gather(*calls)
+            probes = [_priced(experiment, p) for p, _ in made]
+            traffic = sum((t for _, t in made), Traffic())
     costs = _costs(experiment, questions, configurations, requests, probes, stored, stated_output)
     latencies = {p.configuration: p.latency_s for p in probes if p.latency_s is not None}
     walls = backend_walls(experiment.backends, costs, latencies)
-    return CheckReport(tuple(probes), tuple(costs), tuple(walls))
+    accounts = {name: limiter.account() for name, limiter in limiters.items()}
+    return CheckReport(tuple(probes), tuple(costs), tuple(walls), accounts, traffic)
 
 
 class OverCap(RunnerError):
@@ -201,34 +250,44 @@ def _priced(experiment: Experiment, probe: Probe) -> Probe:
 
 
 def probe_requests(
-    experiment: Experiment, questions: Questions, configuration: Configuration, builder: Builder
-) -> list[tuple[str, Request]]:
-    """One request per decoding the configuration sends: each condition's first request at
-    its smallest budget, kept when its decoding is one not yet proved."""
+    experiment: Experiment,
+    questions: Questions,
+    configuration: Configuration,
+    builder: Builder,
+    left: Mapping[RequestKey, int] | None = None,
+) -> list[Asked]:
+    """One request per decoding the configuration sends: each condition's first request
+    still to make at its smallest budget, kept when its decoding is one not yet proved.
+    ``left``: the requests the store has left, with the attempt each makes next (``None``:
+    every request, from attempt 0); a decoding with none left is not proved, nor paid for."""
     first: dict[str, tuple[int, int, RequestKey]] = {}
     keys = task_of(questions).plan([configuration], experiment.budgets, experiment.box)
     for i, key in enumerate(keys):
+        if left is not None and key not in left:
+            continue
         held = first.get(key.condition)
         if held is None or key.budget < held[0]:
             first[key.condition] = (key.budget, i, key)
-    chosen: list[tuple[str, Request]] = []
+    chosen: list[Asked] = []
     seen: set[Decoding] = set()
     for condition, (_, _, key) in sorted(first.items(), key=lambda kv: kv[1][1]):
         request = builder.build(key, configuration)
         if request.decoding in seen:
             continue
         seen.add(request.decoding)
-        chosen.append((condition, request))
+        chosen.append(Asked(condition, request, left[key] if left is not None else 0))
     return chosen
 
 
 async def _probe(
     configuration: Configuration,
     backend_name: str,
-    condition: str,
-    request: Request,
+    asked: Asked,
     sim_key: str | None,
-) -> Probe:
+    limiter: RateLimiter,
+    *,
+    as_grid: bool,
+) -> tuple[Probe, Traffic]:
     quick = configuration.transport.model_copy(
         update={
             "max_transport_retries": min(
@@ -238,37 +297,53 @@ async def _probe(
         }
     )
     configuration = configuration.model_copy(update={"transport": quick})
+    request = asked.request
+    # A check's call has an id of its own: the provider (and the simulator) see a check, not
+    # the grid's attempt at this request, which the run will make. A pre-flight's is that
+    # attempt, under its id.
+    call = None if as_grid else f"gb-check-{request.fingerprint[:24]}"
+    started = datetime.now(UTC)
+    backend = Backend(configuration, key_for(sim_key)(configuration), limiter=limiter)
     try:
-        async with Backend(configuration, key_for(sim_key)(configuration)) as backend:
-            # An id of its own: the provider (and the simulator) see a check, not the grid's
-            # first attempt at this request, which the run will make.
-            exchange = await backend.send(request, call=f"gb-check-{request.fingerprint[:24]}")
+        async with backend:
+            exchange = await backend.send(request, asked.attempt, call=call)
     except CallError as exc:
-        return Probe(
+        record = None
+        if as_grid and exc.sent:
+            record = error_record(Sender.of(backend), request, asked.attempt, exc, started)
+        probe = Probe(
             configuration.name,
             backend_name,
-            condition,
+            asked.condition,
             error=str(exc),
             advice=what_to_do(exc.kind, exc.status, exc.code),
             stops=exc.stops,
             latency_s=exc.latency_s,
+            record=record,
         )
+        return probe, Traffic.of([backend])
     usage = exchange.reply.usage
-    return Probe(
+    record = None
+    if as_grid:
+        ok = parses(request, exchange.reply.answer)
+        record = answer_record(Sender.of(backend), request, asked.attempt, exchange, ok)
+    probe = Probe(
         configuration.name,
         backend_name,
-        condition,
+        asked.condition,
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         latency_s=exchange.latency_s,
+        record=record,
     )
+    return probe, Traffic.of([backend])
 
 
 def _costs(
     experiment: Experiment,
     questions: Questions,
     configurations: Sequence[Configuration],
-    requests: dict[str, list[tuple[str, Request]]],
+    requests: dict[str, list[Asked]],
     probes: Sequence[Probe],
     stored: Sequence[Progress],
     stated_output: int | None,
@@ -307,12 +382,12 @@ def _probed(configuration: str, probes: Sequence[Probe]) -> Measured | None:
     )
 
 
-def _rough(requests: Sequence[tuple[str, Request]]) -> Tokens:
-    if not requests:
+def _rough(asked: Sequence[Asked]) -> Tokens:
+    if not asked:
         return Tokens(0.0, 0.0, "no request to count")
-    n = len(requests)
-    inputs = sum(rough_input_tokens(r) for _, r in requests) / n
-    outputs = sum(min(r.decoding.max_output_tokens, DEFAULT_OUTPUT_ESTIMATE) for _, r in requests)
+    n = len(asked)
+    inputs = sum(rough_input_tokens(a.request) for a in asked) / n
+    outputs = sum(min(a.request.decoding.max_output_tokens, DEFAULT_OUTPUT_ESTIMATE) for a in asked)
     return Tokens(
         inputs,
         outputs / n,
@@ -410,3 +485,21 @@ def stored_progress(experiment: Experiment) -> list[Progress]:
     tokens of the answers (nothing before a first run has registered the grid)."""
     with Store(experiment.store) as store:
         return store.progress()
+
+
+def stored_state(experiment: Experiment) -> tuple[list[Progress], Left]:
+    """:func:`stored_progress`, and the requests the store has left (:data:`Left`)."""
+    with Store(experiment.store) as store:
+        progress = store.progress()
+        names = [p.configuration for p in progress]
+        pending = store.pending(names) if names else []
+    return progress, left_of(names, pending)
+
+
+def left_of(registered: Sequence[str], pending: Sequence[Pending]) -> Left:
+    """The requests left of the ``registered`` configurations, with their next attempts."""
+    left: dict[str, dict[RequestKey, int]] = {name: {} for name in registered}
+    for p in pending:
+        key = RequestKey(p.configuration, p.condition, p.qid, p.budget)
+        left.setdefault(p.configuration, {})[key] = p.next_attempt
+    return left

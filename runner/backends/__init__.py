@@ -46,7 +46,7 @@ from runner.backends._errors import (
     what_to_do,
 )
 from runner.backends._gemini import GeminiGenerate, classify_gemini
-from runner.backends._limits import LimiterStats, RateLimiter, Slot, parse_reset
+from runner.backends._limits import Account, LimiterStats, RateLimiter, Slot, parse_reset
 from runner.backends._openai import OpenAIChat, classify_openai
 from runner.backends._origin import OffOrigin, Origin
 from runner.backends._providers import PROVIDERS, Provider, provider_named, thinking_fields
@@ -70,6 +70,7 @@ __all__ = [
     "HEADLINE_ATTEMPTS",
     "KEY_SHAPED",
     "PROVIDERS",
+    "Account",
     "ApiKey",
     "AttemptRecord",
     "Backend",

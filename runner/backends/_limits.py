@@ -18,11 +18,15 @@ requests wakes no thundering herd. A request is admitted when
   additively (AIMD, as TCP does).
 
 The limit is the lowest of the configured one, the one the server states
-(``x-ratelimit-limit-requests``), and the one learnt from a throttle: the rate the server
-actually admitted, measured from the calls it let through and the retry-after it asked for
-(:meth:`RateLimiter.throttled`). A learnt limit is held, not regained while paused, so a limit
-configured too high settles instead of sawing; only after :data:`PROBE_AFTER_S` without a
-throttle does it rise by one eighth, to find a limit the provider has raised again.
+(``x-ratelimit-limit-requests``), and the one learnt from its 429s (:meth:`RateLimiter.throttled`):
+the rate the server admitted, counted over a window at least as long as the server's, never
+from one pause (see the README's "Rate limits" for the rule and the evidence for it). A learnt
+limit probes back up, additively, each window without a throttle, so a wrong low estimate is
+mended within minutes.
+
+What the limiter knows of the calls sent is its :class:`Account`; a backend's limiter in another
+process (the run's pre-flight, then the backend's actor) takes it over with
+:meth:`RateLimiter.inherit`, so a server's window and the client's agree from the first call.
 
 All of it is plain asyncio on one event loop: the Ray actor of the next layer owns one limiter.
 """
@@ -45,14 +49,44 @@ Clock = Callable[[], float]
 MINUTE_S = 60.0
 JITTER_SHARE = 0.005  # windows 0.5% longer than the server's: 0.3 s a minute for a call's way
 LEARNT_SHARE = 0.99  # a learnt limit keeps 1% below the rate measured, for the measure's error
-RELEARNT_SHARE = 0.97  # a throttle at a learnt limit lowers it by 3% at least
 MIN_LIMIT_SHARE = 1 / 64  # a learnt limit never falls below 1/64 of the configured one
-PROBE_AFTER_S = 600.0  # a learnt limit held this long without a throttle rises by PROBE_STEP
-PROBE_STEP = 1 / 8
+# Two throttles measure a rate between them (the server was at its limit at both) once they are
+# this share of a window apart, when their waits are known only to the second.
+PAIR_SPAN_SHARE = 0.5
+# Measured over less than a window, a limit already learnt is lowered to this share at most.
+SHORT_MEASURE_FLOOR = 0.9
+PROBE_STEP_SHARE = 1 / 16  # a learnt limit rises by this share of the configured one a window
+MAX_PROBE_WINDOWS = 16  # a refused rise doubles the windows before the next, up to this many
+HISTORY_S = 3 * MINUTE_S  # how far back the calls sent are kept, for the measures
 MAX_BACKOFF_S = 60.0  # pause after repeated throttles that named no retry-after
+IDLE_S = 1.0  # no call in flight or waiting for longer than this: the backend was idle
 # Waits shorter than this are none: a float's crumbs (1e-17 s) would be slept on for ever where
 # the clock cannot move by them.
 TIME_TOLERANCE_S = 1e-6
+
+
+@dataclass(frozen=True)
+class Account:
+    """What a limiter knows of the calls sent on its account, in Unix time, so that a limiter
+    of the same account in another process goes on from it (:meth:`RateLimiter.inherit`)."""
+
+    sent: tuple[float, ...] = ()  # when each call left, the refused ones included
+    refused: tuple[float, ...] = ()  # when the calls the server throttled left
+    paused_until: float = 0.0  # no call before this (0: no pause)
+    learnt: float | None = None  # a limit (per minute) learnt from 429s, if one was
+    known_from: float | None = None  # every call sent since this is in ``sent``
+
+    def joined(self, other: Account) -> Account:
+        """Both accounts' calls (the same call in both counted once)."""
+        learnt = [x for x in (self.learnt, other.learnt) if x is not None]
+        known = [x for x in (self.known_from, other.known_from) if x is not None]
+        return Account(
+            tuple(sorted(set(self.sent) | set(other.sent))),
+            tuple(sorted(set(self.refused) | set(other.refused))),
+            max(self.paused_until, other.paused_until),
+            min(learnt, default=None),
+            min(known, default=None),
+        )
 
 
 class Stopped(Exception):
@@ -112,10 +146,12 @@ class RateLimiter:
         requests_per_second: float | None = None,
         *,
         clock: Clock = time.monotonic,
+        wall: Clock = time.time,
     ) -> None:
         self.configured = requests_per_minute
         self.max_concurrency = max_concurrency
         self.clock = clock
+        self.wall = wall  # Unix time, for an account handed to another process
         self.ceiling = float(max_concurrency)
         self.in_flight = 0
         self.stats = LimiterStats()
@@ -123,13 +159,23 @@ class RateLimiter:
         self._minute = _Window(MINUTE_S)
         self._second = _Window(1.0) if requests_per_second else None
         self._stated = math.inf  # from x-ratelimit-limit-requests, when a server sends it
-        self._learnt = math.inf  # from the last throttle (see throttled)
-        self._learnt_at = -math.inf
-        self._last_decrease: tuple[float, float] | None = None  # (sent, retry-after) of its call
+        self._learnt = math.inf  # from the server's 429s (see throttled)
         self._tat = -math.inf  # the earliest time of the next call, for even spacing
         self._paused_until = -math.inf
-        self._observed_from = -math.inf  # start of the span a throttle measures the server on
-        self._throttled_at: list[float] = []  # when the calls answered 429 since were sent
+        self._sent: deque[float] = deque()  # when the calls of the last HISTORY_S left
+        self._refused: deque[float] = deque()  # ... and those the server throttled
+        self._known_from = math.inf  # every call sent on the account since then is known
+        self._busy_since = -math.inf  # calls have been wanted without a break since then
+        self._waiting = 0  # calls waiting for admission
+        self._idle_from = -math.inf  # nothing in flight or waiting since then
+        # (sent, when the server said it would admit again) of each throttle, for the measures
+        self._saturated: deque[tuple[float, float]] = deque()
+        self._quiet_since = -math.inf  # the end of the last throttle's pause
+        self._probe_windows = 1  # windows without a throttle before a learnt limit rises
+        self._probing = False  # the learnt limit is a rise not yet held for a window
+        self._held = 0.0  # the limit a rise started from: it held a whole window
+        self._refused_pace = math.inf  # the limit in force at the last decrease: too high
+        self._refused_pace_at = -math.inf
         self._admitted_at_decrease = 0  # calls admitted up to the last decrease
         self._throttle_streak = 0
         self._tokens = _TokenBucket(tokens_per_minute, clock) if tokens_per_minute else None
@@ -138,7 +184,9 @@ class RateLimiter:
         self.halted: BaseException | None = None  # what stopped every call of the account
 
     @classmethod
-    def for_transport(cls, transport: Transport, *, clock: Clock = time.monotonic) -> RateLimiter:
+    def for_transport(
+        cls, transport: Transport, *, clock: Clock = time.monotonic, wall: Clock = time.time
+    ) -> RateLimiter:
         """The limiter of a backend configured with ``transport``."""
         return cls(
             transport.requests_per_minute,
@@ -146,7 +194,53 @@ class RateLimiter:
             transport.tokens_per_minute,
             transport.requests_per_second,
             clock=clock,
+            wall=wall,
         )
+
+    def account(self) -> Account:
+        """What this limiter knows of the calls sent, to hand to another limiter of the
+        account (in Unix time)."""
+        offset = self.wall() - self.clock()
+        known = self._known_from + offset if self._known_from < math.inf else None
+        paused = self._paused_until + offset if self._paused_until > -math.inf else 0.0
+        return Account(
+            tuple(t + offset for t in self._sent),
+            tuple(t + offset for t in self._refused),
+            max(0.0, paused),
+            self.learnt,
+            known,
+        )
+
+    def inherit(self, account: Account) -> None:
+        """Go on from the calls ``account`` records: they count in the windows, the spacing
+        and the measures as this limiter's own. A time ahead of now is taken as now, and a
+        pause is kept for a minute at most: an account from elsewhere delays, never stops."""
+        now = self.clock()
+        offset = now - self.wall()
+        sent = sorted(min(now, t + offset) for t in account.sent if t + offset > now - HISTORY_S)
+        self._sent = deque(sorted([*self._sent, *sent]))
+        refused = (min(now, t + offset) for t in account.refused)
+        self._refused = deque(
+            sorted([*self._refused, *(t for t in refused if t > now - HISTORY_S)])
+        )
+        self._minute.merge(sent)
+        if self._second is not None:
+            self._second.merge(sent)
+        if sent:
+            self._tat = max(self._tat, sent[-1] + self._spacing())
+        # Where the account does not say since when it knows every call, from its first.
+        known = account.known_from + offset if account.known_from is not None else None
+        if known is None and sent:
+            known = sent[0]
+        if known is not None:
+            self._known_from = min(self._known_from, known)
+        if account.paused_until > 0:
+            self._paused_until = max(
+                self._paused_until, min(account.paused_until + offset, now + MINUTE_S)
+            )
+        if account.learnt is not None and account.learnt < self._learnt:
+            self._learnt = max(self.configured * MIN_LIMIT_SHARE, account.learnt)
+            self._quiet_since = now
 
     @property
     def learnt(self) -> float | None:
@@ -175,6 +269,8 @@ class RateLimiter:
             yield slot
         finally:
             self.in_flight -= 1
+            if self.in_flight == 0 and self._waiting == 0:
+                self._idle_from = self.clock()
             self._freed.set()
 
     def wake(self) -> None:
@@ -188,6 +284,16 @@ class RateLimiter:
         self.wake()
 
     async def _admit(self, tokens: int, given_up: Callable[[], bool]) -> Slot:
+        now = self.clock()
+        if self.in_flight == 0 and self._waiting == 0 and now - self._idle_from > IDLE_S:
+            self._busy_since = now  # calls wanted again after an idle spell
+        self._waiting += 1
+        try:
+            return await self._admitted(tokens, given_up)
+        finally:
+            self._waiting -= 1
+
+    async def _admitted(self, tokens: int, given_up: Callable[[], bool]) -> Slot:
         async with self._admission:
             while True:
                 if given_up() or self.halted is not None:
@@ -235,8 +341,9 @@ class RateLimiter:
             self._second.add(now)
         if self._tokens is not None:
             self._tokens.take(tokens, now)
-        if self._observed_from == -math.inf:
-            self._observed_from = now
+        self._sent.append(now)
+        self._known_from = min(self._known_from, now)
+        self._forget_before(now - HISTORY_S)
         self.in_flight += 1
         self.stats.admitted += 1
         return Slot(self, tokens, self.stats.admitted, sent_at=now)
@@ -258,93 +365,148 @@ class RateLimiter:
         """A 429: pause the whole backend, halve the ceiling and learn the server's limit;
         returns the pause (s).
 
-        The limit learnt is the rate the server admitted: the calls it let through since the
-        span began (the first call, the end of the last pause, or a minute ago, whichever is
-        latest), over that span and the retry-after, when it will admit again. A sliding or a
-        fixed window server admits exactly its limit in that time; a token bucket its rate,
-        give or take its burst. A bucket that says its wait in fractions of a second is then
-        measured from two throttles (:meth:`_bucket_rate`); one that says whole seconds, by
-        the window, the next throttles correcting it (each lowers a learnt limit by
-        :data:`RELEARNT_SHARE` at least). An integral retry-after (``Retry-After`` is whole
-        seconds, rounded up) counts half a second less.
-
-        Calls admitted before the last decrease were sent under the old limit, so their
-        throttles do not lower it again (one decrease per window, as TCP counts one loss). They
-        are told apart by admission count, not time, which ties on a coarse clock.
+        The limit learnt (:meth:`_learn`) is measured over a window at least as long as the
+        server's, never from one pause. Calls admitted before the last decrease were sent
+        under the old limit, so their throttles do not lower it again (one decrease per window
+        of calls, as TCP counts one loss). They are told apart by admission count, not time,
+        which ties on a coarse clock.
         """
         self.stats.throttles += 1
         self._throttle_streak += 1
-        self._throttled_at.append(slot.sent_at)
+        self._refused.append(slot.sent_at)
         if retry_after is None:
             retry_after = min(MAX_BACKOFF_S, 0.5 * 2 ** (self._throttle_streak - 1))
+        again = slot.sent_at + _expected(retry_after)  # when the server will admit again
         if slot.number > self._admitted_at_decrease:
             self._admitted_at_decrease = self.stats.admitted
             self.stats.decreases += 1
             self.ceiling = max(1.0, self.ceiling / 2)
-            self._learn(slot, retry_after)
-            self._throttled_at.clear()
-        if self._learnt < math.inf:
-            self._learnt_at = self.clock()  # a probe waits for a spell without throttles
+            self._learn(slot.sent_at, again, retry_after)
+        self._saturated.append((slot.sent_at, again))
         self.pause(retry_after)
-        self._observed_from = max(self._observed_from, self._paused_until)
+        self._quiet_since = max(self._quiet_since, self._paused_until)
         return retry_after
 
-    def _learn(self, slot: Slot, retry_after: float) -> None:
-        measured = self._measure(slot.sent_at, retry_after)
+    def _learn(self, sent: float, again: float, retry_after: float) -> None:
+        """Learn the limit from a call sent at ``sent`` that the server throttled, saying it
+        admits again at ``again``: the rate it admitted (:meth:`_measure`), held 1% below
+        for the measure's error, and never below what it admitted in the last window while
+        refusing calls (a rate it demonstrably allows)."""
+        self._refused_pace, self._refused_pace_at = self.limit, self.clock()
+        measured = self._measure(sent, again, retry_after)
         if measured is None:
             return
-        measured *= LEARNT_SHARE
-        if self._learnt < math.inf:  # throttled again at a learnt limit: it was still too high
-            measured = min(measured, self._learnt * RELEARNT_SHARE)
-        floor = self.configured * MIN_LIMIT_SHARE
-        self._learnt = max(floor, min(measured, self.limit))
+        shown = self._count(max(again - MINUTE_S, self._refusing_since(again)), sent)
+        learnt = max(measured * LEARNT_SHARE, float(shown))
+        if self._probing:  # the rise was refused: back to the limit that held, and wait
+            learnt = max(learnt, self._held)  # longer before the next
+            self._probe_windows = min(MAX_PROBE_WINDOWS, 2 * self._probe_windows)
+        self._probing = False
+        ceiling = min(self.configured, self._stated)
+        self._learnt = (
+            max(self.configured * MIN_LIMIT_SHARE, learnt) if learnt < ceiling else math.inf
+        )
 
-    def _measure(self, before: float, retry_after: float) -> float | None:
-        """The rate (per minute) the server admitted up to a call sent at ``before`` that it
-        throttled, asking for ``retry_after`` (``None``: it let none through)."""
-        last = self._last_decrease
-        self._last_decrease = (before, retry_after)
-        if (
-            last is not None
-            and self._bucket_like(retry_after)
-            and not _integral(retry_after)
-            and before - last[0] < MINUTE_S
-        ):
-            return self._bucket_rate(last, before, retry_after)
-        start = max(self._observed_from, before - MINUTE_S)
-        admitted = self._admitted(start, before)
-        span = max(before - start, 0.0) + _expected(retry_after)  # decided as the call arrived
-        return admitted / span * MINUTE_S if admitted > 0 and span > 0 else None
+    def _refusing_since(self, again: float) -> float:
+        """When the server began refusing, this time: the first of the throttles that came
+        less than a window apart, up to the one that admits again at ``again``."""
+        since = again
+        for _, then in reversed(self._saturated):
+            if since - then >= MINUTE_S:
+                break
+            since = then
+        return since
+
+    def _measure(self, sent: float, again: float, retry_after: float) -> float | None:
+        """The rate (per minute) the server admits, from a throttle of a call ``sent`` that
+        it admits again at ``again`` (``None``: nothing to measure on).
+
+        - **The window**: the calls it admitted in the minute that ends at ``again``, where
+          every call of that minute is known. A sliding or a fixed window server admits exactly
+          its limit there; a token bucket its rate, plus what its burst held at the start.
+        - **Between two throttles**: at both the server was at its limit, so the calls it
+          admitted between the first's ``again`` and this one's, over that time, are its
+          rate, a bucket's burst left out. Taken where the waits are exact and a bucket's (a
+          fraction of a second), or the throttles half a window apart (whole seconds).
+
+        The lower of the two where both are taken; where neither is (the account is younger
+        than a minute), the rate over what it knows since calls were last wanted after an idle
+        spell, which reads high rather than low.
+        """
+        measures = []
+        start = again - MINUTE_S
+        if self._known_from <= start + 1.0:  # a second's slack: a wait said to the second
+            measures.append(float(self._count(start, sent)))
+        between = self._between(sent, again, retry_after)
+        if between is not None:
+            measures.append(between)
+        if measures:
+            return min(measures)
+        # From when calls were last wanted after an idle spell: time the backend did not ask
+        # is no time the server refused.
+        start = max(self._known_from, self._busy_since)
+        span = again - start
+        admitted = self._count(start, sent)
+        if admitted <= 0 or span <= 0:
+            return None
+        measured = admitted / span * MINUTE_S
+        if self._learnt < math.inf:
+            # Once a limit is learnt, a short measure may lower it only a little: its span
+            # is the backend's own pauses, each a wait said to the second, longer than the
+            # server needed, and under a bucket holding a call or two, time it wasted.
+            measured = max(measured, self._learnt * SHORT_MEASURE_FLOOR)
+        return measured
+
+    def _between(self, sent: float, again: float, retry_after: float) -> float | None:
+        exact = not _integral(retry_after) and self._bucket_like(retry_after)
+        for before, then in reversed(self._saturated):
+            span = again - then
+            if before >= sent or span <= 0:
+                continue
+            if span >= PAIR_SPAN_SHARE * MINUTE_S or (exact and sent - before < MINUTE_S):
+                admitted = self._count(then, sent)
+                return admitted / span * MINUTE_S if admitted > 0 else None
+        return None
 
     def _bucket_like(self, retry_after: float) -> bool:
         """Whether a retry-after is a token bucket's: about the time one call's token takes to
         grow (a window's is the time its oldest call takes to leave it)."""
         return retry_after <= max(1.0, 2 * MINUTE_S / self.limit)
 
-    def _bucket_rate(
-        self, last: tuple[float, float], before: float, retry_after: float
-    ) -> float | None:
-        """A token bucket's rate from two throttles: at each, the bucket lacked ``rate ×
-        retry-after`` of a token, and in between it grew at its rate and paid for the calls it
-        admitted: ``1 − rate·wait₂ = 1 − rate·wait₁ + rate·(t₂ − t₁) − admitted``, so
-        ``rate = admitted / (t₂ − t₁ − wait₁ + wait₂)``."""
-        (t1, wait1) = last
-        admitted = self._admitted(t1, before) - 1  # the call throttled at t1 paid nothing
-        span = before - t1 - wait1 + retry_after
-        return admitted / span * MINUTE_S if admitted > 0 and span > 0 else None
+    def _count(self, start: float, before: float) -> int:
+        """The calls sent from ``start`` up to ``before`` that the server admitted."""
+        sent = sum(1 for t in self._sent if start <= t < before)
+        return sent - sum(1 for t in self._refused if start <= t < before)
 
-    def _admitted(self, start: float, before: float) -> int:
-        """The calls sent from ``start`` up to ``before`` that were not throttled."""
-        sent = sum(1 for t in self._minute.times if start <= t < before)
-        return sent - sum(1 for t in self._throttled_at if start < t < before)
+    def _forget_before(self, when: float) -> None:
+        for times in (self._sent, self._refused):
+            while times and times[0] < when:
+                times.popleft()
+        while self._saturated and self._saturated[0][1] < when:
+            self._saturated.popleft()
 
     def _probe(self, now: float) -> None:
-        """Raise a learnt limit held for :data:`PROBE_AFTER_S` without a throttle."""
-        if self._learnt == math.inf or now - self._learnt_at < PROBE_AFTER_S:
+        """Raise a learnt limit by :data:`PROBE_STEP_SHARE` of the configured one after each
+        window without a throttle (more windows after a rise was refused), so a limit learnt
+        too low, or raised since by the provider, is found again."""
+        if self._learnt == math.inf or now - self._quiet_since < MINUTE_S * self._probe_windows:
             return
-        raised = self._learnt * (1 + PROBE_STEP)
-        self._learnt = math.inf if raised >= self.configured else raised
-        self._learnt_at = now
+        if self._probing:  # the last rise held a whole window
+            self._probe_windows = 1
+        self._held = self._learnt
+        raised = self._learnt + self._probe_step(now)
+        self._learnt = math.inf if raised >= min(self.configured, self._stated) else raised
+        self._probing = self._learnt < math.inf
+        self._quiet_since = now
+
+    def _probe_step(self, now: float) -> float:
+        """The rise: a share of the configured limit, or half the way to a pace the server
+        refused in the last :data:`MAX_PROBE_WINDOWS` windows (a bisection between a limit
+        held and one refused), a call a minute at least."""
+        step = self.configured * PROBE_STEP_SHARE
+        if now - self._refused_pace_at < MAX_PROBE_WINDOWS * MINUTE_S:
+            step = min(step, max(1.0, (self._refused_pace - self._learnt) / 2))
+        return step
 
     def pause(self, seconds: float) -> None:
         """Admit nothing for ``seconds`` from now (a pause already longer stands)."""
@@ -419,6 +581,10 @@ class _Window:
 
     def add(self, now: float) -> None:
         self.times.append(now)
+
+    def merge(self, times: list[float]) -> None:
+        """Calls sent elsewhere on the account, at ``times`` (sorted)."""
+        self.times = deque(sorted([*self.times, *times]))
 
 
 class _TokenBucket:

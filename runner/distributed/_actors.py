@@ -22,7 +22,7 @@ import ray
 from conditions import Configuration, Questions, VariantCache
 from runner._errors import RunnerError
 from runner._port import Outcome, Shape
-from runner.backends import key_for
+from runner.backends import Account, key_for
 from runner.batch import BatchOutcome
 from runner.distributed._batch_worker import BatchSpec, BatchWorker
 from runner.distributed._lifeline import LifelineAddress
@@ -94,6 +94,9 @@ class BackendActor(_WorkerActor[BackendWorker]):
 
     def shape(self) -> Shape:
         return self._worker.shape
+
+    def inherit(self, account: Account) -> None:
+        self._worker.inherit(account)
 
     async def lease(self, calls: Sequence[Pending]) -> Outcome:
         return await self._worker.lease(calls)

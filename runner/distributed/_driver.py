@@ -41,7 +41,7 @@ from runner.distributed._watch import LiveView
 from runner.experiment import Experiment
 from runner.monitor import echoing
 from runner.plan import RequestId, check_backends, first_questions, grid_of
-from runner.store import Pending, grid_table
+from runner.store import Pending, grid_table, response_row
 from runner.summary import summary_lines
 
 
@@ -182,6 +182,7 @@ class _Run:
                 f"configuration {name}: its answers are read by {self.experiment.reading(name)} "
                 f"now (were {was}): {answers:,} scores made again, no call sent again"
             )
+        await self._keep_preflight()
         attempts = {r.name: r.attempts for r in grid.registrations}
         self.feeds = [await self._feed_of(actor, attempts) for actor in self.actors]
         boxes = self.experiment.boxes
@@ -209,6 +210,13 @@ class _Run:
         await view.once()  # the view's last frame: the run as it ends
         return await self._report(begun, unscored)
 
+    async def _keep_preflight(self) -> None:
+        """Store the pre-flight's calls as the grid's attempts they were (none is sent
+        again), once the grid is registered and before the feeder reads what is left."""
+        records = self.estimate.records if self.estimate is not None else ()
+        if records:
+            await _ray.call(self.store.write_responses.remote([response_row(r) for r in records]))
+
     def _policy(self) -> FeedPolicy:
         return FeedPolicy(
             wait_on_quota_s=self.options.wait_on_quota_s,
@@ -224,11 +232,11 @@ class _Run:
             progress=progress,
             backends=tuple(BackendReport.of(f, self._batches.get(f.name)) for f in self.feeds),
             elapsed_s=time.monotonic() - begun,
-            requests_finished=sum(f.finished for f in self.feeds),
+            requests_finished=sum(f.finished for f in self.feeds) + self._preflight_finished(),
             unscored=unscored,
             simulator_calls=calls,
-            traffic=sum((f.traffic for f in self.feeds), Traffic()),
-            attempts_answered=sum(f.answered for f in self.feeds),
+            traffic=sum((f.traffic for f in self.feeds), self._preflight_traffic()),
+            attempts_answered=sum(f.answered for f in self.feeds) + self._preflight_answered(),
             transient_ended=sum(f.transient_ended for f in self.feeds),
             errors=errors,
             spent_total=self.experiment.spent_on(progress),
@@ -241,6 +249,19 @@ class _Run:
         for line in summary_lines(report, self.experiment_file):
             self.echo(line)
         return report
+
+    def _preflight_traffic(self) -> Traffic:
+        return self.estimate.traffic if self.estimate is not None else Traffic()
+
+    def _preflight_answered(self) -> int:
+        records = self.estimate.records if self.estimate is not None else ()
+        return sum(r.outcome == "answer" for r in records)
+
+    def _preflight_finished(self) -> int:
+        """The pre-flight's calls that ended their request: a parseable answer (one that
+        does not parse is attempted again by the grid)."""
+        records = self.estimate.records if self.estimate is not None else ()
+        return sum(bool(r.parseable) for r in records)
 
     async def _limited_left(self) -> int:
         if self.allowed is None:
@@ -264,6 +285,9 @@ class _Run:
         cost = prices.batch_cost if actor.batch else prices.cost
         # The shape is the actor's first answer: its errors (a missing key) come back whole.
         shape: Shape = await _ray.call(actor.handle.shape.remote())
+        account = self.estimate.accounts.get(actor.name) if self.estimate is not None else None
+        if account is not None and not actor.batch:  # the pre-flight's calls count
+            await _ray.call(actor.handle.inherit.remote(account))
         worst = None
         if self.cap is not None:
             estimated = self.estimate.input_per_call(names) if self.estimate is not None else 0.0

@@ -15,7 +15,14 @@ from typing import TypeVar
 
 from conditions import Questions
 from runner._errors import RunnerError
-from runner.check import CheckReport, cap_lines, check, check_lines, stored_progress
+from runner.check import (
+    CheckReport,
+    cap_lines,
+    check,
+    check_lines,
+    stored_progress,
+    stored_state,
+)
 from runner.distributed._options import Echo, RunOptions
 from runner.experiment import Experiment
 from runner.plan import ensure_questions
@@ -67,6 +74,11 @@ def preflight(
     """Call each configuration of a real backend once per decoding, and say what the calls
     left will cost and take (a simulated backend costs nothing and is not called).
 
+    Each call is a request the grid has left, made as its attempt: the run stores it and does
+    not send it again (:attr:`Probe.record`), and its backend's limiter goes on from the calls
+    made (:attr:`CheckReport.accounts`), so nothing is paid twice and the server's window and
+    the run's agree.
+
     Raises
     ------
     PreflightFailed
@@ -74,11 +86,11 @@ def preflight(
     OverCap
         Under `--max-spend`, the calls' worst case does not fit in the cap: none is made.
     """
-    stored = stored_progress(experiment)
+    stored, left = stored_state(experiment)
     report = asyncio.run(
         check(
-            experiment, questions, stored,
-            stated_output=options.output_tokens, only_real=True, cap=options.max_spend,
+            experiment, questions, stored, stated_output=options.output_tokens, only_real=True,
+            cap=options.max_spend, left=left, as_grid=True,
         )
     )  # fmt: skip
     for line in check_lines(report, options.max_spend):

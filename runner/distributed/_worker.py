@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ import aiohttp
 from conditions import Builder, Configuration, Questions, RequestKey, VariantCache, task_of
 from runner._port import Outcome, Shape, Traffic, online_shape
 from runner.backends import (
+    Account,
     ApiKey,
     AttemptRecord,
     Backend,
@@ -45,6 +47,7 @@ VARIANT_MEMORY = 96
 WRITE_LINGER_S = 0.02
 
 KeySource = Callable[[Configuration], ApiKey]
+Clock = Callable[[], float]
 Write = Callable[[list[ResponseRow]], Awaitable[object]]
 
 
@@ -97,6 +100,9 @@ class BackendWorker:
         write: Write,
         key_for: KeySource,
         lifeline: LifelineAddress | None = None,
+        *,
+        clock: Clock = time.monotonic,
+        wall: Clock = time.time,
     ) -> None:
         if not configurations:
             raise ValueError("a backend worker needs at least one configuration")
@@ -111,6 +117,7 @@ class BackendWorker:
         self._builder = request_builder(questions, images, cache)
         self._batcher: CommitBatcher[ResponseRow] = CommitBatcher(write, linger_s=WRITE_LINGER_S)
         self._key_for = key_for
+        self._clock, self._wall = clock, wall
         self._backends: dict[str, Backend] = {}
         self._session: aiohttp.ClientSession | None = None
         self._slots: asyncio.Semaphore | None = None
@@ -123,11 +130,18 @@ class BackendWorker:
 
     def _make_backends(self) -> None:
         self._traffic_before = self.traffic()
-        limiter = RateLimiter.for_transport(self._transport)
+        limiter = RateLimiter.for_transport(self._transport, clock=self._clock, wall=self._wall)
+        if self._backends:  # fresh backends on the same account: its calls still count
+            limiter.inherit(self._limiter.account())
         self._backends = {
-            name: Backend(c, self._key_for(c), limiter=limiter)
+            name: Backend(c, self._key_for(c), limiter=limiter, clock=self._clock)
             for name, c in self.configurations.items()
         }
+
+    def inherit(self, account: Account) -> None:
+        """Count the calls ``account`` records as this backend's own (the run's pre-flight
+        made them on the same account): the server's window and the limiter's agree."""
+        self._limiter.inherit(account)
 
     async def _ensure_open(self) -> None:
         """The lifeline to the driver, then the session: on the loop that sends, once."""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conditions import Cohort, DataRoot, write_cohort
+from conditions import Cohort, DataRoot, task_of, write_cohort
 from runner.check import CheckReport, OverCap, check, check_lines
 from runner.cli import app
 from runner.estimate import input_bound
@@ -185,3 +185,32 @@ def test_a_pre_flight_whose_worst_case_passes_the_cap_sends_nothing_and_says_so(
         assert "--no-check" in str(refused.value) and sim.stats.answered == 0
         report = asyncio.run(check(experiment, questions, cap=3 * one * 1.01))
     assert report.ok and sim.stats.answered == 3 and report.spent <= 3 * one
+
+
+def test_a_pre_flights_calls_are_requests_left_made_as_their_attempts(
+    tmp_path: Path, store: Path, small_root: DataRoot, small_cohort: Cohort, key: None
+) -> None:
+    """Issue 38: the pre-flight's call is a request the grid has left, under the grid's id
+    for its next attempt, kept as that attempt's record; its backend's account holds it."""
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, sim):
+        experiment = load_experiment(_experiment(tmp_path, store, small_root, url))
+        questions = prepare(experiment)
+        config = experiment.configuration(experiment.configurations[0], url)
+        keys = list(task_of(questions).plan([config], experiment.budgets, experiment.box))
+        smallest = min(k.budget for k in keys)
+        base = [k for k in keys if k.condition == "base" and k.budget == smallest]
+        # The store has answered the first base request, and attempt 0 of the second did not
+        # parse; no thinking-off request is left; the temperature ones are all left.
+        left = {k: 0 for k in keys if k.condition in ("base", "temperature")}
+        del left[base[0]]
+        left[base[1]] = 1
+        report = asyncio.run(check(experiment, questions, left={"qwen-max": left}, as_grid=True))
+    assert [p.condition for p in report.probes] == ["base", "temperature"]
+    (first, _) = report.records
+    assert (first.qid, first.budget, first.attempt) == (base[1].qid, base[1].budget, 1)
+    assert first.outcome == "answer" and first.configuration == "qwen-max"
+    # The grid's ids, so the provider sees the grid's attempt, made once.
+    ids = {call.split(":")[1] for call in sim.stats.paid}
+    assert len(ids) == 2 and f"gb-{first.fingerprint[:24]}-r{first.replicate}-a1" in ids
+    (account,) = report.accounts.values()
+    assert len(account.sent) == 2 == report.traffic.http_calls

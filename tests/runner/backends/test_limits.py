@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from runner.backends import RateLimiter, parse_reset
+from runner.backends import Account, RateLimiter, parse_reset
 from tests.virtual_time import run_virtual, virtual_clock
 
 
@@ -78,26 +78,73 @@ def test_a_throttle_pauses_halves_once_per_window_and_learns_the_limit() -> None
     run_virtual(main)
 
 
-def test_a_learnt_limit_rises_an_eighth_after_ten_minutes_without_a_throttle() -> None:
+def test_a_learnt_limit_climbs_back_each_window_and_a_refused_rise_waits_longer() -> None:
     async def main() -> list[float]:
         clock = virtual_clock()
-        limiter = RateLimiter(requests_per_minute=600, max_concurrency=4, clock=clock)
-        async with limiter.slot() as first:
+        limiter = RateLimiter(requests_per_minute=640, max_concurrency=4, clock=clock)
+        async with limiter.slot():
             pass
         await asyncio.sleep(1.0)
         async with limiter.slot() as second:
             pass
         limiter.throttled(second, retry_after=1.0)  # one call let through in 1.5 s: 40/min
-        learnt = limiter.limit
-        await asyncio.sleep(601.0)
+        seen = [limiter.limit]
+        for _ in range(2):  # each window without a throttle: a sixteenth of 640 more
+            await asyncio.sleep(61.0)
+            async with limiter.slot():
+                pass
+            seen.append(limiter.limit)
+        async with limiter.slot() as refused:
+            pass
+        limiter.throttled(refused, retry_after=1.0)  # the rise was too far: back to 80
+        seen.append(limiter.limit)
+        await asyncio.sleep(61.0)  # one window is not enough now: it waits two
         async with limiter.slot():
             pass
-        del first
-        return [learnt, limiter.limit]
+        seen.append(limiter.limit)
+        await asyncio.sleep(61.0)
+        async with limiter.slot():  # half the way to the pace refused (120)
+            pass
+        seen.append(limiter.limit)
+        return seen
 
-    learnt, raised = run_virtual(main)
-    assert learnt == pytest.approx(40 * 0.99)
-    assert raised == pytest.approx(learnt * 9 / 8)
+    assert run_virtual(main) == pytest.approx([40 * 0.99, 79.6, 119.6, 79.6, 79.6, 99.6])
+
+
+def test_calls_of_an_inherited_account_count_in_the_window() -> None:
+    """The pre-flight's limiter hands its calls to the backend's: a server counting both
+    sees no more than the limit in any minute."""
+
+    async def main() -> list[float]:
+        clock = virtual_clock()
+        preflight = RateLimiter(requests_per_minute=3, max_concurrency=4, clock=clock, wall=clock)
+        for _ in range(3):  # three calls 20 s apart: the minute's whole allowance
+            async with preflight.slot():
+                pass
+        backend = RateLimiter(requests_per_minute=3, max_concurrency=4, clock=clock, wall=clock)
+        backend.inherit(preflight.account())
+        begun = clock()
+        async with backend.slot():  # the first call leaves the window a minute after it left
+            first = clock() - begun
+        fresh = RateLimiter(requests_per_minute=3, max_concurrency=4, clock=clock, wall=clock)
+        begun = clock()
+        async with fresh.slot():  # a limiter that knows nothing sends at once
+            return [first, clock() - begun]
+
+    assert run_virtual(main) == pytest.approx([60.3 - 40.2, 0.0])  # calls at 0, 20.1, 40.2
+
+
+def test_an_account_from_elsewhere_delays_but_never_stops_the_backend() -> None:
+    async def main() -> float:
+        clock = virtual_clock()
+        limiter = RateLimiter(requests_per_minute=60, max_concurrency=4, clock=clock, wall=clock)
+        # A pause of a day and calls sent in the future: taken as a minute, and as now.
+        limiter.inherit(Account(sent=(clock() + 1e6,), paused_until=clock() + 86_400))
+        begun = clock()
+        async with limiter.slot():
+            return clock() - begun
+
+    assert run_virtual(main) == pytest.approx(60.0)
 
 
 def test_a_throttle_without_retry_after_backs_off_exponentially() -> None:
