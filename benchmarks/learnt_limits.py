@@ -113,6 +113,20 @@ async def _nowhere(rows: list[ResponseRow]) -> None:
     """The store: the counts are the server's."""
 
 
+HEADER = (
+    f"{'server':<16}{'limit':>6}{'run':>4}{'admitted':>10}{'of limit':>10}"
+    f"{'(from pre-flight)':>19}{'429s':>6}{'after 1st min':>15}{'learnt':>8}"
+)
+
+
+def _row(number: int, r: Run) -> str:
+    learnt = f"{r.learnt:.1f}" if r.learnt is not None else "-"
+    return (
+        f"{r.kind:<16}{r.real:>6.0f}{number:>4}{r.admitted:>10,}{r.share:>10.1%}"
+        f"{r.share_from_preflight:>19.1%}{r.throttled:>6}{r.late_throttles:>15}{learnt:>8}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -121,18 +135,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         cohort, images = small_cohort(Path(work))
         variants = Path(work) / "variants"
-        print(f"told {TOLD:.0f}/min; Retry-After in whole seconds; answers in 0.5-1.5 s; "
-              f"the pre-flight's call, 6-9 s of start-up, then {MINUTES:g} minutes of the worker")  # fmt: skip
-        print(f"{'server':<16}{'limit':>6}{'run':>4}{'admitted':>10}{'of limit':>10}"
-              f"{'(from pre-flight)':>19}{'429s':>6}{'after 1st min':>15}{'learnt':>8}")  # fmt: skip
+        print(
+            f"told {TOLD:.0f}/min; Retry-After in whole seconds; answers in 0.5-1.5 s; the "
+            f"pre-flight's call, 6-9 s of start-up, then {MINUTES:g} minutes of the worker"
+        )
+        print(HEADER)
         for real in (TOLD, TOLD / 4):
             for kind in KINDS:
                 runs = [_one(cohort, images, variants, kind, real, s) for s in range(args.runs)]
                 for i, r in enumerate(runs):
-                    learnt = f"{r.learnt:.1f}" if r.learnt is not None else "-"
-                    print(f"{kind:<16}{real:>6.0f}{i + 1:>4}{r.admitted:>10,}{r.share:>10.1%}"
-                          f"{r.share_from_preflight:>19.1%}{r.throttled:>6}"
-                          f"{r.late_throttles:>15}{learnt:>8}")  # fmt: skip
+                    print(_row(i + 1, r))
                 tag = f"{kind.replace('-', '_')}_{TOLD / real:g}x"
                 figures[f"{tag}_min_pct"] = 100 * min(r.share for r in runs)
                 figures[f"{tag}_max_late_429"] = max(r.late_throttles for r in runs)

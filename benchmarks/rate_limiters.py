@@ -1,7 +1,9 @@
 """A backend against each of the simulator's three server limiters, at the limit and told 4×.
 
 Issue 21's goals: at the server's own limit, 0 × 429 and ≥ 99% of the limit over ≥ 3 minutes;
-told 4× the real limit, ≤ 3 × 429 in 5 minutes and ≥ 95% of the real limit. Client and server
+told 4× the real limit, ≥ 95% of the real limit, with ≤ 3 × 429 after the first minute (issue 38:
+a learnt limit probes back up, so a rise is refused now and then; ``benchmarks.learnt_limits``
+runs the pre-flight and the backend's worker as a run does). Client and server
 share one event loop in virtual time (tests.virtual_time: minutes of calls in seconds, exact
 whatever the machine is doing), over real HTTP on loopback; the server states no limit in
 headers, so a limit told wrong must be learnt from the 429s. The token bucket holds 20 s of

@@ -53,6 +53,7 @@ from runner.backends import (
     rough_input_tokens,
     what_to_do,
 )
+from runner.calls_note import write_calls
 from runner.estimate import (
     CostEstimate,
     Measured,
@@ -154,6 +155,7 @@ async def check(
     cap: float | None = None,
     left: Left | None = None,
     as_grid: bool = False,
+    accounts: Mapping[str, Account] | None = None,
 ) -> CheckReport:
     """Call each configuration once per decoding (unless ``call`` is false), then estimate
     the calls left from ``stored`` (the store's progress: what is complete, and the tokens of
@@ -161,6 +163,8 @@ async def check(
     run's spending cap, which the calls' worst case must fit before any is made. ``left``:
     the requests the store has left, among which the calls are chosen. ``as_grid``: each
     call is the grid's attempt, under its id, and its record is kept (a run's pre-flight).
+    ``accounts``: calls made on the backends' accounts before (a check's, noted): their
+    limiters count them, and the report's accounts hold them.
 
     Raises
     ------
@@ -192,7 +196,11 @@ async def check(
                 _fits(experiment, backend_of, rough, [c for c, _ in chosen], cap)
             # One limiter per backend, as a run has: the calls of one account count together.
             for c, _ in chosen:
-                limiters.setdefault(backend_of[c.name], RateLimiter.for_transport(c.transport))
+                name = backend_of[c.name]
+                if name not in limiters:
+                    limiters[name] = RateLimiter.for_transport(c.transport)
+                    if accounts and name in accounts:
+                        limiters[name].inherit(accounts[name])
             calls = [
                 _probe(
                     c,
@@ -211,8 +219,8 @@ async def check(
     costs = _costs(experiment, questions, configurations, requests, probes, stored, stated_output)
     latencies = {p.configuration: p.latency_s for p in probes if p.latency_s is not None}
     walls = backend_walls(experiment.backends, costs, latencies)
-    accounts = {name: limiter.account() for name, limiter in limiters.items()}
-    return CheckReport(tuple(probes), tuple(costs), tuple(walls), accounts, traffic)
+    after = {**(accounts or {}), **{name: lim.account() for name, lim in limiters.items()}}
+    return CheckReport(tuple(probes), tuple(costs), tuple(walls), after, traffic)
 
 
 class OverCap(RunnerError):
@@ -478,6 +486,27 @@ def check_lines(report: CheckReport, max_spend: float | None = None) -> list[str
             f"(set by {w.bound}) ≈ {duration(w.seconds)}"
         )
     return lines
+
+
+def note_real_calls(experiment: Experiment, report: CheckReport) -> str | None:
+    """Note the calls ``report`` made on real backends beside the store, for a run's limiters
+    (:mod:`runner.calls_note`; the simulator a check starts is not a run's); a line saying
+    why it could not be noted, or ``None``."""
+    real = {
+        name: account
+        for name, account in report.accounts.items()
+        if not experiment.backends[name].simulated
+    }
+    if not real:
+        return None
+    try:
+        write_calls(experiment.store, real)
+    except OSError as exc:
+        return (
+            f"the calls were not noted beside the store ({exc.strerror}): a run started "
+            "within a minute does not count them"
+        )
+    return None
 
 
 def stored_progress(experiment: Experiment) -> list[Progress]:

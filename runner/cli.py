@@ -412,18 +412,29 @@ def check_experiment(
     One call per configuration and decoding (a real request of the grid, not stored), then,
     per configuration, the requests left with their tokens and cost at the configured
     prices, and per backend the wall time at its limits. Tokens per call are measured from
-    the stored answers, else from the check's call. Exit status 0 when every call
-    succeeded, 1 when one failed.
+    the stored answers, else from the check's call. When each call left is noted beside the
+    store, for a run's limiters to count. Exit status 0 when every call succeeded, 1 when
+    one failed.
     """
-    from runner.check import check, check_lines, stored_progress
+    from runner.calls_note import read_calls
+    from runner.check import check, check_lines, note_real_calls, stored_progress
 
     loaded = load_experiment(experiment)
     questions = prepare(loaded)
+    noted, ignored = read_calls(loaded.store)
+    if ignored is not None:
+        _echo(ignored)
     report = asyncio.run(
-        check(loaded, questions, stored_progress(loaded), stated_output=output_tokens)
-    )
+        check(
+            loaded, questions, stored_progress(loaded), stated_output=output_tokens,
+            accounts=noted,
+        )
+    )  # fmt: skip
     for line in check_lines(report, max_spend):
         _echo(line)
+    unnoted = note_real_calls(loaded, report)
+    if unnoted is not None:
+        _echo(unnoted)
     if not report.ok:
         raise typer.Exit(code=1)
 

@@ -50,8 +50,8 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
             learnt = math.floor(b.learnt_per_minute)
             lines.append(
                 f"  backend {b.name}: its server admits about {learnt:,} requests/min, below its "
-                f"requests_per_minute (learnt from its 429s, and kept to); set "
-                f"requests_per_minute = {learnt} to start there"
+                f"requests_per_minute (learnt from its 429s, and kept to, rising each minute "
+                f"without one); set requests_per_minute = {learnt} to start there"
             )
     if report.errors:
         lines.append("  errors that keep requests from completing, most frequent first:")

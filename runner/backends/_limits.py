@@ -20,7 +20,7 @@ requests wakes no thundering herd. A request is admitted when
 The limit is the lowest of the configured one, the one the server states
 (``x-ratelimit-limit-requests``), and the one learnt from its 429s (:meth:`RateLimiter.throttled`):
 the rate the server admitted, counted over a window at least as long as the server's, never
-from one pause (see the README's "Rate limits" for the rule and the evidence for it). A learnt
+from one pause (see the README's "Rate limits learnt" for the rule and the evidence). A learnt
 limit probes back up, additively, each window without a throttle, so a wrong low estimate is
 mended within minutes.
 
@@ -54,7 +54,7 @@ MIN_LIMIT_SHARE = 1 / 64  # a learnt limit never falls below 1/64 of the configu
 # this share of a window apart, when their waits are known only to the second.
 PAIR_SPAN_SHARE = 0.5
 # Measured over less than a window, a limit already learnt is lowered to this share at most.
-SHORT_MEASURE_FLOOR = 0.9
+SHORT_MEASURE_FLOOR = 0.95
 PROBE_STEP_SHARE = 1 / 16  # a learnt limit rises by this share of the configured one a window
 MAX_PROBE_WINDOWS = 16  # a refused rise doubles the windows before the next, up to this many
 HISTORY_S = 3 * MINUTE_S  # how far back the calls sent are kept, for the measures

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from conditions import Questions
 from runner._names import NAMESPACE
 from runner._port import Shape, Traffic
+from runner.backends import Account
 from runner.batch import BatchOutcome
 from runner.check import CheckReport
 from runner.distributed import _address, _ray
@@ -72,10 +74,13 @@ def run_experiment(
         except Exception:
             preparing.result()  # its error, if any, is the one a user would have seen first
             raise
-        questions, estimate = preparing.result()
-        run = _Run(experiment, questions, options, echo, experiment_file, show or echoing(echo))
-        if estimate is not None:
-            run.estimated(estimate)
+        ready = preparing.result()
+        run = _Run(
+            experiment, ready.questions, options, echo, experiment_file, show or echoing(echo)
+        )
+        run.accounts = ready.accounts
+        if ready.estimate is not None:
+            run.estimated(ready.estimate)
         return asyncio.run(run.go())
     finally:
         if started_ray:
@@ -109,6 +114,7 @@ class _Run:
         self.cap = SpendCap(options.max_spend) if options.max_spend is not None else None
         self.allowed: frozenset[RequestId] | None = None  # with --limit: the requests to send
         self.preflight_spent = 0.0
+        self.accounts: Mapping[str, Account] = {}  # by backend: calls already made on it
         self._batches: dict[str, BatchReport] = {}  # batch-mode backends' reports
 
     def estimated(self, estimate: CheckReport) -> None:
@@ -285,8 +291,8 @@ class _Run:
         cost = prices.batch_cost if actor.batch else prices.cost
         # The shape is the actor's first answer: its errors (a missing key) come back whole.
         shape: Shape = await _ray.call(actor.handle.shape.remote())
-        account = self.estimate.accounts.get(actor.name) if self.estimate is not None else None
-        if account is not None and not actor.batch:  # the pre-flight's calls count
+        account = self.accounts.get(actor.name)
+        if account is not None and not actor.batch:  # a check's and the pre-flight's count
             await _ray.call(actor.handle.inherit.remote(account))
         worst = None
         if self.cap is not None:

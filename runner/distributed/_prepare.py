@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import TypeVar
 
 from conditions import Questions
 from runner._errors import RunnerError
+from runner.backends import Account
+from runner.calls_note import read_calls
 from runner.check import (
     CheckReport,
     cap_lines,
@@ -34,16 +37,27 @@ class PreflightFailed(RunnerError):
     """A pre-flight call failed: the run would pay for calls that fail the same way."""
 
 
-def prepared(
-    experiment: Experiment, options: RunOptions, echo: Echo
-) -> tuple[Questions, CheckReport | None]:
-    """The experiment's questions, and the estimate the spending cap starts from: the
-    pre-flight's (its calls made), else the cap's, else None."""
+@dataclass(frozen=True)
+class Prepared:
+    """What a run settles before its actors start."""
+
+    questions: Questions
+    estimate: CheckReport | None  # the pre-flight's (its calls made), else the cap's, else None
+    accounts: Mapping[str, Account]  # by backend: the calls already made on its account
+
+
+def prepared(experiment: Experiment, options: RunOptions, echo: Echo) -> Prepared:
+    """The experiment's questions, the estimate the spending cap starts from, and the calls
+    a check and the pre-flight made on each backend's account."""
     questions = ensure_questions(experiment)
+    noted, ignored = read_calls(experiment.store)
+    if ignored is not None:
+        echo(ignored)
     if options.preflight:
-        return questions, preflight(experiment, questions, options, echo)
+        report = preflight(experiment, questions, options, echo, noted)
+        return Prepared(questions, report, report.accounts)
     if options.max_spend is None:
-        return questions, None
+        return Prepared(questions, None, noted)
     # The cap needs a cost per call before any is measured.
     stored = stored_progress(experiment)
     estimate = asyncio.run(
@@ -51,7 +65,7 @@ def prepared(
     )
     for line in cap_lines(estimate.costs, options.max_spend):
         echo(line)
-    return questions, estimate
+    return Prepared(questions, estimate, noted)
 
 
 def beside(work: Callable[[], _T]) -> Future[_T]:
@@ -69,7 +83,11 @@ def beside(work: Callable[[], _T]) -> Future[_T]:
 
 
 def preflight(
-    experiment: Experiment, questions: Questions, options: RunOptions, echo: Echo
+    experiment: Experiment,
+    questions: Questions,
+    options: RunOptions,
+    echo: Echo,
+    noted: Mapping[str, Account] | None = None,
 ) -> CheckReport:
     """Call each configuration of a real backend once per decoding, and say what the calls
     left will cost and take (a simulated backend costs nothing and is not called).
@@ -90,7 +108,7 @@ def preflight(
     report = asyncio.run(
         check(
             experiment, questions, stored, stated_output=options.output_tokens, only_real=True,
-            cap=options.max_spend, left=left, as_grid=True,
+            cap=options.max_spend, left=left, as_grid=True, accounts=noted,
         )
     )  # fmt: skip
     for line in check_lines(report, options.max_spend):

@@ -5,6 +5,7 @@ measured tokens, the prices and the limits. No Ray."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import subprocess
 import sys
@@ -15,8 +16,11 @@ import pytest
 from typer.testing import CliRunner
 
 from conditions import Cohort, DataRoot, task_of, write_cohort
+from runner.calls_note import read_calls
 from runner.check import CheckReport, OverCap, check, check_lines
 from runner.cli import app
+from runner.distributed import RunOptions
+from runner.distributed._prepare import prepared
 from runner.estimate import input_bound
 from runner.experiment import load_experiment
 from runner.plan import prepare
@@ -214,3 +218,23 @@ def test_a_pre_flights_calls_are_requests_left_made_as_their_attempts(
     assert len(ids) == 2 and f"gb-{first.fingerprint[:24]}-r{first.replicate}-a1" in ids
     (account,) = report.accounts.values()
     assert len(account.sent) == 2 == report.traffic.http_calls
+
+
+def test_a_checks_calls_count_in_the_windows_of_the_run_that_follows(
+    tmp_path: Path, store: Path, small_root: DataRoot, small_cohort: Cohort, key: None
+) -> None:
+    """Issue 38: ``check`` notes when its calls left; a run's pre-flight (and its backends)
+    start from them, so the server's window and theirs agree."""
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, sim):
+        path = _experiment(tmp_path, store, small_root, url)
+        result = CliRunner().invoke(app, ["check", str(path)])
+        assert result.exit_code == 0, result.output
+        (checked,) = read_calls(store)[0].values()
+        assert len(checked.sent) == 3
+        lines: list[str] = []
+        ready = prepared(load_experiment(path), RunOptions(preflight=True), lines.append)
+    sent = sorted(ready.accounts["qwen"].sent)
+    assert len(sent) == 6 and sim.stats.answered == 6
+    # 120 a minute: every call, the check's and the pre-flight's, half a second apart (the
+    # clocks of two processes agree to a millisecond).
+    assert min(b - a for a, b in itertools.pairwise(sent)) >= 0.499

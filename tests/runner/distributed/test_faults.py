@@ -78,8 +78,7 @@ def test_after_a_driver_kill_no_more_calls_reach_the_server_than_were_in_flight(
     """At 240/min most of what a worker holds waits for a rate slot; at 6,000/min it is all on
     the wire. Either way, once the driver is killed, the server sees no more calls than the
     worker's concurrency, and the rerun pays again for no more than that. With no pre-flight:
-    its call is a request of the grid that the grid asks again (issue 38), not a call lost to
-    the kill."""
+    every call counted is the grid's."""
     spec = SimSpec(seed=SEED, faults=SLOW)
     with simulator_thread(run.cohort, run.root, run.tmp / "v", spec) as (url, sim):
         path = _experiment(run.tmp, run.store, run.root, url, requests_per_minute=per_minute)

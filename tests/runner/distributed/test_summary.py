@@ -109,7 +109,8 @@ def test_a_limit_learnt_from_429s_is_said_with_the_setting_to_start_there() -> N
     lines = summary_lines(_report(backends, ()), Path("exp.toml"))
     assert (
         "  backend a: its server admits about 148 requests/min, below its requests_per_minute "
-        "(learnt from its 429s, and kept to); set requests_per_minute = 148 to start there"
+        "(learnt from its 429s, and kept to, rising each minute without one); set "
+        "requests_per_minute = 148 to start there"
     ) in lines
     quiet = summary_lines(_report((BackendReport("a", ("qa",), None, 0),), ()), None)
     assert not any("learnt" in line for line in quiet)
