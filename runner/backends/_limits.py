@@ -20,9 +20,8 @@ requests wakes no thundering herd. A request is admitted when
 The limit is the lowest of the configured one, the one the server states
 (``x-ratelimit-limit-requests``), and the one learnt from its 429s (:meth:`RateLimiter.throttled`):
 the rate the server admitted, counted over a window at least as long as the server's, never
-from one pause (see the README's "Rate limits learnt" for the rule and the evidence). A learnt
-limit probes back up, additively, each window without a throttle, so a wrong low estimate is
-mended within minutes.
+from one pause, and probed back up each window without a throttle (:mod:`._learning`; the
+README's "Rate limits learnt" gives the rule and the evidence).
 
 What the limiter knows of the calls sent is its :class:`Account`; a backend's limiter in another
 process (the run's pre-flight, then the backend's actor) takes it over with
@@ -43,21 +42,11 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
 from conditions import Transport
+from runner.backends._learning import HISTORY_S, MINUTE_S, LearntLimit
 
 Clock = Callable[[], float]
 
-MINUTE_S = 60.0
 JITTER_SHARE = 0.005  # windows 0.5% longer than the server's: 0.3 s a minute for a call's way
-LEARNT_SHARE = 0.99  # a learnt limit keeps 1% below the rate measured, for the measure's error
-MIN_LIMIT_SHARE = 1 / 64  # a learnt limit never falls below 1/64 of the configured one
-# Two throttles measure a rate between them (the server was at its limit at both) once they are
-# this share of a window apart, when their waits are known only to the second.
-PAIR_SPAN_SHARE = 0.5
-# Measured over less than a window, a limit already learnt is lowered to this share at most.
-SHORT_MEASURE_FLOOR = 0.95
-PROBE_STEP_SHARE = 1 / 16  # a learnt limit rises by this share of the configured one a window
-MAX_PROBE_WINDOWS = 16  # a refused rise doubles the windows before the next, up to this many
-HISTORY_S = 3 * MINUTE_S  # how far back the calls sent are kept, for the measures
 MAX_BACKOFF_S = 60.0  # pause after repeated throttles that named no retry-after
 IDLE_S = 1.0  # no call in flight or waiting for longer than this: the backend was idle
 # Waits shorter than this are none: a float's crumbs (1e-17 s) would be slept on for ever where
@@ -75,18 +64,6 @@ class Account:
     paused_until: float = 0.0  # no call before this (0: no pause)
     learnt: float | None = None  # a limit (per minute) learnt from 429s, if one was
     known_from: float | None = None  # every call sent since this is in ``sent``
-
-    def joined(self, other: Account) -> Account:
-        """Both accounts' calls (the same call in both counted once)."""
-        learnt = [x for x in (self.learnt, other.learnt) if x is not None]
-        known = [x for x in (self.known_from, other.known_from) if x is not None]
-        return Account(
-            tuple(sorted(set(self.sent) | set(other.sent))),
-            tuple(sorted(set(self.refused) | set(other.refused))),
-            max(self.paused_until, other.paused_until),
-            min(learnt, default=None),
-            min(known, default=None),
-        )
 
 
 class Stopped(Exception):
@@ -159,23 +136,11 @@ class RateLimiter:
         self._minute = _Window(MINUTE_S)
         self._second = _Window(1.0) if requests_per_second else None
         self._stated = math.inf  # from x-ratelimit-limit-requests, when a server sends it
-        self._learnt = math.inf  # from the server's 429s (see throttled)
+        self._learnt = LearntLimit(requests_per_minute)  # from the server's 429s
         self._tat = -math.inf  # the earliest time of the next call, for even spacing
         self._paused_until = -math.inf
-        self._sent: deque[float] = deque()  # when the calls of the last HISTORY_S left
-        self._refused: deque[float] = deque()  # ... and those the server throttled
-        self._known_from = math.inf  # every call sent on the account since then is known
-        self._busy_since = -math.inf  # calls have been wanted without a break since then
         self._waiting = 0  # calls waiting for admission
         self._idle_from = -math.inf  # nothing in flight or waiting since then
-        # (sent, when the server said it would admit again) of each throttle, for the measures
-        self._saturated: deque[tuple[float, float]] = deque()
-        self._quiet_since = -math.inf  # the end of the last throttle's pause
-        self._probe_windows = 1  # windows without a throttle before a learnt limit rises
-        self._probing = False  # the learnt limit is a rise not yet held for a window
-        self._held = 0.0  # the limit a rise started from: it held a whole window
-        self._refused_pace = math.inf  # the limit in force at the last decrease: too high
-        self._refused_pace_at = -math.inf
         self._admitted_at_decrease = 0  # calls admitted up to the last decrease
         self._throttle_streak = 0
         self._tokens = _TokenBucket(tokens_per_minute, clock) if tokens_per_minute else None
@@ -201,11 +166,12 @@ class RateLimiter:
         """What this limiter knows of the calls sent, to hand to another limiter of the
         account (in Unix time)."""
         offset = self.wall() - self.clock()
-        known = self._known_from + offset if self._known_from < math.inf else None
+        log = self._learnt
+        known = log.known_from + offset if log.known_from < math.inf else None
         paused = self._paused_until + offset if self._paused_until > -math.inf else 0.0
         return Account(
-            tuple(t + offset for t in self._sent),
-            tuple(t + offset for t in self._refused),
+            tuple(t + offset for t in log.sent),
+            tuple(t + offset for t in log.refused),
             max(0.0, paused),
             self.learnt,
             known,
@@ -217,40 +183,33 @@ class RateLimiter:
         pause is kept for a minute at most: an account from elsewhere delays, never stops."""
         now = self.clock()
         offset = now - self.wall()
-        sent = sorted(min(now, t + offset) for t in account.sent if t + offset > now - HISTORY_S)
-        self._sent = deque(sorted([*self._sent, *sent]))
-        refused = (min(now, t + offset) for t in account.refused)
-        self._refused = deque(
-            sorted([*self._refused, *(t for t in refused if t > now - HISTORY_S)])
-        )
+        recent = now - HISTORY_S
+        sent = sorted(min(now, t + offset) for t in account.sent if t + offset > recent)
+        refused = [min(now, t + offset) for t in account.refused if t + offset > recent]
+        known = account.known_from + offset if account.known_from is not None else None
+        self._learnt.add_known(sent, refused, known)
         self._minute.merge(sent)
         if self._second is not None:
             self._second.merge(sent)
         if sent:
             self._tat = max(self._tat, sent[-1] + self._spacing())
-        # Where the account does not say since when it knows every call, from its first.
-        known = account.known_from + offset if account.known_from is not None else None
-        if known is None and sent:
-            known = sent[0]
-        if known is not None:
-            self._known_from = min(self._known_from, known)
         if account.paused_until > 0:
             self._paused_until = max(
                 self._paused_until, min(account.paused_until + offset, now + MINUTE_S)
             )
-        if account.learnt is not None and account.learnt < self._learnt:
-            self._learnt = max(self.configured * MIN_LIMIT_SHARE, account.learnt)
-            self._quiet_since = now
+        if account.learnt is not None:
+            self._learnt.taught(account.learnt, now)
 
     @property
     def learnt(self) -> float | None:
         """The limit (per minute) a throttle taught and the limiter keeps to, if one did."""
-        return self._learnt if self._learnt < self.configured else None
+        value = self._learnt.value
+        return value if value < self.configured else None
 
     @property
     def limit(self) -> float:
         """Requests per minute in force: the lowest of configured, stated and learnt."""
-        return min(self.configured, self._stated, self._learnt)
+        return min(self.configured, self._stated, self._learnt.value)
 
     @asynccontextmanager
     async def slot(
@@ -286,7 +245,7 @@ class RateLimiter:
     async def _admit(self, tokens: int, given_up: Callable[[], bool]) -> Slot:
         now = self.clock()
         if self.in_flight == 0 and self._waiting == 0 and now - self._idle_from > IDLE_S:
-            self._busy_since = now  # calls wanted again after an idle spell
+            self._learnt.busy_since = now  # calls wanted again after an idle spell
         self._waiting += 1
         try:
             return await self._admitted(tokens, given_up)
@@ -310,7 +269,7 @@ class RateLimiter:
                     await asyncio.wait_for(self._freed.wait(), timeout)
 
     def _delay(self, tokens: int, now: float) -> float:
-        self._probe(now)
+        self._learnt.probe(now, min(self.configured, self._stated))
         limit = self.limit
         waits = [
             self._paused_until - now,
@@ -341,9 +300,7 @@ class RateLimiter:
             self._second.add(now)
         if self._tokens is not None:
             self._tokens.take(tokens, now)
-        self._sent.append(now)
-        self._known_from = min(self._known_from, now)
-        self._forget_before(now - HISTORY_S)
+        self._learnt.add_sent(now)
         self.in_flight += 1
         self.stats.admitted += 1
         return Slot(self, tokens, self.stats.admitted, sent_at=now)
@@ -365,15 +322,14 @@ class RateLimiter:
         """A 429: pause the whole backend, halve the ceiling and learn the server's limit;
         returns the pause (s).
 
-        The limit learnt (:meth:`_learn`) is measured over a window at least as long as the
-        server's, never from one pause. Calls admitted before the last decrease were sent
+        The limit learnt (:class:`LearntLimit`) is measured over a window at least as long as
+        the server's, never from one pause. Calls admitted before the last decrease were sent
         under the old limit, so their throttles do not lower it again (one decrease per window
         of calls, as TCP counts one loss). They are told apart by admission count, not time,
         which ties on a coarse clock.
         """
         self.stats.throttles += 1
         self._throttle_streak += 1
-        self._refused.append(slot.sent_at)
         if retry_after is None:
             retry_after = min(MAX_BACKOFF_S, 0.5 * 2 ** (self._throttle_streak - 1))
         again = slot.sent_at + _expected(retry_after)  # when the server will admit again
@@ -381,132 +337,17 @@ class RateLimiter:
             self._admitted_at_decrease = self.stats.admitted
             self.stats.decreases += 1
             self.ceiling = max(1.0, self.ceiling / 2)
-            self._learn(slot.sent_at, again, retry_after)
-        self._saturated.append((slot.sent_at, again))
+            exact = not _integral(retry_after) and self._bucket_like(retry_after)
+            ceiling = min(self.configured, self._stated)
+            self._learnt.learn(slot.sent_at, again, exact, self.limit, ceiling, self.clock())
         self.pause(retry_after)
-        self._quiet_since = max(self._quiet_since, self._paused_until)
+        self._learnt.throttled(slot.sent_at, again, self._paused_until)
         return retry_after
-
-    def _learn(self, sent: float, again: float, retry_after: float) -> None:
-        """Learn the limit from a call sent at ``sent`` that the server throttled, saying it
-        admits again at ``again``: the rate it admitted (:meth:`_measure`), held 1% below
-        for the measure's error, and never below what it admitted in the last window while
-        refusing calls (a rate it demonstrably allows)."""
-        self._refused_pace, self._refused_pace_at = self.limit, self.clock()
-        measured = self._measure(sent, again, retry_after)
-        if measured is None:
-            return
-        shown = self._count(max(again - MINUTE_S, self._refusing_since(again)), sent)
-        learnt = max(measured * LEARNT_SHARE, float(shown))
-        if self._probing:  # the rise was refused: back to the limit that held, and wait
-            learnt = max(learnt, self._held)  # longer before the next
-            self._probe_windows = min(MAX_PROBE_WINDOWS, 2 * self._probe_windows)
-        self._probing = False
-        ceiling = min(self.configured, self._stated)
-        self._learnt = (
-            max(self.configured * MIN_LIMIT_SHARE, learnt) if learnt < ceiling else math.inf
-        )
-
-    def _refusing_since(self, again: float) -> float:
-        """When the server began refusing, this time: the first of the throttles that came
-        less than a window apart, up to the one that admits again at ``again``."""
-        since = again
-        for _, then in reversed(self._saturated):
-            if since - then >= MINUTE_S:
-                break
-            since = then
-        return since
-
-    def _measure(self, sent: float, again: float, retry_after: float) -> float | None:
-        """The rate (per minute) the server admits, from a throttle of a call ``sent`` that
-        it admits again at ``again`` (``None``: nothing to measure on).
-
-        - **The window**: the calls it admitted in the minute that ends at ``again``, where
-          every call of that minute is known. A sliding or a fixed window server admits exactly
-          its limit there; a token bucket its rate, plus what its burst held at the start.
-        - **Between two throttles**: at both the server was at its limit, so the calls it
-          admitted between the first's ``again`` and this one's, over that time, are its
-          rate, a bucket's burst left out. Taken where the waits are exact and a bucket's (a
-          fraction of a second), or the throttles half a window apart (whole seconds).
-
-        The lower of the two where both are taken; where neither is (the account is younger
-        than a minute), the rate over what it knows since calls were last wanted after an idle
-        spell, which reads high rather than low.
-        """
-        measures = []
-        start = again - MINUTE_S
-        if self._known_from <= start + 1.0:  # a second's slack: a wait said to the second
-            measures.append(float(self._count(start, sent)))
-        between = self._between(sent, again, retry_after)
-        if between is not None:
-            measures.append(between)
-        if measures:
-            return min(measures)
-        # From when calls were last wanted after an idle spell: time the backend did not ask
-        # is no time the server refused.
-        start = max(self._known_from, self._busy_since)
-        span = again - start
-        admitted = self._count(start, sent)
-        if admitted <= 0 or span <= 0:
-            return None
-        measured = admitted / span * MINUTE_S
-        if self._learnt < math.inf:
-            # Once a limit is learnt, a short measure may lower it only a little: its span
-            # is the backend's own pauses, each a wait said to the second, longer than the
-            # server needed, and under a bucket holding a call or two, time it wasted.
-            measured = max(measured, self._learnt * SHORT_MEASURE_FLOOR)
-        return measured
-
-    def _between(self, sent: float, again: float, retry_after: float) -> float | None:
-        exact = not _integral(retry_after) and self._bucket_like(retry_after)
-        for before, then in reversed(self._saturated):
-            span = again - then
-            if before >= sent or span <= 0:
-                continue
-            if span >= PAIR_SPAN_SHARE * MINUTE_S or (exact and sent - before < MINUTE_S):
-                admitted = self._count(then, sent)
-                return admitted / span * MINUTE_S if admitted > 0 else None
-        return None
 
     def _bucket_like(self, retry_after: float) -> bool:
         """Whether a retry-after is a token bucket's: about the time one call's token takes to
         grow (a window's is the time its oldest call takes to leave it)."""
         return retry_after <= max(1.0, 2 * MINUTE_S / self.limit)
-
-    def _count(self, start: float, before: float) -> int:
-        """The calls sent from ``start`` up to ``before`` that the server admitted."""
-        sent = sum(1 for t in self._sent if start <= t < before)
-        return sent - sum(1 for t in self._refused if start <= t < before)
-
-    def _forget_before(self, when: float) -> None:
-        for times in (self._sent, self._refused):
-            while times and times[0] < when:
-                times.popleft()
-        while self._saturated and self._saturated[0][1] < when:
-            self._saturated.popleft()
-
-    def _probe(self, now: float) -> None:
-        """Raise a learnt limit by :data:`PROBE_STEP_SHARE` of the configured one after each
-        window without a throttle (more windows after a rise was refused), so a limit learnt
-        too low, or raised since by the provider, is found again."""
-        if self._learnt == math.inf or now - self._quiet_since < MINUTE_S * self._probe_windows:
-            return
-        if self._probing:  # the last rise held a whole window
-            self._probe_windows = 1
-        self._held = self._learnt
-        raised = self._learnt + self._probe_step(now)
-        self._learnt = math.inf if raised >= min(self.configured, self._stated) else raised
-        self._probing = self._learnt < math.inf
-        self._quiet_since = now
-
-    def _probe_step(self, now: float) -> float:
-        """The rise: a share of the configured limit, or half the way to a pace the server
-        refused in the last :data:`MAX_PROBE_WINDOWS` windows (a bisection between a limit
-        held and one refused), a call a minute at least."""
-        step = self.configured * PROBE_STEP_SHARE
-        if now - self._refused_pace_at < MAX_PROBE_WINDOWS * MINUTE_S:
-            step = min(step, max(1.0, (self._refused_pace - self._learnt) / 2))
-        return step
 
     def pause(self, seconds: float) -> None:
         """Admit nothing for ``seconds`` from now (a pause already longer stands)."""
