@@ -102,7 +102,8 @@ class CheckReport:
     costs: tuple[CostEstimate, ...]
     walls: tuple[WallEstimate, ...]
     accounts: Mapping[str, Account] = field(default_factory=dict)  # by backend: calls sent
-    traffic: Traffic = field(default_factory=Traffic)  # every HTTP call the probes made
+    # by backend: every HTTP call the probes made
+    traffic: Mapping[str, Traffic] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -183,7 +184,7 @@ async def check(
         sim_key = experiment.simulator_key
         probes: list[Probe] = []
         limiters: dict[str, RateLimiter] = {}
-        traffic = Traffic()
+        traffic: dict[str, Traffic] = {}
         if call:
             chosen = [
                 (c, asked)
@@ -215,7 +216,9 @@ async def check(
             with _backend_log_quiet():
                 made = await asyncio.gather(*calls)
             probes = [_priced(experiment, p) for p, _ in made]
-            traffic = sum((t for _, t in made), Traffic())
+            for (c, _), (_, used) in zip(chosen, made, strict=True):
+                name = backend_of[c.name]
+                traffic[name] = traffic.get(name, Traffic()) + used
     costs = _costs(experiment, questions, configurations, requests, probes, stored, stated_output)
     latencies = {p.configuration: p.latency_s for p in probes if p.latency_s is not None}
     walls = backend_walls(experiment.backends, costs, latencies)

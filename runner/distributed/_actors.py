@@ -21,7 +21,7 @@ import ray
 
 from conditions import Configuration, Questions, VariantCache
 from runner._errors import RunnerError
-from runner._port import Outcome, Shape
+from runner._port import Outcome, Shape, Traffic
 from runner.backends import Account, key_for
 from runner.batch import BatchOutcome
 from runner.distributed._batch_worker import BatchSpec, BatchWorker
@@ -95,8 +95,8 @@ class BackendActor(_WorkerActor[BackendWorker]):
     def shape(self) -> Shape:
         return self._worker.shape
 
-    def inherit(self, account: Account) -> None:
-        self._worker.inherit(account)
+    def inherit(self, account: Account, traffic: Traffic | None = None) -> None:
+        self._worker.inherit(account, traffic)
 
     async def lease(self, calls: Sequence[Pending]) -> Outcome:
         return await self._worker.lease(calls)

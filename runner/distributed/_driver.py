@@ -241,7 +241,7 @@ class _Run:
             requests_finished=sum(f.finished for f in self.feeds) + self._preflight_finished(),
             unscored=unscored,
             simulator_calls=calls,
-            traffic=sum((f.traffic for f in self.feeds), self._preflight_traffic()),
+            traffic=sum((self._traffic_of(f) for f in self.feeds), Traffic()),
             attempts_answered=sum(f.answered for f in self.feeds) + self._preflight_answered(),
             transient_ended=sum(f.transient_ended for f in self.feeds),
             errors=errors,
@@ -256,8 +256,15 @@ class _Run:
             self.echo(line)
         return report
 
-    def _preflight_traffic(self) -> Traffic:
-        return self.estimate.traffic if self.estimate is not None else Traffic()
+    def _traffic_of(self, feed: Feed) -> Traffic:
+        """A backend's HTTP calls, its pre-flight's included: an online worker counts them
+        with its own (told them with its account), a batch worker does not."""
+        made = self.estimate.traffic.get(feed.name) if self.estimate is not None else None
+        if made is None:
+            return feed.traffic
+        if feed.name in self._batches:
+            return feed.traffic + made
+        return feed.traffic.latest(made)  # a worker that never reported: the pre-flight's
 
     def _preflight_answered(self) -> int:
         records = self.estimate.records if self.estimate is not None else ()
@@ -293,7 +300,8 @@ class _Run:
         shape: Shape = await _ray.call(actor.handle.shape.remote())
         account = self.accounts.get(actor.name)
         if account is not None and not actor.batch:  # a check's and the pre-flight's count
-            await _ray.call(actor.handle.inherit.remote(account))
+            made = self.estimate.traffic.get(actor.name) if self.estimate is not None else None
+            await _ray.call(actor.handle.inherit.remote(account, made))
         worst = None
         if self.cap is not None:
             estimated = self.estimate.input_per_call(names) if self.estimate is not None else 0.0

@@ -138,10 +138,13 @@ class BackendWorker:
             for name, c in self.configurations.items()
         }
 
-    def inherit(self, account: Account) -> None:
-        """Count the calls ``account`` records as this backend's own (the run's pre-flight
-        made them on the same account): the server's window and the limiter's agree."""
+    def inherit(self, account: Account, traffic: Traffic | None = None) -> None:
+        """Count the calls ``account`` records as this backend's own (a check and the run's
+        pre-flight made them on the same account): the server's window and the limiter's
+        agree. ``traffic``: the pre-flight's HTTP calls, counted with this backend's."""
         self._limiter.inherit(account)
+        if traffic is not None:
+            self._traffic_before = self._traffic_before + traffic
 
     async def _ensure_open(self) -> None:
         """The lifeline to the driver, then the session: on the loop that sends, once."""

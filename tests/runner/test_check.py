@@ -217,7 +217,7 @@ def test_a_pre_flights_calls_are_requests_left_made_as_their_attempts(
     ids = {call.split(":")[1] for call in sim.stats.paid}
     assert len(ids) == 2 and f"gb-{first.fingerprint[:24]}-r{first.replicate}-a1" in ids
     (account,) = report.accounts.values()
-    assert len(account.sent) == 2 == report.traffic.http_calls
+    assert len(account.sent) == 2 == report.traffic["qwen"].http_calls
 
 
 def test_a_checks_calls_count_in_the_windows_of_the_run_that_follows(
