@@ -89,12 +89,15 @@ def test_at_the_servers_limit_no_429_and_99_percent_of_it_over_three_minutes(
 
 
 @pytest.mark.parametrize("kind", ["sliding-window", "token-bucket", "fixed-window"])
-def test_told_four_times_the_limit_few_429s_and_95_percent_over_five_minutes(
+def test_told_four_times_the_limit_few_late_429s_and_95_percent_over_five_minutes(
     small_cohort: Cohort, small_root: DataRoot, requests: tuple[list[Request], VariantCache],
     kind: LimiterKind,
 ) -> None:  # fmt: skip
     sim, seconds = _paced(small_cohort, small_root, requests, kind, 60, 240, count=300)
-    assert sim.stats.statuses[200] == 300 and sim.stats.statuses[429] <= 3
+    # The limit is learnt in the first minute; after it, a rise probing for more is refused
+    # now and then (issue 38), at most three times in the run.
+    late = [t for t in sim.stats.throttled_at if t >= 60.0]
+    assert sim.stats.statuses[200] == 300 and len(late) <= 3, sim.stats.throttled_at
     assert seconds >= 4 * 60  # the first minute's 60, then 60 a minute
     assert 300 / (seconds / 60) >= 0.95 * 60
 
