@@ -15,7 +15,7 @@ import gc
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import ray
 
@@ -31,8 +31,10 @@ from runner.distributed._scorer import BoxScorer, Scorer
 from runner.distributed._store_actor import StoreActor
 from runner.distributed._store_port import StorePort
 from runner.distributed._worker import BackendWorker, WorkerStats
-from runner.simulator import SimSpec, Simulator, serving
 from runner.store import QUERY_SLOTS, Pending
+
+if TYPE_CHECKING:
+    from runner.simulator import SimSpec
 
 SCORE_BATCH = 512  # answers a scorer takes at most at once
 SMALL_BATCH = 64  # fewer than this: wait a little before asking again, so batches grow
@@ -202,11 +204,17 @@ class SimulatorActor:
     """The built-in model APIs, on loopback of the driver's node."""
 
     def __init__(self, questions: Questions, images: Path, cache: Path, spec: SimSpec) -> None:
+        # Imported here, not with the module: every actor's process imports this module, and
+        # only the simulator's needs the server (an eighth of a second of CPU each).
+        from runner.simulator import Simulator
+
         # The server reads each variant once, to index its fingerprint: few need stay in memory.
         self._simulator = Simulator(questions, images, VariantCache(cache, memory=32), spec)
         self._stack = contextlib.AsyncExitStack()
 
     async def start(self) -> str:
+        from runner.simulator import serving
+
         url: str = await self._stack.enter_async_context(serving(self._simulator))
         return url
 

@@ -12,6 +12,7 @@ how to resume.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -46,6 +47,10 @@ from runner.plan import RequestId, check_backends, first_questions, grid_of
 from runner.store import Pending, grid_table, response_row
 from runner.summary import summary_lines
 
+# How far the run's start has got, one DEBUG line a step; ``benchmarks/startup.py`` turns it on
+# to split the time to the first call.
+STARTUP = logging.getLogger("runner.distributed.startup")
+
 
 def run_experiment(
     experiment: Experiment,
@@ -63,14 +68,17 @@ def run_experiment(
     submit``), else starts a local one; one already initialised in this process is used as is.
     """
     options = options if options is not None else RunOptions()
+    STARTUP.debug("imported")  # the command's imports, and the experiment read
     check_backends(experiment)  # what a backend's actor would refuse fails before Ray starts
     # Ray takes seconds to start, most of them spent waiting on its own processes: the
     # questions are read (or built) and the pre-flight's calls made meanwhile, on a thread.
     preparing = beside(lambda: prepared(experiment, options, echo))
+    preparing.add_done_callback(lambda _: STARTUP.debug("prepared"))
     started_ray = False
     try:
         try:
             started_ray = _ray.connect(options.address)
+            STARTUP.debug("ray")
         except Exception:
             preparing.result()  # its error, if any, is the one a user would have seen first
             raise
@@ -140,7 +148,8 @@ class _Run:
             # actor's death after the run has ended.
             forget(self.scoring)
             for b in self.actors:
-                _ray.kill(b.handle)
+                if b.handle is not None:  # started (a backend starts once the first serves)
+                    _ray.kill(b.handle)
             for scorer in self.scorers:
                 _ray.kill(scorer)
             await _ray.quietly(self.store.close.remote())
@@ -162,8 +171,9 @@ class _Run:
     async def _go(
         self, begun: float, note: _address.RunAddress, lifeline: LifelineAddress
     ) -> RunReport:
-        # The actors' processes start while the store opens: each is a Python process that
-        # imports the runner, seconds on a small machine, and the first call waits for them.
+        # The first backend's actor starts while the store opens (the others once it serves,
+        # _start_backends): each is a Python process that imports the runner, seconds on a
+        # small machine, and the first call waits for both.
         opening = self.store.open.remote()
         questions_ref = _ray.put(self.questions)
         self.simulator = self.fleet.start_simulator(questions_ref)  # None: no backend simulated
@@ -173,16 +183,19 @@ class _Run:
         ]
         # Backends build requests: the questions are all they need of the cohort.
         asking_ref = _ray.put(self.questions.for_asking())
-        self.actors = self.fleet.start_backends(configurations, asking_ref, self.store, lifeline)
+        self.actors = self.fleet.backends(configurations, asking_ref, self.store, lifeline)
+        later = self._start_backends()
         # Opening is the store actor's readiness: its errors (lock, schema) come back whole,
         # before the run says where it is or registers anything.
         await _ray.call(opening)
+        STARTUP.debug("store")
         self._note_where(note)
         grid = grid_of(self.experiment, self.questions, configurations)
         registering = self.store.register.remote(
             list(grid.registrations), grid_table(grid.rows), self.experiment.images
         )
         reread = await _ray.call(registering)
+        STARTUP.debug("grid")
         for name, was, answers in reread:
             self.echo(
                 f"configuration {name}: its answers are read by {self.experiment.reading(name)} "
@@ -190,14 +203,9 @@ class _Run:
             )
         await self._keep_preflight()
         attempts = {r.name: r.attempts for r in grid.registrations}
-        self.feeds = [await self._feed_of(actor, attempts) for actor in self.actors]
         boxes = self.experiment.boxes
         reader = boxes.reading if boxes is not None else None
         scorer_ref = _ray.put(scorer_for(self.questions, self.experiment.conventions, reader))
-        # The scorers start with the backends, not once they serve: answers are scored live
-        # from the first that lands, however slowly a busy machine starts processes.
-        self.scorers = self.fleet.start_scorers(scorer_ref, self.experiment.scorers)
-        scoring = [self._scoring(s) for s in self.scorers]
         if self.options.limit is not None:
             self.allowed = first_questions(grid.rows, self.questions, self.options.limit)
         store = StorePort.of_actor(self.store, self.allowed)
@@ -205,7 +213,12 @@ class _Run:
         view = LiveView(self.store, self._handles, self.experiment, self.show, begun)
         watcher = asyncio.create_task(view.every(self.options.progress_every_s))
         try:
-            await asyncio.gather(*(feeder.drive(f) for f in self.feeds))
+            driving = await self._fed(feeder, attempts, later)
+            # The scorers start once every backend serves, not once answers land: answers are
+            # scored live from the first, however slowly a busy machine starts processes.
+            self.scorers = self.fleet.start_scorers(scorer_ref, self.experiment.scorers)
+            scoring = [self._scoring(s) for s in self.scorers]
+            await asyncio.gather(*driving)
             await self._batch_reports()
             await _ray.call(self.store.finish.remote())
             unscored = await score_to_the_end(
@@ -284,6 +297,38 @@ class _Run:
         return sum((p.configuration, p.condition, p.budget, p.qid) in self.allowed for p in left)
 
     # -- backends ---------------------------------------------------------------------------
+
+    def _start_backends(self) -> list[BackendActor]:
+        """Start the first backend's actor, beside the store's; the others are returned, to
+        start once it serves (:meth:`_fed`). Each actor's process imports the runner before it
+        serves: on a 2-core machine, five importing at once took seconds each, and the first
+        call waited for the last of them. Under a spending cap every actor starts now and all
+        are fed together, so that the first lease is cut to its backend's share of the cap."""
+        now = self.actors if self.cap is not None else self.actors[:1]
+        for actor in now:
+            actor.handle = self.fleet.place(actor)
+        return self.actors[len(now) :]
+
+    async def _fed(
+        self, feeder: Feeder, attempts: dict[str, int], later: list[BackendActor]
+    ) -> list[asyncio.Task[None]]:
+        """Every backend being fed, each from when its actor serves: those started, then the
+        ``later`` ones, started once those serve. A backend that cannot serve (its first
+        answer, the shape, is an error) fails the run, and the feeding started is stopped."""
+        started = self.actors[: len(self.actors) - len(later)]
+        self.feeds = [await self._feed_of(actor, attempts) for actor in started]
+        driving = [asyncio.create_task(feeder.drive(feed)) for feed in self.feeds]
+        STARTUP.debug("fed")
+        for actor in later:
+            actor.handle = self.fleet.place(actor)
+        try:
+            for actor in later:
+                self.feeds.append(await self._feed_of(actor, attempts))
+                driving.append(asyncio.create_task(feeder.drive(self.feeds[-1])))
+        except BaseException:
+            forget(driving)
+            raise
+        return driving
 
     async def _feed_of(self, actor: BackendActor, attempts: dict[str, int]) -> Feed:
         """The feeder's view of ``actor``'s backend: its port, shape, prices and, under a

@@ -81,7 +81,7 @@ class Fleet:
             num_cpus=0, scheduling_strategy=_ray.pinned(self.node)
         ).remote(questions_ref, experiment.images, self.cache, experiment.simulator)
 
-    def start_backends(
+    def backends(
         self,
         configurations: Sequence[Configuration],
         questions_ref: Any,
@@ -89,7 +89,8 @@ class Fleet:
         lifeline: LifelineAddress,
     ) -> list[BackendActor]:
         """One actor per backend with a configuration in ``configurations``, each writing to
-        the ``store`` actor and sending only while it hears the driver's ``lifeline``."""
+        the ``store`` actor and sending only while it hears the driver's ``lifeline``; none
+        started yet (:meth:`place` starts one)."""
         by_name = {c.name: c for c in configurations}
         actors = []
         for name, spec in self.experiment.backends.items():
@@ -114,9 +115,7 @@ class Fleet:
                 spool = self.experiment.store.with_suffix(".batches")
                 args += (BatchSpec(name, spec.batch, spool, spec.simulated),)
             args += (lifeline,)
-            actor = BackendActor(name, members, spec.simulated, options, args, batch)
-            actor.handle = self.place(actor)
-            actors.append(actor)
+            actors.append(BackendActor(name, members, spec.simulated, options, args, batch))
         return actors
 
     def place(self, actor: BackendActor) -> Any:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,21 @@ def test_a_store_actor_serves_only_while_open(tmp_path: Path) -> None:
     actor.close()
     with pytest.raises(StoreClosed):  # a watcher asking as the run ends is told it has
         actor.cells()
+
+
+def test_an_actors_process_imports_none_of_the_drivers_modules() -> None:
+    """Every actor's Ray process imports ``_actors`` (and so its package) before the run's first
+    call can go: the driver's modules — the pre-flight, the grid, the spending cap, the live
+    view, the simulator's server — would cost each of them CPU the first call waits for."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, runner.distributed._actors; print(*sys.modules)"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    drivers = {
+        "runner.check", "runner.plan", "runner.distributed._driver", "runner.distributed._spend",
+        "runner.monitor", "runner.simulator._server", "rich",
+    }  # fmt: skip
+    assert drivers.isdisjoint(loaded), drivers.intersection(loaded)
 
 
 # A key, and a model name holding 12 of its characters: a backend refuses a model that would
