@@ -14,9 +14,11 @@ each run is split into its imports (to the driver's first line: the experiment r
 start, the store actor's (its process, the file opened), the grid (built and registered), the
 first backend's actor (it answers its shape once its process has imported the runner; the
 others start then) and the first call (the first lease, the lifeline, the request built and
-sent); the questions are read
-and the pre-flight made beside Ray's start, and their time is shown apart. Also the command's
-imports alone (``python -c "import runner.cli, runner.distributed"``, less a bare
+sent); the questions are read and the pre-flight made beside Ray's start, and their time is
+shown apart. The console script starts Ray while the command imports (:mod:`runner._launch`), so
+its "imports" step holds Ray's start too; each run is measured beside one of the command's own
+main, which starts Ray once the run asks for it (the baseline, in turn with it). Also the
+command's imports alone (``python -c "import runner.cli, runner.distributed"``, less a bare
 interpreter) and when the run says where to attach. Run:
 
     .venv/bin/python -m benchmarks.startup [--runs 3]
@@ -51,6 +53,9 @@ ATTACH_LINE = "attach from another terminal"
 FIRST_CALL_WAIT_S = 120.0
 MARK = "startup-step"  # the start of each line of the driver's start-up log, as printed here
 # The console script's main, its start-up log on standard output: "startup-step NAME WALL_TIME".
+# ENTRY: the console script's (runner._launch, which starts Ray while the command imports), or,
+# as the baseline, the command's own main (runner.cli: Ray once the run asks for it).
+ENTRIES = {"console script": "runner._launch", "without early Ray": "runner.cli"}
 COMMAND = f"""
 import logging, sys
 handler = logging.StreamHandler(sys.stdout)
@@ -58,7 +63,7 @@ handler.setFormatter(logging.Formatter("{MARK} %(message)s %(created).6f"))
 log = logging.getLogger("runner.distributed.startup")
 log.addHandler(handler)
 log.setLevel(logging.DEBUG)
-from runner.cli import main
+from ENTRY import main
 main()
 """
 # The driver's steps in the order they end, and what each one's time is called here: each is
@@ -112,11 +117,17 @@ def main() -> None:
         sim = Simulator(questions, folder / "data/images/train2014", VariantCache(folder / "sim"))
         with serving_in_thread(sim) as url:
             path = _experiment(folder, url)
-            starts = []
-            for k in range(args.runs):
-                start = measure(path, sim)
-                starts.append(start)
-                print(f"run {k + 1}: first call at {start.first_call_s:.2f} s; {_said(start)}")
+            by_entry: dict[str, list[Start]] = {name: [] for name in ENTRIES}
+            for k in range(args.runs):  # the two in turn: the machine's mood shared
+                for name, module in ENTRIES.items():
+                    start = measure(path, sim, module)
+                    by_entry[name].append(start)
+                    print(f"run {k + 1}, {name}: first call at {start.first_call_s:.2f} s; "
+                          f"{_said(start)}")  # fmt: skip
+    base = statistics.median(s.first_call_s for s in by_entry["without early Ray"])
+    print(f"without early Ray (the baseline): median first call {base:.2f} s")
+    print("with it, Ray starts while the command imports: its 'imports' step holds both")
+    starts = by_entry["console script"]
     first = statistics.median(s.first_call_s for s in starts)
     attach = _median([s.attach_s for s in starts])
     print(f"median of {args.runs}: first call {first:.2f} s after the command (goal ≤ 4 s); "
@@ -126,7 +137,13 @@ def main() -> None:
         parts = ", ".join(f"{n} {statistics.median(x[n] for x in splits):.2f}" for n in splits[0])
         beside = _median([s.beside_s for s in starts])
         print(f"  split (medians, s): {parts}; beside Ray: questions and pre-flight {beside:.2f}")
-    record(first_call_s=first, attach_s=attach, import_s=imports, runs=args.runs)
+    record(
+        first_call_s=first,
+        baseline_first_call_s=base,
+        attach_s=attach,
+        import_s=imports,
+        runs=args.runs,
+    )
 
 
 def _said(start: Start) -> str:
@@ -143,14 +160,14 @@ def _median(values: list[float | None]) -> float:
     return statistics.median(seen) if seen else float("nan")
 
 
-def measure(path: Path, sim: Simulator) -> Start:
+def measure(path: Path, sim: Simulator, entry: str = "runner._launch") -> Start:
     """Launch the run, wait for the first call to arrive, interrupt it and wait for its end."""
     seen = len(sim.stats.admitted_at)
     attach: list[float] = []
     steps: dict[str, float] = {}  # wall-clock times: the log's, from another process
     begun, launched = time.monotonic(), time.time()
     process = subprocess.Popen(
-        [sys.executable, "-c", COMMAND, "run", str(path), "--no-check"],
+        [sys.executable, "-c", COMMAND.replace("ENTRY", entry), "run", str(path), "--no-check"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
         env={**os.environ, KEY_VARIABLE: "sk-startup-benchmark-0123456789"},
     )  # fmt: skip

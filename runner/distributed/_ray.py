@@ -42,6 +42,7 @@ from runner.distributed._address import (
     unproven,
 )
 from runner.distributed._feeder import RunFailed, WorkerLost
+from runner.distributed._local_ray import claim_early, plain_prefixes, start_local
 from runner.distributed._remote import call as call  # the driver calls actors through _ray
 from runner.distributed._remote import cause
 from runner.store import (
@@ -57,33 +58,22 @@ from runner.store import (
 NAME_WAIT_S = 20.0  # how long a named actor of an ended run may take to go away
 
 
-def _plain_prefixes() -> None:
-    """Ray colours the "(BackendActor pid=…)" it puts before each line its workers print,
-    terminal or not; where this process writes to no terminal (a log, a pipe), the prefix
-    goes plain. Ray reads RAY_COLOR_PREFIX as it prints each line; one set by the user stands."""
-    if not (sys.stdout.isatty() and sys.stderr.isatty()):
-        os.environ.setdefault("RAY_COLOR_PREFIX", "0")
-
-
 def connect(address: str | None, *, attach: bool = False, namespace: str | None = None) -> bool:
     """Join the Ray cluster at ``address`` (else ``RAY_ADDRESS``, as under ``ray job submit``),
     else start a local Ray of this process's own, whatever else runs on the machine; ``attach``
     (watching or querying a run) always names its cluster. True if this call started Ray (the
     caller shuts it down)."""
     if ray.is_initialized():
-        return False
-    _plain_prefixes()
+        return claim_early()  # started by the console script, for this run (runner._launch)
+    address = address or os.environ.get("RAY_ADDRESS") or None  # set but empty: not given
+    if address is None:
+        start_local(log_to_driver=not attach, namespace=namespace)
+        return True
+    plain_prefixes()
     # Ray's own notices (token set-up, start-up) would drown the progress lines; errors stay.
     kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": not attach}
     if namespace is not None:
         kwargs["namespace"] = namespace
-    address = address or os.environ.get("RAY_ADDRESS") or None  # set but empty: not given
-    if address is None:
-        # Not Ray's default (None): that joins the cluster the machine's last `ray start` noted
-        # in <temp dir>/ray_current_cluster, anyone's, and a run there sent that cluster's keys
-        # to this run's endpoints. "local" always starts one (ray.init, Ray 2.x).
-        ray.init(address=LOCAL, include_dashboard=False, **kwargs)
-        return True
     with _stderr_held() as held, _bounded_wait(attach):
         try:
             ray.init(address=address, **kwargs)
@@ -91,9 +81,6 @@ def connect(address: str | None, *, attach: bool = False, namespace: str | None 
             held.seek(0)
             raise ClusterError(_unjoinable(address, exc, held.read())) from None
     return True
-
-
-LOCAL = "local"  # ray.init's address for "start a new local Ray, even if one is running"
 
 
 def attach(store: Path, address: str | None) -> RunAddress | None:

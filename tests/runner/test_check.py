@@ -155,7 +155,7 @@ def test_a_run_whose_pre_flight_fails_sends_nothing_and_says_how_to_skip_it(
     with simulator_thread(small_cohort, small_root, tmp_path / "c", spec) as (url, sim):
         path = _experiment(tmp_path, store, small_root, url)
         done = subprocess.run(
-            [sys.executable, "-c", "from runner.cli import main; main()", "run", str(path)],
+            [sys.executable, "-c", "from runner._launch import main; main()", "run", str(path)],
             capture_output=True,
             text=True,
             timeout=300,
