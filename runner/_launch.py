@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import tomllib
+from pathlib import Path
 
 RUNS = ("run", "demo")  # the commands that run an experiment, on a Ray of their own unless told
 
@@ -38,10 +40,26 @@ def main() -> None:
 
 
 def _starts_its_own_ray(args: list[str]) -> bool:
-    """Whether these arguments run an experiment on a local Ray (help asked for: no)."""
+    """Whether these arguments run an experiment on a local Ray (help asked for: no). A run
+    whose experiment file is missing or no TOML starts none: the command says so at once,
+    not after Ray's start and shut-down."""
     if not args or args[0] not in RUNS or os.environ.get("RAY_ADDRESS"):
         return False
-    return not any(a in ("--help", "-h") or a.startswith("--address") for a in args[1:])
+    if any(a in ("--help", "-h") or a.startswith("--address") for a in args[1:]):
+        return False
+    if args[0] == "demo":
+        return True
+    files = [a for a in args[1:] if a.endswith(".toml")]
+    return len(files) == 1 and _reads_as_toml(Path(files[0]))
+
+
+def _reads_as_toml(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            tomllib.load(handle)
+    except (OSError, ValueError):  # tomllib.TOMLDecodeError and UnicodeDecodeError included
+        return False
+    return True
 
 
 def _import_command() -> None:

@@ -1,6 +1,9 @@
-"""The console script starts Ray early only where the run would start a local one itself."""
+"""The console script starts Ray early only where the run would start a local one itself, and
+not where the command is about to fail at once."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -24,10 +27,31 @@ from runner._launch import _starts_its_own_ray
     ],
 )
 def test_ray_starts_early_only_for_a_run_on_a_ray_of_its_own(
-    args: list[str], address: str | None, early: bool, monkeypatch: pytest.MonkeyPatch
+    args: list[str],
+    address: str | None,
+    early: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
+    (tmp_path / "exp.toml").write_text('store = "exp.duckdb"\n')
+    monkeypatch.chdir(tmp_path)
     if address is None:
         monkeypatch.delenv("RAY_ADDRESS", raising=False)
     else:
         monkeypatch.setenv("RAY_ADDRESS", address)
     assert _starts_its_own_ray(args) is early
+
+
+@pytest.mark.parametrize(
+    "text", [None, "store = [unclosed", b"\xff\xfe not text"], ids=["missing", "bad", "binary"]
+)
+def test_no_early_ray_for_an_experiment_file_that_fails_at_once(
+    text: str | bytes | None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    path = tmp_path / "exp.toml"
+    if isinstance(text, str):
+        path.write_text(text)
+    elif text is not None:
+        path.write_bytes(text)
+    assert not _starts_its_own_ray(["run", str(path)])
