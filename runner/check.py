@@ -495,10 +495,11 @@ def note_real_calls(experiment: Experiment, report: CheckReport) -> str | None:
     """Note the calls ``report`` made on real backends beside the store, for a run's limiters
     (:mod:`runner.calls_note`; the simulator a check starts is not a run's); a line saying
     why it could not be noted, or ``None``."""
+    backends = experiment.backends
     real = {
         name: account
         for name, account in report.accounts.items()
-        if not experiment.backends[name].simulated
+        if name in backends and not backends[name].simulated  # a note may name others
     }
     if not real:
         return None
