@@ -56,6 +56,9 @@ MARK = "startup-step"  # the start of each line of the driver's start-up log, as
 # ENTRY: the console script's (runner._launch, which starts Ray while the command imports), or,
 # as the baseline, the command's own main (runner.cli: Ray once the run asks for it).
 ENTRIES = {"console script": "runner._launch", "without early Ray": "runner.cli"}
+# The default command (no --no-check): its pre-flight's calls, requests of the grid stored as
+# their answers, are sent beside Ray's start; measured as a third run in each turn.
+DEFAULT = "default command (pre-flight on)"
 COMMAND = f"""
 import logging, sys
 handler = logging.StreamHandler(sys.stdout)
@@ -86,12 +89,14 @@ class Start:
     attach_s: float | None  # the run said where to attach: its store actor is open
     first_call_s: float  # the first call arrived at the simulator
     steps: dict[str, float] = field(default_factory=dict)  # each step's end (see STEPS)
+    actors_first_call_s: float | None = None  # with the pre-flight on: the grid's own first
 
     def split(self) -> dict[str, float]:
         """Each step's own time, the first call's last (empty where a step was not seen)."""
         if not all(step in self.steps for step in STEPS):
             return {}
-        ends = [self.steps[step] for step in STEPS] + [self.first_call_s]
+        last = self.actors_first_call_s or self.first_call_s  # the grid's own first call
+        ends = [self.steps[step] for step in STEPS] + [last]
         names = [*STEPS.values(), "first call"]
         starts = [0.0, *ends[:-1]]
         return {n: end - start for n, start, end in zip(names, starts, ends, strict=True)}
@@ -117,10 +122,10 @@ def main() -> None:
         sim = Simulator(questions, folder / "data/images/train2014", VariantCache(folder / "sim"))
         with serving_in_thread(sim) as url:
             path = _experiment(folder, url)
-            by_entry: dict[str, list[Start]] = {name: [] for name in ENTRIES}
-            for k in range(args.runs):  # the two in turn: the machine's mood shared
-                for name, module in ENTRIES.items():
-                    start = measure(path, sim, module)
+            by_entry: dict[str, list[Start]] = {name: [] for name in [*ENTRIES, DEFAULT]}
+            for k in range(args.runs):  # the three in turn: the machine's mood shared
+                for name, module in [*ENTRIES.items(), (DEFAULT, "runner._launch")]:
+                    start = measure(path, sim, module, preflight=name == DEFAULT)
                     by_entry[name].append(start)
                     print(f"run {k + 1}, {name}: first call at {start.first_call_s:.2f} s; "
                           f"{_said(start)}")  # fmt: skip
@@ -137,8 +142,16 @@ def main() -> None:
         parts = ", ".join(f"{n} {statistics.median(x[n] for x in splits):.2f}" for n in splits[0])
         beside = _median([s.beside_s for s in starts])
         print(f"  split (medians, s): {parts}; beside Ray: questions and pre-flight {beside:.2f}")
+    defaults = by_entry[DEFAULT]
+    preflight_first = statistics.median(s.first_call_s for s in defaults)
+    actors_first = _median([s.actors_first_call_s for s in defaults])
+    print(f"the default command (pre-flight on), median of {args.runs}: first call "
+          f"{preflight_first:.2f} s (the pre-flight's, a request of the grid, stored as its "
+          f"answer); the actors' first call {actors_first:.2f} s")  # fmt: skip
     record(
         first_call_s=first,
+        default_first_call_s=preflight_first,
+        default_actors_first_call_s=actors_first,
         baseline_first_call_s=base,
         attach_s=attach,
         import_s=imports,
@@ -152,6 +165,8 @@ def _said(start: Start) -> str:
     if not split:
         return f"attach {attach}; no start-up log (a runner without it)"
     parts = ", ".join(f"{name} {seconds:.2f}" for name, seconds in split.items())
+    if start.actors_first_call_s is not None:
+        parts += f"; the actors' first call at {start.actors_first_call_s:.2f} s"
     return f"{parts} (attach {attach}; questions and pre-flight {start.beside_s:.2f} s)"
 
 
@@ -160,14 +175,22 @@ def _median(values: list[float | None]) -> float:
     return statistics.median(seen) if seen else float("nan")
 
 
-def measure(path: Path, sim: Simulator, entry: str = "runner._launch") -> Start:
-    """Launch the run, wait for the first call to arrive, interrupt it and wait for its end."""
+def measure(
+    path: Path, sim: Simulator, entry: str = "runner._launch", *, preflight: bool = False
+) -> Start:
+    """Launch the run, wait for the first call to arrive, interrupt it and wait for its end.
+
+    With ``preflight`` the command is the default one (its pre-flight on): the first call is
+    the pre-flight's, a request of the grid stored as its answer; the run is then let go on
+    until its first backend's actor has sent a call of its own, whose arrival is kept too.
+    """
     seen = len(sim.stats.admitted_at)
     attach: list[float] = []
     steps: dict[str, float] = {}  # wall-clock times: the log's, from another process
+    flags = [] if preflight else ["--no-check"]
     begun, launched = time.monotonic(), time.time()
     process = subprocess.Popen(
-        [sys.executable, "-c", COMMAND.replace("ENTRY", entry), "run", str(path), "--no-check"],
+        [sys.executable, "-c", COMMAND.replace("ENTRY", entry), "run", str(path), *flags],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
         env={**os.environ, KEY_VARIABLE: "sk-startup-benchmark-0123456789"},
     )  # fmt: skip
@@ -180,11 +203,33 @@ def measure(path: Path, sim: Simulator, entry: str = "runner._launch") -> Start:
             time.sleep(0.005)
         # The simulator's clock is this process's monotonic one.
         first = sim.stats.admitted_at[seen] - begun
+        grid = _actors_first_call(process, sim, seen, steps, begun, launched) if preflight else None
     finally:
         _stop(process)
         reader.join(10)
     steps = {step: at - launched for step, at in steps.items()}
-    return Start(attach[0] - begun if attach else None, first, steps)
+    return Start(attach[0] - begun if attach else None, first, steps, grid)
+
+
+def _actors_first_call(
+    process: subprocess.Popen[str],
+    sim: Simulator,
+    seen: int,
+    steps: dict[str, float],
+    begun: float,
+    launched: float,
+) -> float:
+    """When the first call sent by a backend's actor arrived: the first after the driver said
+    the first actor serves ("fed"), the pre-flight's calls being all before it."""
+    while True:
+        if process.poll() is not None or time.monotonic() - begun > FIRST_CALL_WAIT_S:
+            raise RuntimeError("the run ended or stalled before its actors' first call")
+        if "fed" in steps:
+            fed = begun + (steps["fed"] - launched)  # the log's wall time, on this clock
+            later = [at for at in sim.stats.admitted_at[seen:] if at > fed]
+            if later:
+                return later[0] - begun
+        time.sleep(0.005)
 
 
 def import_time() -> float:

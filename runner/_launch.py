@@ -4,16 +4,17 @@ of its own, Ray started while the command's modules import.
 Ray takes 2-3 s to start, most of it waiting on its own processes, and the run command's imports
 about one more; one after the other, they were most of the time to a run's first call (issue
 38). Where the run will start a local Ray (``run`` or ``demo``, no ``--address``, no
-``RAY_ADDRESS``), Ray starts here, on the main thread, while a thread imports the command; the
-run then claims it (:func:`runner.distributed._local_ray.claim_early`) and shuts it down at its
-end. Any other command starts nothing here.
+``RAY_ADDRESS``), Ray starts here, on a thread, while the command imports, reads its questions
+and makes its pre-flight's calls; the run then waits for it, claims it
+(:func:`runner.distributed._local_ray.claim_early`) and shuts it down at its end. Any other
+command starts nothing here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-import threading
 import tomllib
 from pathlib import Path
 
@@ -22,21 +23,23 @@ RUNS = ("run", "demo")  # the commands that run an experiment, on a Ray of their
 
 def main() -> None:
     """Entry point of the ``groundbench`` console script."""
-    if _starts_its_own_ray(sys.argv[1:]):
-        importing = threading.Thread(target=_import_command, name="groundbench-import")
-        importing.start()
-        try:
-            from runner.distributed._local_ray import start_early
+    if not _starts_its_own_ray(sys.argv[1:]):
+        from runner.cli import main as command
 
-            start_early()
-        except KeyboardInterrupt:
-            print("groundbench: stopped before the run began; nothing was sent", file=sys.stderr)
-            raise SystemExit(130) from None
-        finally:
-            importing.join()
-    from runner.cli import main as command
+        command()
+        return
+    from runner.distributed._local_ray import start_early, stop_unclaimed
 
-    command()
+    start_early()
+    try:
+        from runner.cli import main as command
+
+        command()
+    finally:
+        # A run that ended before it needed Ray (an error, a failed pre-flight, Ctrl-C): the
+        # Ray started for it is shut down once up. Ctrl-C again leaves that to Ray's own exit.
+        with contextlib.suppress(KeyboardInterrupt):
+            stop_unclaimed()
 
 
 def _starts_its_own_ray(args: list[str]) -> bool:
@@ -60,13 +63,3 @@ def _reads_as_toml(path: Path) -> bool:
     except (OSError, ValueError):  # tomllib.TOMLDecodeError and UnicodeDecodeError included
         return False
     return True
-
-
-def _import_command() -> None:
-    # What the run command imports before it needs Ray: an import error here is met again,
-    # and reported, when the command imports it on the main thread.
-    try:
-        import runner.cli
-        import runner.distributed._driver  # noqa: F401
-    except Exception:
-        return

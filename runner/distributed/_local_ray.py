@@ -11,12 +11,14 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from typing import Any
 
 import ray
 
 LOCAL = "local"  # ray.init's address for "start a new local Ray, even if one is running"
 _early: list[bool] = []  # one entry once a Ray started early is running, unclaimed
+_starting: list[threading.Event] = []  # set once it is up or failed, until waited for
 
 
 def plain_prefixes() -> None:
@@ -42,18 +44,51 @@ def start_local(*, log_to_driver: bool = True, namespace: str | None = None) -> 
 
 
 def start_early() -> None:
-    """Start the local Ray a run of this process will claim. A failure is left for the run to
-    meet again, where it is reported as a run's."""
+    """Start, on a thread, the local Ray a run of this process will claim: the command goes on
+    meanwhile (its imports, its questions, its pre-flight's calls), and waits for Ray only where
+    it needs it (:func:`settle_early`). A failure is left for the run to meet again, where it is
+    reported as a run's."""
+    started = threading.Event()
+    thread = threading.Thread(
+        target=_start_early, args=(started,), name="groundbench-ray-start", daemon=True
+    )
+    _starting.append(started)
+    thread.start()
+
+
+def _start_early(started: threading.Event) -> None:
     try:
         start_local()
     except Exception:  # the run's own start says what is wrong, in its words
         return
-    _early.append(True)
+    else:
+        _early.append(True)
+    finally:
+        started.set()
+    # Ray's own processes die with the thread that started them (Linux's parent-death signal
+    # is the thread's, not the process's): this one stays, idle, as long as the process.
+    threading.Event().wait()
+
+
+def settle_early() -> None:
+    """Wait for a Ray the console script is starting, if any, to be up (or to have failed)."""
+    while _starting:
+        _starting[-1].wait()
+        _starting.pop()
 
 
 def claim_early() -> bool:
     """Whether a Ray started early is running and now the caller's to shut down (once)."""
+    settle_early()
     if _early and ray.is_initialized():
         _early.clear()
         return True
     return False
+
+
+def stop_unclaimed() -> None:
+    """Shut down a Ray started early that no run claimed (the command ended first: an error in
+    the experiment, a failed pre-flight, Ctrl-C), once it is up."""
+    settle_early()
+    if claim_early():
+        ray.shutdown()

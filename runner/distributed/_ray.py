@@ -42,7 +42,12 @@ from runner.distributed._address import (
     unproven,
 )
 from runner.distributed._feeder import RunFailed, WorkerLost
-from runner.distributed._local_ray import claim_early, plain_prefixes, start_local
+from runner.distributed._local_ray import (
+    claim_early,
+    plain_prefixes,
+    settle_early,
+    start_local,
+)
 from runner.distributed._remote import call as call  # the driver calls actors through _ray
 from runner.distributed._remote import cause
 from runner.store import (
@@ -63,8 +68,9 @@ def connect(address: str | None, *, attach: bool = False, namespace: str | None 
     else start a local Ray of this process's own, whatever else runs on the machine; ``attach``
     (watching or querying a run) always names its cluster. True if this call started Ray (the
     caller shuts it down)."""
+    settle_early()  # a Ray the console script is starting, for this run (runner._launch)
     if ray.is_initialized():
-        return claim_early()  # started by the console script, for this run (runner._launch)
+        return claim_early()
     address = address or os.environ.get("RAY_ADDRESS") or None  # set but empty: not given
     if address is None:
         start_local(log_to_driver=not attach, namespace=namespace)
