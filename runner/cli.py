@@ -225,11 +225,11 @@ def data_check(
         typer.Option(help="Check only this source (repeatable) [default: all three]."),
     ] = None,
 ) -> None:
-    """Say per source what the data root holds, missing or malformed, in one table: the refs
-    pickle (read as a cohort build reads it; refs in the evaluation splits), instances.json
-    (images, annotations) and the images those refs name (by name: none is opened, so it takes
-    seconds on COCO's 13 GB). A line per problem says what to do. Exit status 0 when all is
-    there, 1 when not."""
+    """Say per source what the data root holds, missing or malformed, in one table, before
+    any run: the refs pickle (read as a cohort build reads it; refs in the evaluation splits),
+    instances.json (images, annotations) and the images those refs name (looked up by name,
+    none opened: COCO's 13 GB cost one folder listing). A line per problem says what to do.
+    Exit status 0 when all is there, 1 when not."""
     from conditions import check_data_root
     from runner.data_check import print_data_check
 
