@@ -22,10 +22,10 @@ from conditions._errors import DataFileError
 from conditions._layout import SOURCE_NAMES, DataRoot, Source, source_named
 from conditions._refs import Ref, load_refs
 
-# The refer toolkit's release (github.com/lichengunc/refer) and COCO's own; the README's
-# "Getting the data" says where each can be downloaded today.
+# COCO's own download of the images all three sources name (the README's "Getting the data"
+# says where the refer release's zips are found).
 COCO_TRAIN2014 = "http://images.cocodataset.org/zips/train2014.zip"
-# The names in the images folder, or why it could not be listed.
+# The names of the files in the images folder, or why it could not be listed.
 Listing = frozenset[str] | str
 
 
@@ -62,7 +62,7 @@ class DataCheck:
 
     root: DataRoot
     findings: tuple[DataFinding, ...]
-    # Entries in the images folder; None where it could not be listed.
+    # Files in the images folder; None where it could not be listed.
     images_in_folder: int | None
 
     @property
@@ -204,10 +204,11 @@ def _check_images(
 
 
 def _listing(images: Path) -> Listing:
-    """The names in the images folder (one directory read, no file opened), or why not."""
+    """The names of the files in the images folder (one directory read, no file opened; the
+    entry's type comes with it), or why not."""
     try:
         with os.scandir(images) as entries:
-            return frozenset(e.name for e in entries)
+            return frozenset(e.name for e in entries if not e.is_dir())
     except FileNotFoundError:
         return "no such folder"
     except NotADirectoryError:

@@ -140,6 +140,14 @@ def test_images_are_looked_up_by_name_never_opened(root: DataRoot) -> None:
     assert check_data_root(root).ready
 
 
+def test_a_folder_where_an_image_should_be_is_missing(root: DataRoot) -> None:
+    name = _named_images(root, "refcoco")[0]
+    (root.images / name).unlink()
+    (root.images / name).mkdir()
+    state, found = _row(check_data_root(root), "refcoco", "images")
+    assert state is DataState.MISSING and found.endswith(f"(first: {name})")
+
+
 class _Exploit:
     def __init__(self, marker: Path) -> None:
         self.marker = marker
