@@ -3,7 +3,8 @@
 Plain Python; it uses ``scoring`` for targets and never imports ``runner`` or Ray.
 
 - data: :class:`DataRoot` and :data:`SOURCES` (the RefCOCO layout), :func:`load_refs` (a
-  pickle reader that runs no code), :func:`generate_synthetic` (the same layout, made up);
+  pickle reader that runs no code), :func:`generate_synthetic` (the same layout, made up),
+  :func:`check_data_root` (what a root holds, missing or malformed, before any run);
 - the cohort: :func:`build_cohort` draws and freezes it (PROTOCOL §8), :func:`write_cohort`
   and :func:`load_cohort` keep it in the experiment's DuckDB file;
 - the grid: :data:`CONDITIONS`, :class:`Configuration`, :data:`PAPER_CONFIGURATIONS`
@@ -70,6 +71,13 @@ from conditions._cues import (
     dominant_colour,
     wrong_cell,
     wrong_colour,
+)
+from conditions._data_check import (
+    COCO_TRAIN2014,
+    DataCheck,
+    DataFinding,
+    DataState,
+    check_data_root,
 )
 from conditions._errors import ConditionsError, DataFileError, one_line
 from conditions._grid import (
@@ -145,6 +153,7 @@ __all__ = [
     "BOX_CONDITIONS",
     "BOX_SET_MIGRATIONS",
     "CELLS",
+    "COCO_TRAIN2014",
     "COHORT_MIGRATIONS",
     "COLOURS",
     "CONDITIONS",
@@ -177,8 +186,11 @@ __all__ = [
     "Condition",
     "ConditionsError",
     "Configuration",
+    "DataCheck",
     "DataFileError",
+    "DataFinding",
     "DataRoot",
+    "DataState",
     "Decoding",
     "ImageBlob",
     "Instance",
@@ -213,6 +225,7 @@ __all__ = [
     "build_cohort",
     "capped_size",
     "cell_of_box",
+    "check_data_root",
     "condition_named",
     "dominant_colour",
     "eligible_referents",

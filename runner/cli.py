@@ -95,6 +95,12 @@ boxes_app = typer.Typer(
     "[boxes] in an experiment file and use `groundbench run`.",
 )
 app.add_typer(boxes_app, name="boxes")
+data_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=PLAIN,
+    help="Check a RefCOCO-family data root (refs, instances.json, COCO images) before a run.",
+)
+app.add_typer(data_app, name="data")
 BenchmarkName = Literal["ref-adv", "groundingme", "refbench-pro"]
 ReaderName = Literal["ref-adv", "groundingme", "refbench-pro", "groundbench"]
 ConventionName = Literal["norm999", "norm1000", "unit", "pixels"]
@@ -205,6 +211,36 @@ def cohort_summary(
     """Show a cohort: counts per source and bin, thresholds, C_N per budget."""
     for table in summary_tables(load_cohort(store)):
         print_whole(console, table)
+
+
+@data_app.command("check")
+def data_check(
+    root: Annotated[Path, typer.Argument(help="Data root holding refcoco/, refcoco+/, refcocog/.")],
+    images: Annotated[
+        Path | None,
+        typer.Option(help="COCO train2014 image folder [default: ROOT/images/train2014]."),
+    ] = None,
+    source: Annotated[
+        list[str] | None,
+        typer.Option(help="Check only this source (repeatable) [default: all three]."),
+    ] = None,
+) -> None:
+    """Say per source what the data root holds, missing or malformed, in one table, before
+    any run: the refs pickle (read as a cohort build reads it; refs in the evaluation splits),
+    instances.json (images, annotations) and the images those refs name (looked up by name,
+    none opened: COCO's 13 GB cost one folder listing). A line per problem says what to do.
+    Exit status 0 when all is there, 1 when not."""
+    from conditions import check_data_root
+    from runner.data_check import print_data_check
+
+    sources = tuple(source) if source else SOURCE_NAMES
+    unknown = [s for s in sources if s not in SOURCE_NAMES]
+    if unknown:
+        raise typer.BadParameter(f"unknown source {unknown[0]!r}; known: {', '.join(SOURCE_NAMES)}")
+    check = check_data_root(DataRoot.at(root, images), sources)
+    print_data_check(console, check, sources)
+    if not check.ready:
+        raise typer.Exit(code=1)
 
 
 @boxes_app.command("check")
