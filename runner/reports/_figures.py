@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.typing import ColorType
 
 from conditions import BOX, CONDITION_NAMES
 from runner.reports._data import Cell, ReportData, ViewScores
@@ -128,7 +129,7 @@ def _shortfalls(
     ]
 
 
-def _mark_incomplete(ax: Axes, points: list[Shortfall], colour: str) -> None:
+def _mark_incomplete(ax: Axes, points: list[Shortfall], colour: ColorType) -> None:
     """Each of ``points`` hatched over its marker (the hatch in the line's colour) and
     labelled with how many of its questions are answered."""
     if not points:
@@ -163,7 +164,10 @@ def _budget_axis(ax: Axes, budgets: list[int]) -> None:
 
 def _condition_deltas(data: ReportData) -> Figure:
     fig, ax = plt.subplots(figsize=(7, 5))
-    labels, deltas, lows, highs = [], [], [], []
+    labels: list[str] = []
+    deltas: list[float] = []
+    lows: list[float] = []
+    highs: list[float] = []
     short: list[Shortfall] = []
     view = data.headline
     for configuration in data.configurations:

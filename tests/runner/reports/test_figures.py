@@ -7,8 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 from matplotlib.text import Annotation
 
 from runner.reports import ReportData, write_figures
@@ -29,13 +31,13 @@ def _hatched(fig: Figure) -> list[tuple[float, float]]:
         (float(x), float(y))
         for c in ax.collections
         if c.get_hatch() == HATCH
-        for x, y in c.get_offsets()
+        for x, y in np.asarray(c.get_offsets()).tolist()
     ]
 
 
 def _legend_texts(fig: Figure) -> list[str]:
     (ax,) = fig.axes
-    legends = [a for a in ax.get_children() if a.__class__.__name__ == "Legend"]
+    legends = [a for a in ax.get_children() if isinstance(a, Legend)]
     return [t.get_text() for legend in legends for t in legend.get_texts()]
 
 
