@@ -39,10 +39,11 @@ KINDS = {
 # Each filter's field in the gallery data and its name in the page's address.
 URL_PARAMETERS = {"c": "configuration", "d": "condition", "n": "budget", "k": "gallery"}
 PAGE_PARAMETER = "page"  # 1-based; left out on the first
+_HATCHED = " A hatched point is an incomplete cell: answered/questions beside it."
 FIGURES = {
-    "iou_by_n": "Fixed IoU against N per configuration, with 95% bootstrap intervals.",
-    "legal_by_n": "Legal coverage against N per configuration.",
-    "condition_deltas": "Each condition's paired change in fixed IoU against base.",
+    "iou_by_n": "Fixed IoU against N per configuration, with 95% bootstrap intervals." + _HATCHED,
+    "legal_by_n": "Legal coverage against N per configuration." + _HATCHED,
+    "condition_deltas": "Each condition's paired change in fixed IoU against base." + _HATCHED,
 }
 
 
