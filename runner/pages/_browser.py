@@ -144,6 +144,7 @@ def check_page(
     width: int = 1280,
     height: int = 900,
     timeout_s: float = 60.0,
+    query: str = "",
 ) -> PageCheck:
     """Load ``page`` from disk in headless Chromium and count what it rendered.
 
@@ -164,6 +165,9 @@ def check_page(
         The viewport, in CSS pixels.
     timeout_s
         The bound on the whole check, from starting the browser to the last count.
+    query
+        A query string the page is opened with (``gallery=worst``: what a link to a filtered
+        gallery carries), without its ``?``.
 
     Raises
     ------
@@ -180,6 +184,7 @@ def check_page(
             width=width,
             height=height,
             timeout_s=timeout_s,
+            query=query,
         )
     )
 
@@ -193,6 +198,7 @@ async def check_page_async(
     width: int = 1280,
     height: int = 900,
     timeout_s: float = 60.0,
+    query: str = "",
 ) -> PageCheck:
     """:func:`check_page` inside a running event loop."""
     if not page.is_file():
@@ -208,22 +214,24 @@ async def check_page_async(
             _Cdp.connect(endpoint, deadline) as cdp,
         ):
             tab = await deadline.within(_Tab.open(cdp, width, height), "opening a tab")
-            return await _inspect(tab, page.resolve(), script, screenshot, full_page, deadline)
+            address = page.resolve().as_uri() + (f"?{query}" if query else "")
+            return await _inspect(tab, address, script, screenshot, full_page, deadline)
     finally:
         shutil.rmtree(profile, ignore_errors=True)
 
 
 async def _inspect(
     tab: _Tab,
-    page: Path,
+    address: str,
     script: str | None,
     screenshot: Path | None,
     full_page: bool,
     deadline: _Deadline,
 ) -> PageCheck:
-    """Load ``page`` in ``tab``, count it, photograph it, run the caller's script and count
-    again."""
-    await deadline.within(tab.load(page.as_uri()), f"loading {page.name}")
+    """Load ``address`` (a file's) in ``tab``, count it, photograph it, run the caller's
+    script and count again."""
+    name = urlsplit(address).path.rsplit("/", 1)[-1]
+    await deadline.within(tab.load(address), f"loading {name}")
     counts = await deadline.within(tab.count(), "counting the page")
     if screenshot is not None:
         png = await deadline.within(tab.screenshot(full_page), "taking the screenshot")

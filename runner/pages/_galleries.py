@@ -3,7 +3,9 @@
 A gallery holds every stored answer of a cell (each attempt with its own score, so a retried
 question's unparseable first answer is there too) of one kind, worst first, up to ``size``:
 
-- ``worst``: parseable answers by IoU, lowest first (a box answer by ``box_iou``);
+- ``worst``: the lower half of the cell's parseable answers by IoU (the ``n // 2`` lowest of
+  ``n``, at least one), lowest first (a box answer by ``box_iou``): "worst" is true of every
+  answer it holds, where the lowest 48 of 60 reached IoU 70–80 (issue 39);
 - ``unparseable``: answers whose last list is not exactly ``2N`` finite values, by IoU of
   nothing, in question order;
 - ``refusal``: unparseable answers with no digit at all, or cut by the provider's content
@@ -58,12 +60,15 @@ class GalleryItem:
 
 @dataclass(frozen=True)
 class Gallery:
-    """One kind of answer of one cell: up to ``size`` items, and how many the cell has."""
+    """One kind of answer of one cell: up to ``size`` items, and how many the cell has;
+    ``of``, for ``worst``, how many parseable answers the cell has (its lower half is
+    ``total``)."""
 
     cell: tuple[str, str, int]
     kind: GalleryKind
     items: tuple[GalleryItem, ...]
     total: int
+    of: int | None = None
 
 
 @dataclass(frozen=True)
@@ -112,7 +117,8 @@ def galleries(con: duckdb.DuckDBPyConnection, *, seed: int = 0, size: int = 48) 
             chosen = _CHOOSE[kind](answers, cell, seed)
             if chosen:
                 items = tuple(a.item for a in chosen[:size])
-                out.append(Gallery(cell, kind, items, len(chosen)))
+                of = sum(a.parseable for a in answers) if kind == "worst" else None
+                out.append(Gallery(cell, kind, items, len(chosen), of))
     return out
 
 
@@ -120,7 +126,10 @@ Chooser = Callable[[Sequence[_Answer], tuple[str, str, int], int], list[_Answer]
 
 
 def _worst(answers: Sequence[_Answer], cell: tuple[str, str, int], seed: int) -> list[_Answer]:
-    return sorted((a for a in answers if a.parseable), key=lambda a: (a.item.iou or 0.0, _at(a)))
+    """The lower half by IoU, lowest first: ranks, not a threshold, so that a cell whose
+    median is 0 (most answers missing the referent) still shows its worst half."""
+    ranked = sorted((a for a in answers if a.parseable), key=lambda a: (a.item.iou or 0.0, _at(a)))
+    return ranked[: max(1, len(ranked) // 2)]
 
 
 def _unparseable(

@@ -48,7 +48,17 @@ font-size:11px;background:#fff;border:1px solid #eee;margin:3px 0;padding:3px}
 .problem{color:#a00000;font-weight:600}.note{color:#7a4b00}
 .legend span{display:inline-block;margin-right:14px;font-size:12px}
 .legend svg{vertical-align:middle;margin-right:4px}
-table.grid .attempt{width:240px;margin:0 0 6px}table.grid th{text-align:left}
+.budgets{display:grid;grid-template-columns:repeat(auto-fill,minmax(180px,1fr));gap:8px}
+.budget h4{margin:0 0 4px;font-size:13px}.budget .attempt{margin:0 0 6px}
+section.attempts+section.attempts{border-top:1px solid #ddd;margin-top:14px}
+.hint{margin:0 0 6px;color:#444}
+.zoom>a.open{display:block;cursor:zoom-in}.zoom>.label,.zoom>.close{display:none}
+.zoom:target{position:fixed;inset:0;z-index:10;background:#f4f4f4;padding:10px;margin:0;
+display:flex;flex-direction:column;align-items:center;gap:6px}
+.zoom:target>a.open{cursor:default}
+.zoom:target svg.ov{width:min(96vw,calc((100vh - 90px) * var(--ar,1)));height:auto}
+.zoom:target>.label,.zoom:target>.close{display:block;margin:0;font-size:14px}
+.thumbs .expr{display:block;font-style:italic;margin-bottom:2px}
 .controls select{margin-right:10px}.pager button{margin:0 6px}
 """
 

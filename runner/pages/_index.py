@@ -5,6 +5,12 @@ The tables and figures are plain HTML and SVG: they show without a script. The g
 tens of thousands of thumbnails on the paper's grid, too many for one page's DOM: each
 thumbnail sits, made once, in a ``<template>`` (inert: parsed, never laid out), and a small
 inline script shows one page of them at a time for the filters chosen.
+
+The filters live in the page's address, so that a gallery can be linked to and comes back on
+reload: ``index.html?configuration=gemini&condition=base&budget=8&gallery=worst&page=2``
+(:data:`URL_PARAMETERS`; ``budget`` is the number or ``box``). Opening such an address shows
+that gallery; each change of a filter or a page rewrites the address in place
+(``history.replaceState``: no new history entry per click).
 """
 
 from __future__ import annotations
@@ -23,17 +29,21 @@ from runner.store import AttemptKey
 
 PER_PAGE = 24  # thumbnails shown at once
 KINDS = {
-    "worst": "worst by IoU",
+    "worst": "worst by IoU (lower half)",
     "unparseable": "unparseable (raw text)",
     "illegal": "illegal",
     "distractor": "distractor selected",
     "refusal": "refusal",
     "sample": "random sample",
 }
+# Each filter's field in the gallery data and its name in the page's address.
+URL_PARAMETERS = {"c": "configuration", "d": "condition", "n": "budget", "k": "gallery"}
+PAGE_PARAMETER = "page"  # 1-based; left out on the first
+_HATCHED = " A hatched point is an incomplete cell: answered/questions beside it."
 FIGURES = {
-    "iou_by_n": "Fixed IoU against N per configuration, with 95% bootstrap intervals.",
-    "legal_by_n": "Legal coverage against N per configuration.",
-    "condition_deltas": "Each condition's paired change in fixed IoU against base.",
+    "iou_by_n": "Fixed IoU against N per configuration, with 95% bootstrap intervals." + _HATCHED,
+    "legal_by_n": "Legal coverage against N per configuration." + _HATCHED,
+    "condition_deltas": "Each condition's paired change in fixed IoU against base." + _HATCHED,
 }
 
 
@@ -133,10 +143,11 @@ def _galleries(content: IndexContent) -> str:
     # No "<" at all in a script's text: neither "</script>" nor "<!--" can end or bend it.
     blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
     return (
-        head
-        + "<p>Per cell: the worst answers by IoU, the unparseable ones with their raw text, the "
-        "illegal ones, those that selected a distractor, refusals, and a random sample "
-        f"(seed {content.seed}). Each thumbnail links to its question's page.</p>"
+        head + "<p>Per cell: the worst answers by IoU (the lower half of its parseable answers, "
+        "lowest first), the unparseable ones with their raw text, the illegal ones, those that "
+        f"selected a distractor, refusals, and a random sample (seed {content.seed}). Each "
+        "thumbnail is captioned with its question's expression and links to its question's "
+        "page; the filters are kept in the page's address, to link to a gallery.</p>"
         + legend()
         + "<noscript><p>The galleries need JavaScript; the tables, the figures and every "
         "question's page do not.</p></noscript>"
@@ -150,14 +161,36 @@ def _galleries(content: IndexContent) -> str:
 
 def _gallery_data(gallery: Gallery, thumbnails: Thumbnails) -> dict[str, object]:
     configuration, condition, budget = gallery.cell
+    shown = [thumbnails.at[i.key] for i in gallery.items if i.key in thumbnails.at]
     return {
         "c": configuration,
         "d": condition,
-        "n": budget_label(budget),
+        "n": budget_value(budget),
         "k": gallery.kind,
-        "t": gallery.total,
-        "i": [thumbnails.at[i.key] for i in gallery.items if i.key in thumbnails.at],
+        "h": gallery_heading(gallery, len(shown)),
+        "i": shown,
     }
+
+
+def budget_value(budget: int) -> str:
+    """A budget as its filter's value and in the page's address: ``8``, or ``box``."""
+    return "box" if budget == BOX else str(budget)
+
+
+def gallery_heading(gallery: Gallery, shown: int) -> str:
+    """The line above a gallery: its cell, its kind and how many of how many it shows; the
+    worst gallery says what "worst" is (the lower half, of how many) and its IoUs' span."""
+    configuration, condition, budget = gallery.cell
+    where = f"{configuration} · {condition} · {budget_label(budget)}"
+    if gallery.kind != "worst" or gallery.of is None:
+        return f"{where} — {KINDS[gallery.kind]} ({shown} of {gallery.total})"
+    ious = [100 * i.iou for i in gallery.items if i.iou is not None]
+    span = f", IoU {min(ious):.1f}–{max(ious):.1f}" if ious else ""
+    cut = f"; the lowest {shown} shown" if shown < gallery.total else ""
+    return (
+        f"{where} — worst by IoU: the lower half, {gallery.total} of {gallery.of} parseable "
+        f"answers{span}{cut}"
+    )
 
 
 def _filters(galleries: Sequence[Gallery]) -> str:
@@ -166,15 +199,14 @@ def _filters(galleries: Sequence[Gallery]) -> str:
     choices = {
         "c": ("configuration", sorted({g.cell[0] for g in galleries})),
         "d": ("condition", sorted({g.cell[1] for g in galleries})),
-        "n": ("N", [budget_label(n) for n in sorted({g.cell[2] for g in galleries},
+        "n": ("N", [budget_value(n) for n in sorted({g.cell[2] for g in galleries},
                                                     key=lambda n: (n == BOX, n))]),
         "k": ("gallery", [k for k in KINDS if any(g.kind == k for g in galleries)]),
     }  # fmt: skip
     selects = "".join(
         f'<label>{label} <select name="{name}"><option value="">all</option>'
         + "".join(
-            f'<option value="{escape(v)}">{escape(KINDS.get(v, v) if name == "k" else v)}</option>'
-            for v in values
+            f'<option value="{escape(v)}">{escape(_shown_as(name, v))}</option>' for v in values
         )
         + "</select></label>"
         for name, (label, values) in choices.items()
@@ -185,6 +217,13 @@ def _filters(galleries: Sequence[Gallery]) -> str:
         'Previous</button><span id="gallery-status"></span><button type="button" '
         'id="gallery-next">Next</button></p>'
     )
+
+
+def _shown_as(field: str, value: str) -> str:
+    """A filter's option as the reader sees it: a kind's title, ``N=8``, or the value."""
+    if field == "k":
+        return KINDS.get(value, value)
+    return f"N={value}" if field == "n" and value != "box" else value
 
 
 def _questions(content: IndexContent) -> str:
@@ -200,7 +239,8 @@ def _questions(content: IndexContent) -> str:
     )
 
 
-_SCRIPT = """
+_SCRIPT = (
+    """
 (function () {
   var data = JSON.parse(document.getElementById("gallery-data").textContent);
   var form = document.getElementById("gallery-filters");
@@ -209,7 +249,40 @@ _SCRIPT = """
   var status = document.getElementById("gallery-status");
   var prev = document.getElementById("gallery-prev");
   var next = document.getElementById("gallery-next");
-  var FIELDS = ["c", "d", "n", "k"], PER_PAGE = data.perPage, page = 0;
+  var PARAMS = """
+    + json.dumps(URL_PARAMETERS)
+    + """, PAGE = """
+    + json.dumps(PAGE_PARAMETER)
+    + """;
+  var FIELDS = Object.keys(PARAMS), PER_PAGE = data.perPage, page = 0;
+  // The filters in the address: a value no option has (a link from another report) is ignored.
+  function fromAddress() {
+    var query = new URLSearchParams(location.search), found = false;
+    FIELDS.forEach(function (f) {
+      var wanted = query.get(PARAMS[f]), select = form.elements[f];
+      var known = wanted !== null && Array.prototype.some.call(select.options, function (o) {
+        return o.value === wanted;
+      });
+      if (known) { select.value = wanted; found = true; }
+    });
+    var asked = parseInt(query.get(PAGE) || "1", 10);
+    page = isNaN(asked) ? 0 : asked - 1;
+    return found || query.has(PAGE);
+  }
+  function toAddress() {
+    var query = new URLSearchParams(location.search);
+    FIELDS.forEach(function (f) {
+      var value = form.elements[f].value;
+      if (value === "") { query.delete(PARAMS[f]); } else { query.set(PARAMS[f], value); }
+    });
+    if (page > 0) { query.set(PAGE, String(page + 1)); } else { query.delete(PAGE); }
+    var search = query.toString();
+    try {
+      history.replaceState(null, "", (search ? "?" + search : location.pathname) + "#galleries");
+    } catch (refused) {
+      // A browser that refuses it for a file: page keeps the filters, not the address.
+    }
+  }
   function chosen() {
     var wanted = {};
     FIELDS.forEach(function (f) { wanted[f] = form.elements[f].value; });
@@ -220,10 +293,6 @@ _SCRIPT = """
       }
     });
     return out;
-  }
-  function heading(g) {
-    return g.c + " · " + g.d + " · " + g.n + " — " + data.kinds[g.k] +
-      " (" + g.i.length + " of " + g.t + ")";
   }
   function show() {
     var all = chosen(), pages = Math.max(1, Math.ceil(all.length / PER_PAGE));
@@ -236,7 +305,7 @@ _SCRIPT = """
       if (entry[0] !== last) {
         last = entry[0];
         var h = document.createElement("h3");
-        h.textContent = heading(last);
+        h.textContent = last.h;
         grid = document.createElement("div");
         grid.className = "thumbs";
         view.appendChild(h);
@@ -250,11 +319,15 @@ _SCRIPT = """
     prev.disabled = page === 0;
     next.disabled = page >= pages - 1;
   }
-  form.addEventListener("change", function () { page = 0; show(); });
-  prev.addEventListener("click", function () { page -= 1; show(); });
-  next.addEventListener("click", function () { page += 1; show(); });
+  function changed() { show(); toAddress(); }
+  form.addEventListener("change", function () { page = 0; changed(); });
+  prev.addEventListener("click", function () { page -= 1; changed(); });
+  next.addEventListener("click", function () { page += 1; changed(); });
   form.hidden = false;
   pager.hidden = false;
+  var linked = fromAddress();
   show();
+  if (linked && !location.hash) { document.getElementById("galleries").scrollIntoView(); }
 })();
 """
+)

@@ -1,9 +1,15 @@
 """One question's page: its image, expression and every stored attempt side by side (rows
 configuration × condition, columns the budgets then the box question), each attempt an
-overlay with its caption. Static HTML: it needs no script."""
+overlay with its caption. Static HTML: it needs no script.
+
+The columns wrap rather than scroll: at 1280 px six of them share a row, and a narrower window
+moves the last ones below, each headed with its budget (issue 39: the box column hid behind a
+horizontal scroll). A click on an attempt shows it as large as the window (a CSS ``:target``,
+no script); "close" goes back to it."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from html import escape
 from itertools import groupby
@@ -11,12 +17,13 @@ from itertools import groupby
 from conditions import BOX
 from runner.overlays._scene import AnswerView, Picture, QuestionView
 from runner.overlays._svg import overlay_svg, picture_defs, question_defs
-from runner.pages._captions import caption
+from runner.pages._captions import caption, verdict
 from runner.pages._html import attempt_anchor, budget_label, document, legend
 from runner.pages._pictures import QUESTION_SIDE, PagePictures
 
 SCENE = "s"  # the page's one question's rings (question_defs)
 HINT_SHOWN = 300  # characters of a condition's hint in its row's heading
+_VIEW_BOX = re.compile(r'viewBox="([-\d.e]+) ([-\d.e]+) ([\d.e]+) ([\d.e]+)"')
 
 
 def question_page(
@@ -60,32 +67,37 @@ def _facts(question: QuestionView) -> str:
 
 
 def _grid(question: QuestionView, answers: Sequence[AnswerView], pictures: PagePictures) -> str:
-    """The attempts as a table: a row per (configuration, condition), a column per budget
-    held (the box question last), each cell that budget's attempts in order."""
+    """The attempts: a section per (configuration, condition), in it a block per budget held
+    (the box question last; every section has the same blocks, "no attempt" where it holds
+    none), each block that budget's attempts in order."""
     if not answers:
         return "<p>No attempt of this question is stored.</p>"
     budgets = sorted({a.budget for a in answers}, key=lambda n: (n == BOX, n))
-    head = "".join(f"<th>{budget_label(n)}</th>" for n in budgets)
     rows = []
     for (configuration, condition), group in groupby(
         answers, key=lambda a: (a.configuration, a.condition)
     ):
         row = list(group)
-        cells = "".join(
-            f"<td>{_attempts(question, [a for a in row if a.budget == n], pictures)}</td>"
-            for n in budgets
+        blocks = "".join(_block(question, n, [a for a in row if a.budget == n], pictures)
+                         for n in budgets)  # fmt: skip
+        rows.append(
+            f'<section class="attempts">{_row_heading(configuration, condition, row)}'
+            f'<div class="budgets">{blocks}</div></section>'
         )
-        rows.append(f"<tr>{_row_heading(configuration, condition, row)}{cells}</tr>")
-    return (
-        '<div class="scroll"><table class="grid"><thead><tr><th>configuration · condition</th>'
-        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-    )
+    return "".join(rows)
 
 
 def _row_heading(configuration: str, condition: str, row: Sequence[AnswerView]) -> str:
     hint = next((a.hint for a in row if a.hint), None)
-    shown = f"<br><small>{escape(hint[:HINT_SHOWN])}</small>" if hint else ""  # "Hint: …"
-    return f"<th>{escape(configuration)}<br>{escape(condition)}{shown}</th>"
+    shown = f'<p class="hint"><small>{escape(hint[:HINT_SHOWN])}</small></p>' if hint else ""
+    return f"<h3>{escape(configuration)} · {escape(condition)}</h3>{shown}"  # "Hint: …"
+
+
+def _block(
+    question: QuestionView, budget: int, attempts: Sequence[AnswerView], pictures: PagePictures
+) -> str:
+    inside = _attempts(question, attempts, pictures) or '<p class="none">no attempt</p>'
+    return f'<div class="budget"><h4>{budget_label(budget)}</h4>{inside}</div>'
 
 
 def _attempts(
@@ -98,7 +110,28 @@ def _attempts(
                                 answer.attempt)  # fmt: skip
         svg = overlay_svg(question, answer, picture_id=picture_id, scene_id=SCENE)
         out.append(
-            f'<figure class="attempt" id="{anchor}">{svg}'
+            f'<figure class="attempt" id="{anchor}">{zoomable(svg, anchor, _label(answer))}'
             f"<figcaption>{caption(answer, text=True)}</figcaption></figure>"
         )
     return "".join(out)
+
+
+def zoomable(svg: str, anchor: str, label: str) -> str:
+    """``svg`` as a link that opens it as large as the window (``#z-<anchor>``, the
+    ``.zoom:target`` rule of the page's style), with ``label`` and a link back to ``anchor``
+    shown only then."""
+    zoom = f"z-{anchor}"
+    box = _VIEW_BOX.search(svg)
+    ratio = float(box[3]) / float(box[4]) if box and float(box[4]) > 0 else 1.0
+    # the width that fits the window either way, the height following the picture's own ratio
+    return (
+        f'<div class="zoom" id="{zoom}" style="--ar:{ratio:.4f}"><a class="open" href="#{zoom}" '
+        f'title="click to enlarge">{svg}</a><p class="label">{label}</p>'
+        f'<a class="close" href="#{anchor}">close ✕</a></div>'
+    )
+
+
+def _label(answer: AnswerView) -> str:
+    where = [answer.configuration, answer.condition, budget_label(answer.budget)]
+    where.append(f"attempt {answer.attempt}")
+    return escape(f"{' · '.join(where)} — {verdict(answer)}")

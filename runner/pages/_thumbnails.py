@@ -1,5 +1,6 @@
 """The galleries' thumbnails, made while the question pages are written: each answer a gallery
-holds is drawn once, however many galleries hold it."""
+holds is drawn once, however many galleries hold it, captioned with its question's referring
+expression (a thumbnail means little without what was asked)."""
 
 from __future__ import annotations
 
@@ -58,5 +59,6 @@ class ThumbnailMaker:
         return (
             f'<figure><a href="q/{page_name(question.qid)}#{anchor}" '
             f'title="{escape(question.expression)}">{svg}</a>'
-            f"<figcaption>{caption(answer, qid=True)}</figcaption></figure>"
+            f'<figcaption><q class="expr">{escape(question.expression)}</q>'
+            f"{caption(answer, qid=True)}</figcaption></figure>"
         )

@@ -1,7 +1,13 @@
-"""The paper's figures as PNG, PDF and SVG files (matplotlib, no display needed)."""
+"""The paper's figures as PNG, PDF and SVG files (matplotlib, no display needed).
+
+A point drawn from an incomplete cell (fewer settled questions than its grid has: a run still
+to finish, or one stopped) is hatched and labelled "answered/questions", with a legend entry
+saying so: 22 of 60 questions must not look like 60 (issue 39).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -11,9 +17,11 @@ matplotlib.use("Agg")  # files only: no screen on a cluster node or in CI
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.typing import ColorType
 
-from conditions import CONDITION_NAMES
-from runner.reports._data import Cell, ReportData
+from conditions import BOX, CONDITION_NAMES
+from runner.reports._data import Cell, ReportData, ViewScores
 from runner.reports._results import against_zero
 from runner.reports._tables import paired, pooled
 from scoring import Contrast, summarise_cell
@@ -22,6 +30,23 @@ FORMATS = ("png", "pdf", "svg")  # PNG to look at, PDF and SVG to print at any s
 DPI = 300  # print resolution for the PNG
 INTERVALS = "error bars: 95% bootstrap intervals"
 _DODGE = 0.5  # the width, in budget slots, the configurations' points spread over
+HATCH = "//////"  # an incomplete cell's point: dense enough to read in a marker
+INCOMPLETE = "incomplete cell:\nanswered/questions"
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """An incomplete cell's point on a figure: at ``x``, ``y``, ``answered`` of ``questions``
+    settled."""
+
+    x: float
+    y: float
+    answered: int
+    questions: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.answered}/{self.questions}"
 
 
 def write_figures(data: ReportData, out: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
@@ -33,32 +58,46 @@ def write_figures(data: ReportData, out: Path, formats: tuple[str, ...] = FORMAT
     # publishers accept where they refuse Type 3.
     with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42}):
         return [
-            *_iou_by_n(data, out, formats),
-            *_legal_by_n(data, out, formats),
-            *_condition_deltas(data, out, formats),
+            path
+            for name, fig in draw_figures(data).items()
+            for path in _save(fig, out / name, formats)
         ]
 
 
-def _iou_by_n(data: ReportData, out: Path, formats: tuple[str, ...]) -> list[Path]:
+def draw_figures(data: ReportData) -> dict[str, Figure]:
+    """Each figure by its file's stem, drawn and not yet saved (the caller closes them)."""
+    return {
+        "iou_by_n": _iou_by_n(data),
+        "legal_by_n": _legal_by_n(data),
+        "condition_deltas": _condition_deltas(data),
+    }
+
+
+def _iou_by_n(data: ReportData) -> Figure:
     fig, ax = plt.subplots(figsize=(6.5, 4))
     budgets = _budgets(data)
     for k, configuration in enumerate(data.configurations):
         own = data.budgets_of(configuration)
         means = [_mean_interval(data, Cell(configuration, "base", n)) for n in own]
-        ax.errorbar(
-            _positions(budgets, own, k, len(data.configurations)),
-            [m.delta for m in means],
+        x = _positions(budgets, own, k, len(data.configurations))
+        y = [m.delta for m in means]
+        bars = ax.errorbar(
+            x,
+            y,
             yerr=[[m.delta - m.low for m in means], [m.high - m.delta for m in means]],
             marker="o",
             capsize=3,
             label=configuration,
         )
+        cells = [Cell(configuration, "base", n) for n in own]
+        _mark_incomplete(ax, _shortfalls(data.headline, cells, x, y), bars.lines[0].get_color())
     _budget_axis(ax, budgets)
     ax.set(ylabel="fixed IoU (points, IoU2)", title=f"IoU against N ({INTERVALS})")
-    return _save(fig, ax, out / "iou_by_n", formats)
+    _legends(ax)
+    return fig
 
 
-def _legal_by_n(data: ReportData, out: Path, formats: tuple[str, ...]) -> list[Path]:
+def _legal_by_n(data: ReportData) -> Figure:
     fig, ax = plt.subplots(figsize=(6.5, 4))
     budgets = _budgets(data)
     for k, configuration in enumerate(data.configurations):
@@ -70,10 +109,37 @@ def _legal_by_n(data: ReportData, out: Path, formats: tuple[str, ...]) -> list[P
             for n in own
         ]
         x = _positions(budgets, own, k, len(data.configurations))
-        ax.plot(x, legal, marker="o", label=configuration)
+        (line,) = ax.plot(x, legal, marker="o", label=configuration)
+        cells = [Cell(configuration, "base", n) for n in own]
+        _mark_incomplete(ax, _shortfalls(data.headline, cells, x, legal), line.get_color())
     _budget_axis(ax, budgets)
     ax.set(ylabel="legal coverage (%)", title="Legal coverage against N")
-    return _save(fig, ax, out / "legal_by_n", formats)
+    _legends(ax)
+    return fig
+
+
+def _shortfalls(
+    view: ViewScores, cells: list[Cell], x: list[float], y: list[float]
+) -> list[Shortfall]:
+    """The points of ``cells`` (at ``x``, ``y``) whose cell is incomplete."""
+    return [
+        Shortfall(at, value, len(view.polygons.get(cell, {})), view.grid.get(cell, 0))
+        for cell, at, value in zip(cells, x, y, strict=True)
+        if not view.complete(cell)
+    ]
+
+
+def _mark_incomplete(ax: Axes, points: list[Shortfall], colour: ColorType) -> None:
+    """Each of ``points`` hatched over its marker (the hatch in the line's colour) and
+    labelled with how many of its questions are answered."""
+    if not points:
+        return
+    ax.scatter([p.x for p in points], [p.y for p in points], s=150, marker="o",
+               facecolors="white", edgecolors=colour, hatch=HATCH, linewidths=1.2,
+               zorder=3)  # fmt: skip
+    for p in points:
+        ax.annotate(p.label, (p.x, p.y), xytext=(7, 5), textcoords="offset points",
+                    fontsize=7, color=colour)  # fmt: skip
 
 
 def _budgets(data: ReportData) -> list[int]:
@@ -96,27 +162,47 @@ def _budget_axis(ax: Axes, budgets: list[int]) -> None:
     ax.set_xlabel("N (vertices; one evenly spaced slot per budget)")
 
 
-def _condition_deltas(data: ReportData, out: Path, formats: tuple[str, ...]) -> list[Path]:
+def _condition_deltas(data: ReportData) -> Figure:
     fig, ax = plt.subplots(figsize=(7, 5))
-    labels, deltas, lows, highs = [], [], [], []
+    labels: list[str] = []
+    deltas: list[float] = []
+    lows: list[float] = []
+    highs: list[float] = []
+    short: list[Shortfall] = []
+    view = data.headline
     for configuration in data.configurations:
-        base = pooled(data.headline, configuration, "base")
+        base = pooled(view, configuration, "base")
         for condition in CONDITION_NAMES:
             if condition == "base" or condition not in data.conditions_of(configuration):
                 continue
-            c = paired(pooled(data.headline, configuration, condition), base)
+            c = paired(pooled(view, configuration, condition), base)
             if c.questions:
+                cells = _polygon_cells(view, configuration, (condition, "base"))
+                if not all(view.complete(cell) for cell in cells):
+                    answered = sum(len(view.polygons.get(cell, {})) for cell in cells)
+                    questions = sum(view.grid[cell] for cell in cells)
+                    short.append(Shortfall(c.delta, len(labels), answered, questions))
                 labels.append(f"{configuration}: {condition}")
                 deltas.append(c.delta)
                 lows.append(c.delta - c.low)
                 highs.append(c.high - c.delta)
-    ax.errorbar(deltas, range(len(labels)), xerr=[lows, highs], fmt="o", capsize=3)
+    bars = ax.errorbar(deltas, range(len(labels)), xerr=[lows, highs], fmt="o", capsize=3)
+    _mark_incomplete(ax, short, bars.lines[0].get_color())
     ax.axvline(0.0, color="grey", linewidth=0.8)
     ax.set_yticks(range(len(labels)), labels)
     ax.set(
         xlabel="Δ fixed IoU against base (points, paired)", title=f"Condition effects ({INTERVALS})"
     )
-    return _save(fig, ax, out / "condition_deltas", formats, legend=False)
+    _legends(ax, configurations=False)
+    return fig
+
+
+def _polygon_cells(view: ViewScores, configuration: str, conditions: tuple[str, ...]) -> list[Cell]:
+    """A configuration's polygon cells under ``conditions``: what a pooled contrast reads."""
+    return [
+        c for c in view.grid
+        if c.configuration == configuration and c.condition in conditions and c.budget != BOX
+    ]  # fmt: skip
 
 
 def _mean_interval(data: ReportData, cell: Cell) -> Contrast:
@@ -124,14 +210,22 @@ def _mean_interval(data: ReportData, cell: Cell) -> Contrast:
     return against_zero(data.headline.polygons.get(cell, {}))
 
 
-def _save(
-    fig: Figure, ax: Axes, stem: Path, formats: tuple[str, ...], legend: bool = True
-) -> list[Path]:
-    """``stem`` as every one of ``formats``; the legend right of the plot, off the data."""
-    if legend and ax.get_legend_handles_labels()[0]:
-        ax.legend(title="configuration", loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                  borderaxespad=0.0)  # fmt: skip
+def _legends(ax: Axes, configurations: bool = True) -> None:
+    """The configurations' legend right of the plot, off the data, and below it (where a
+    point is hatched) what the hatching means; then the grid."""
+    if configurations and ax.get_legend_handles_labels()[0]:
+        configured = ax.legend(title="configuration", loc="upper left",
+                               bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)  # fmt: skip
+        ax.add_artist(configured)  # kept when the next legend() replaces ax's own
+    if any(c.get_hatch() for c in ax.collections):
+        hatched = Patch(facecolor="white", edgecolor="grey", hatch=HATCH, label=INCOMPLETE)
+        ax.legend(handles=[hatched], loc="lower left", bbox_to_anchor=(1.02, 0.0),
+                  borderaxespad=0.0, fontsize=8)  # fmt: skip
     ax.grid(alpha=0.3)
+
+
+def _save(fig: Figure, stem: Path, formats: tuple[str, ...]) -> list[Path]:
+    """``stem`` as every one of ``formats``."""
     paths = [stem.with_suffix(f".{kind}") for kind in formats]
     for path in paths:
         # "tight": the saved area grows to hold the legend outside the axes

@@ -4,12 +4,15 @@ every stored attempt on its question's page, and bad input named rather than fai
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -328,3 +331,82 @@ def test_a_file_of_the_users_in_the_way_is_refused_and_nothing_written(
     assert str(caught.value).startswith(f"{mine}: the HTML report would write over this file")
     assert "\n" not in str(caught.value)
     assert sorted(tmp_path.rglob("*")) == before and mine.read_text() == "<h1>My paper</h1>"
+
+
+def _gallery_data(index_html: str) -> dict[str, Any]:
+    (blob,) = re.findall(r'<script type="application/json" id="gallery-data">(.*?)</script>',
+                         index_html, re.S)  # fmt: skip
+    data: dict[str, Any] = json.loads(blob)
+    return data
+
+
+def test_a_question_page_wraps_its_columns_rather_than_scroll(built: Built) -> None:
+    # Issue 39: the box column hid behind a horizontal scroll at common widths.
+    for qid in built.qids:  # the questions with answers
+        text = (built.out / "q" / page_name(qid)).read_text()
+        assert 'class="scroll"' not in text and "<table" not in text
+        sections = re.findall(r'<section class="attempts">(.*?)</section>', text, re.S)
+        assert sections
+        heads = [re.findall(r'<div class="budget"><h4>([^<]+)</h4>', s) for s in sections]
+        assert all(h == heads[0] for h in heads)  # every row the same columns, the box last
+        assert heads[0] == ["N=8", "N=16", "box"]  # the small store's budgets
+    style = (built.out / "index.html").read_text()
+    assert (
+        ".budgets{display:grid;grid-template-columns:repeat(auto-fill,minmax(180px,1fr))" in style
+    )
+
+
+def test_every_attempt_enlarges_on_a_click_and_closes_back_to_itself(built: Built) -> None:
+    text = (built.out / "q" / page_name(built.qids[0])).read_text()
+    attempts = re.findall(r'<figure class="attempt" id="([^"]+)">(.*?)</figure>', text, re.S)
+    assert attempts
+    for anchor, inside in attempts:
+        assert inside.startswith(f'<div class="zoom" id="z-{anchor}" style="--ar:'), (
+            anchor
+        )  # the target the click opens
+        assert f'<a class="open" href="#z-{anchor}" title="click to enlarge"><svg' in inside
+        assert f'<a class="close" href="#{anchor}">close' in inside
+    # Plain CSS: the targeted attempt fills the window; no script on the page.
+    assert ".zoom:target{position:fixed;inset:0" in text
+    assert "<script" not in text
+
+
+def test_thumbnails_carry_their_questions_expression(built: Built) -> None:
+    index = read(built.out / "index.html")
+    with read_only(built.store) as con:
+        expressions = dict(con.execute("SELECT qid, expression FROM questions").fetchall())
+    pages = {page_name(qid): expression for qid, expression in expressions.items()}
+    for template in index.templates:
+        (page,) = re.findall(r'<a href="q/([^"#]+)#', template)
+        quoted = re.findall(r'<figcaption><q class="expr">([^<]*)</q>', template)
+        assert quoted == [escape(pages[page], quote=False)], page
+
+
+def test_the_worst_gallery_is_the_lower_half_lowest_first_and_says_so(built: Built) -> None:
+    text = (built.out / "index.html").read_text()
+    index = read(built.out / "index.html")
+    worst = [g for g in _gallery_data(text)["galleries"] if g["k"] == "worst"]
+    assert worst
+    for g in worst:
+        assert re.search(r"worst by IoU: the lower half, \d+ of \d+ parseable answers", g["h"])
+        verdicts = [re.search(r"(box )?IoU (\d+\.\d)", index.templates[k]) for k in g["i"]]
+        ious = [float(m[2]) for m in verdicts if m]
+        assert len(ious) == len(g["i"]) and ious == sorted(ious), g["h"]
+        span = re.search(r"IoU (\d+\.\d)–(\d+\.\d)", g["h"])
+        assert span and (float(span[1]), float(span[2])) == (ious[0], ious[-1])
+
+
+def test_the_gallery_filters_are_read_from_and_written_to_the_address(built: Built) -> None:
+    text = (built.out / "index.html").read_text()
+    index = read(built.out / "index.html")
+    script = index.all("script")
+    assert len(script) == 2
+    assert "new URLSearchParams(location.search)" in text
+    assert "history.replaceState(" in text
+    assert '{"c": "configuration", "d": "condition", "n": "budget", "k": "gallery"}' in text
+    assert 'PAGE = "page"' in text
+    budgets = [
+        a["value"] for t, a in index.tags if t == "option" and a.get("value") in ("8", "box")
+    ]
+    assert set(budgets) == {"8", "box"}  # the address says budget=8, budget=box
+    assert {g["n"] for g in _gallery_data(text)["galleries"]} >= {"8", "box"}

@@ -55,6 +55,38 @@ FILTER_AND_PAGE = (
 )
 
 
+# Opened at index.html?gallery=unparseable: what a link to that gallery shows; then the reader
+# picks another gallery and the address follows.
+FROM_AND_TO_THE_ADDRESS = (
+    _SHOWN
+    + """
+  const form = document.getElementById('gallery-filters');
+  const linked = {...shown(), kind: form.elements['k'].value};
+  form.elements['k'].value = 'worst';
+  form.dispatchEvent(new Event('change', {bubbles: true}));
+  return {linked, worst: shown(), search: location.search, hash: location.hash};
+"""
+)
+# A question page at 1280 px: nothing wider than the window, the box column on screen; a click
+# on an attempt fills the window with it, "close" puts it back.
+WRAP_AND_ENLARGE = """
+  const root = document.documentElement;
+  const heads = [...document.querySelectorAll('.budget h4')];
+  const box = heads.filter(h => h.textContent === 'box').map(h => h.getBoundingClientRect());
+  const zoom = document.querySelector('.zoom');
+  const open = zoom.querySelector('a.open');
+  const before = open.querySelector('svg').getBoundingClientRect().width;
+  open.click();
+  const style = getComputedStyle(zoom);
+  const opened = {hash: location.hash, position: style.position,
+                  width: zoom.querySelector('svg').getBoundingClientRect().width};
+  zoom.querySelector('a.close').click();
+  return {overflow: root.scrollWidth - root.clientWidth, viewport: root.clientWidth,
+          boxes: box.length, boxRight: Math.max(...box.map(r => r.right)), before, opened,
+          closed: {hash: location.hash, position: getComputedStyle(zoom).position}};
+"""
+
+
 @dataclass(frozen=True)
 class Opened:
     out: Path
@@ -142,9 +174,32 @@ def test_a_question_page_renders_every_attempt_with_no_error(
     chromium: Path, opened: Opened
 ) -> None:
     page = opened.out / "q" / page_name(opened.qids[0])
-    check = check_page(page)
-    assert check.tables >= 1 and check.filled_tables == check.tables
+    check = check_page(page, script=WRAP_AND_ENLARGE)
     assert check.svg_images > 0 and check.uses > 0
     assert_whole(check)
     assert check.console_errors == ()
     assert check.external_requests == ()
+    # Issue 39: every column on screen at 1280 px, and an attempt enlarged on a click.
+    seen = check.script_result
+    assert isinstance(seen, dict)
+    assert seen["overflow"] == 0 and seen["viewport"] == 1280
+    assert seen["boxes"] > 0 and seen["boxRight"] <= seen["viewport"]
+    assert seen["opened"]["hash"].startswith("#z-a-") and seen["opened"]["position"] == "fixed"
+    assert seen["opened"]["width"] > 2 * seen["before"]
+    assert seen["closed"]["hash"].startswith("#a-") and seen["closed"]["position"] == "static"
+
+
+@pytest.mark.slow
+def test_a_gallery_link_opens_filtered_and_a_filter_changes_the_address(
+    chromium: Path, opened: Opened
+) -> None:
+    check = check_page(opened.report.index, query="gallery=unparseable",
+                       script=FROM_AND_TO_THE_ADDRESS)  # fmt: skip
+    assert check.console_errors == ()
+    seen = check.script_result
+    assert isinstance(seen, dict)
+    linked, worst = seen["linked"], seen["worst"]
+    assert linked["kind"] == "unparseable" and linked["thumbnails"] > 0
+    assert all("unparseable" in h for h in linked["headings"])
+    assert worst["headings"] and all("worst by IoU: the lower half" in h for h in worst["headings"])
+    assert seen["search"] == "?gallery=worst" and seen["hash"] == "#galleries"
