@@ -3,14 +3,31 @@
 from __future__ import annotations
 
 import io
+import re
 
+import pytest
 from rich.console import Console
+from rich.text import Text
 
 from runner.backends import LimiterStats
 from runner.batch import OpenBatch
 from runner.distributed import Traffic, WorkerStats
 from runner.experiment import Prices
-from runner.monitor import Reading, plain_lines, render, snapshot
+from runner.monitor import (
+    MAX_CELLS,
+    Reading,
+    Snapshot,
+    plain_lines,
+    render,
+    snapshot,
+    summary_line,
+)
+from runner.monitor import (
+    _backends as backends_table,
+)
+from runner.monitor import (
+    _cells as cells_table,
+)
 from runner.store import CellProgress, Progress
 
 
@@ -141,3 +158,54 @@ def test_a_batch_mode_backend_shows_its_open_batches_and_spend_at_the_batch_pric
         "    batch gb-0123456789abcdef: in_progress, 120 done, 3 failed of 500, open 1m35s"
     )
     assert lines[3].startswith("    batch gb-fedcba9876543210: validating, — done")
+
+
+LONG_NAMES = ("gemini-2.5-pro-preview-high", "qwen-vl-max-latest", "doubao-seed-1-6-vision")
+_RULES = re.compile(r"[\s\u2500-\u257f]+")  # spaces, rules and bars
+
+
+def _long_view() -> Snapshot:
+    """Long backend names, large counts, one backend spent, one refused, one restarting."""
+    conditions = ("base", "cue-colour-true", "cue-colour-wrong")
+    cells = [
+        CellProgress(name, condition, n, 1_200, 600, 12, 600, 97.5, 61.25)
+        for name in (*LONG_NAMES, "gemini-high")
+        for condition in conditions
+        for n in (8, 64)
+    ]
+    backends: dict[str, WorkerStats | None] = {
+        LONG_NAMES[0]: _stats(123_456, 10),
+        LONG_NAMES[1]: _stats(23_456, 10, quota="spent"),
+        LONG_NAMES[2]: WorkerStats(requests=8, refused="fatal (HTTP 401 invalid_api_key): no"),
+        "gemini-high": None,
+    }
+    before = Reading(0.0, _progress(100), cells, backends)
+    return snapshot(Reading(10.0, _progress(300), cells, backends), before, 0.0, {})
+
+
+def _words(view: Snapshot) -> set[str]:
+    """Every word the view may print: its totals, its tables' titles, captions, both layouts'
+    headers and every cell."""
+    texts = [summary_line(view), "(continued)"]
+    for narrow in (False, True):
+        for spec in (backends_table(view, narrow), cells_table(view, MAX_CELLS, narrow)):
+            texts += [spec.title, spec.caption or "", *(c.header for c in spec.columns)]
+            texts += [c if isinstance(c, str) else c.plain for row in spec.rows for c in row
+                      if isinstance(c, str | Text)]  # fmt: skip
+    return {w for text in texts for w in _RULES.split(text) if w}
+
+
+@pytest.mark.parametrize("width", [80, 100, 120, 200])
+def test_the_monitor_fits_its_width_and_folds_no_name_or_number(width: int) -> None:
+    """At 120 columns the view wrapped "transien" / "t" and "gemini-h" / "igh": now every line
+    is within the width and every word printed is a whole name, header or figure."""
+    view = _long_view()
+    console = Console(file=io.StringIO(), width=width, height=200, color_system=None, record=True)
+    console.print(render(view))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= width
+    printed = {w for w in _RULES.split(text) if w}
+    assert printed <= _words(view), printed - _words(view)
+    assert {*LONG_NAMES, "gemini-high", "123,468", "61.2", "cue-colour-wrong"} <= printed
+    assert "transient" in printed or "retried" in printed  # a header, whole
+    assert "…" not in text
