@@ -52,7 +52,7 @@ from conditions import (
 from runner._errors import ConfigError, RunnerError
 from runner._tables import print_whole, report_table, summary_tables
 from runner.experiment import Experiment, load_experiment
-from runner.monitor import plain_lines, render
+from runner.monitor import echoing, render
 from runner.overlays import AnswerView, OverlayError, recorded_images
 from runner.plan import prepare
 from runner.simulator import SimSpec, Simulator, serving
@@ -544,7 +544,7 @@ def monitor(
         with Live(console=console, refresh_per_second=4) as live:
             watch_run(loaded, address, every, lambda view: live.update(render(view)))
     else:
-        watch_run(loaded, address, every, lambda view: _echo("\n".join(plain_lines(view))))
+        watch_run(loaded, address, every, echoing(_echo))
     console.print("the run has ended", soft_wrap=True)
 
 

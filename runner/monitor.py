@@ -247,10 +247,11 @@ def _table(title: str, narrow: bool, caption: str | None = None) -> Table:
 
 
 def _backends(view: Snapshot, narrow: bool = False) -> _Spec:
+    headers = [(short if narrow else column, column) for column, short in _BACKEND_COLUMNS]
     columns = tuple(
-        Column(short if narrow else column, "left" if column in ("backend", "quota") else "right")
-        for column, short in _BACKEND_COLUMNS
-        if not narrow or short is not None
+        Column(header, "left" if column in ("backend", "quota") else "right")
+        for header, column in headers
+        if header is not None
     )
     rows = []
     for b in view.backends:
@@ -345,35 +346,60 @@ def summary_line(view: Snapshot) -> str:
 
 
 def echoing(echo: Callable[[str], object]) -> Callable[[Snapshot], None]:
-    """Show each snapshot as :func:`plain_lines` through ``echo`` (a log, no terminal)."""
+    """Show each snapshot through ``echo`` as a log, no terminal: the totals line, and a
+    backend's lines only when its figures changed since it was last shown
+    (:class:`ChangedLines`)."""
+    changed = ChangedLines()
 
     def show(view: Snapshot) -> None:
-        for line in plain_lines(view):
+        for line in changed(view):
             echo(line)
 
     return show
 
 
+class ChangedLines:
+    """:func:`plain_lines` for successive snapshots of one run, a backend's lines left out
+    while its figures stay as last shown: a finished or stalled backend is shown once, not
+    every few seconds. The totals line is always there (the run's heartbeat). A batch's age
+    alone is no change."""
+
+    def __init__(self) -> None:
+        self._shown: dict[str, tuple[str, ...]] = {}
+
+    def __call__(self, view: Snapshot) -> list[str]:
+        lines = [summary_line(view)]
+        for b in view.backends:
+            figures = tuple(_backend_lines(b, ages=False))
+            if self._shown.get(b.name) != figures:
+                self._shown[b.name] = figures
+                lines += _backend_lines(b)
+        return lines
+
+
 def plain_lines(view: Snapshot) -> list[str]:
     """The snapshot for a log: the summary, then one line per backend (and per open batch)."""
-    lines = [summary_line(view)]
-    for b in view.backends:
-        if b.batch:
-            lines += _batch_lines(b)
-            continue
-        lines.append(
-            f"  {b.name}: {b.requests_per_s:,.1f} req/s, {b.tokens_per_min:,.0f} tokens/min, "
-            f"{b.in_flight}/{b.ceiling} in flight; {b.calls_sent:,} HTTP calls sent, "
-            f"{b.answered:,} attempts answered, {b.finished:,} requests finished; "
-            f"{b.throttled:,} × 429; transient failures: {b.transient_retried:,} retried, "
-            f"{b.transient_ended:,} ended an attempt; spend ${b.spend:,.2f}"
-            + (f", QUOTA EXHAUSTED ({b.quota})" if b.quota else "")
-            + (f", STOPPED: {b.refused}" if b.refused else "")
-        )
-    return lines
+    return [summary_line(view), *(line for b in view.backends for line in _backend_lines(b))]
 
 
-def _batch_lines(b: BackendView) -> list[str]:
+def _backend_lines(b: BackendView, ages: bool = True) -> list[str]:
+    """A backend for a log: one line, or a batch-mode backend's totals and each open batch
+    (``ages``: with how long each has been open)."""
+    if b.batch:
+        return _batch_lines(b, ages)
+    return [
+        f"  {b.name}: {b.requests_per_s:,.1f} req/s, {b.tokens_per_min:,.0f} tokens/min, "
+        f"{b.in_flight}/{b.ceiling} in flight; {b.calls_sent:,} HTTP calls sent, "
+        f"{b.answered:,} attempts answered, {b.finished:,} requests finished; "
+        f"{b.throttled:,} × 429; transient failures: {b.transient_retried:,} retried, "
+        f"{b.transient_ended:,} ended an attempt; spend ${b.spend:,.2f}"
+        + (f", QUOTA EXHAUSTED ({b.quota})" if b.quota else "")
+        + (f", STOPPED: {b.refused}" if b.refused else "")
+        + ("" if b.reachable else " (restarting)")
+    ]
+
+
+def _batch_lines(b: BackendView, ages: bool = True) -> list[str]:
     """A batch-mode backend for a log: its totals, then each open batch."""
     lines = [
         f"  {b.name} (batch mode): {len(b.batches):,} batches open; {b.answered:,} attempts "
@@ -385,7 +411,7 @@ def _batch_lines(b: BackendView) -> list[str]:
     for o in b.batches:
         lines.append(
             f"    batch {o.id}: {o.state}, {_count(o.succeeded)} done, {_count(o.failed)} "
-            f"failed of {o.requests:,}, open {_duration(o.age_s)}"
+            f"failed of {o.requests:,}" + (f", open {_duration(o.age_s)}" if ages else "")
         )
     return lines
 

@@ -15,6 +15,7 @@ from runner.distributed import Traffic, WorkerStats
 from runner.experiment import Prices
 from runner.monitor import (
     MAX_CELLS,
+    ChangedLines,
     Reading,
     Snapshot,
     plain_lines,
@@ -209,3 +210,46 @@ def test_the_monitor_fits_its_width_and_folds_no_name_or_number(width: int) -> N
     assert {*LONG_NAMES, "gemini-high", "123,468", "61.2", "cue-colour-wrong"} <= printed
     assert "transient" in printed or "retried" in printed  # a header, whole
     assert "…" not in text
+
+
+def test_piped_progress_shows_a_backend_only_when_its_figures_changed() -> None:
+    """A log gets the totals every time, and a backend's line only when its figures moved
+    since its last one: a finished backend's final line once, not every 5 s."""
+    lines = ChangedLines()
+    readings: list[Reading] = []
+
+    def shown(qwen: int, kimi: int) -> list[str]:
+        """The backends shown for the next reading, 5 s after the last, with these counts."""
+        backends: dict[str, WorkerStats | None] = {
+            "qwen": _stats(qwen, 10),
+            "kimi": _stats(kimi, 10),
+        }
+        now = Reading(5.0 * (len(readings) + 1), _progress(qwen + kimi), _cells(qwen), backends)
+        view = snapshot(now, readings[-1] if readings else None, 0.0, {})
+        readings.append(now)
+        out = lines(view)
+        assert out[0] == summary_line(view)  # the totals, every time
+        assert len(plain_lines(view)) == 3  # the full view has every backend
+        return [line.split(":")[0].strip() for line in out[1:]]
+
+    assert shown(10, 4) == ["kimi", "qwen"]
+    assert shown(20, 8) == ["kimi", "qwen"]  # both moved
+    assert shown(30, 8) == ["kimi", "qwen"]  # kimi finished: its rate falls to 0, once
+    assert shown(40, 8) == ["qwen"]
+    assert shown(40, 8) == ["qwen"]  # qwen finished: its final line
+    assert shown(40, 8) == []  # nothing moved: the totals alone
+    assert shown(41, 8) == ["qwen"]
+
+
+def test_a_batch_that_only_ages_is_no_change() -> None:
+    lines = ChangedLines()
+
+    def view(age: float, succeeded: int) -> Snapshot:
+        batch = OpenBatch("gb-0123456789abcdef", "in_progress", 500, succeeded, 0, age)
+        stats = WorkerStats(requests=300, answered=290, batch=True, batches=(batch,))
+        return snapshot(Reading(age, _progress(300), _cells(300), {"qwen": stats}), None, 0.0, {})
+
+    assert len(lines(view(10.0, 100))) == 3  # totals, the backend, its batch
+    assert len(lines(view(15.0, 100))) == 1  # older, nothing else
+    shown = lines(view(20.0, 120))
+    assert len(shown) == 3 and shown[2].endswith("120 done, 0 failed of 500, open 0m20s")
