@@ -883,7 +883,8 @@ def report(
     benchmark's main table. A table with no rows is left out with a line saying why. With
     --html, all of it as a web page too, with every answer drawn over its image.
 
-    Nothing printed is cut: on a terminal a cell too wide folds onto a second line; piped or
+    Nothing printed is cut: on a terminal a table too wide is split (fixed and parseable-only
+    apart, then parts that repeat the row labels), never a number or a word; piped or
     redirected, each table is drawn at its own width (rows whole up to 240 characters, long
     prose wrapped at spaces beyond)."""
     from runner.reports import (
@@ -910,7 +911,9 @@ def report(
     for table in tables:
         print_whole(console, fitting_table(table, console))
     for table in omitted:
-        console.print(omitted_note(table), soft_wrap=True, markup=False, highlight=False)
+        console.print(
+            omitted_note(table), soft_wrap=not console.is_terminal, markup=False, highlight=False
+        )
     if html is not None:
         _write_html(store, html, images)
     if out is None:
