@@ -55,11 +55,18 @@ def fitted(
     columns name the row and start every part. Only where a single label set and one column
     cannot fit even at their minimums is a part wider (rich folds it then)."""
     spans = [_span(c, [row[j] for row in rows], console) for j, c in enumerate(columns)]
-    parts = _parts(spans, labels, width, lambda n: _overhead(new_table, n, console))
+    overheads: dict[int, int] = {}
+
+    def overhead(n: int) -> int:
+        if n not in overheads:
+            overheads[n] = _overhead(new_table, n, console)
+        return overheads[n]
+
+    parts = _parts(spans, labels, width, overhead)
     tables = []
     for i, part in enumerate(parts):
         table = new_table(i, len(parts))
-        room = width - _overhead(new_table, len(part), console)
+        room = width - overhead(len(part))
         for j, w in zip(part, _widths([spans[j] for j in part], room), strict=True):
             c = columns[j]
             table.add_column(c.header, justify=c.justify, width=w, overflow="fold")
