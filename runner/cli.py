@@ -52,7 +52,7 @@ from conditions import (
 from runner._errors import ConfigError, RunnerError
 from runner._tables import print_whole, report_table, summary_tables
 from runner.experiment import Experiment, load_experiment
-from runner.monitor import plain_lines, render
+from runner.monitor import echoing, render
 from runner.overlays import AnswerView, OverlayError, recorded_images
 from runner.plan import prepare
 from runner.simulator import SimSpec, Simulator, serving
@@ -580,7 +580,7 @@ def monitor(
         with Live(console=console, refresh_per_second=4) as live:
             watch_run(loaded, address, every, lambda view: live.update(render(view)))
     else:
-        watch_run(loaded, address, every, lambda view: _echo("\n".join(plain_lines(view))))
+        watch_run(loaded, address, every, echoing(_echo))
     console.print("the run has ended", soft_wrap=True)
 
 
@@ -919,7 +919,8 @@ def report(
     benchmark's main table. A table with no rows is left out with a line saying why. With
     --html, all of it as a web page too, with every answer drawn over its image.
 
-    Nothing printed is cut: on a terminal a cell too wide folds onto a second line; piped or
+    Nothing printed is cut: on a terminal a table too wide is split (fixed and parseable-only
+    apart, then parts that repeat the row labels), never a number or a word; piped or
     redirected, each table is drawn at its own width (rows whole up to 240 characters, long
     prose wrapped at spaces beyond)."""
     from runner.reports import (
@@ -946,7 +947,9 @@ def report(
     for table in tables:
         print_whole(console, fitting_table(table, console))
     for table in omitted:
-        console.print(omitted_note(table), soft_wrap=True, markup=False, highlight=False)
+        console.print(
+            omitted_note(table), soft_wrap=not console.is_terminal, markup=False, highlight=False
+        )
     if html is not None:
         _write_html(store, html, images)
     if out is None:

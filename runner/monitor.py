@@ -19,6 +19,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from runner._fit import Column, fitted
 from runner.batch import OpenBatch
 from runner.experiment import Prices
 from runner.store import CellProgress, Progress
@@ -143,7 +144,6 @@ def _backend_view(
 
 
 MAX_CELLS = 24  # the paper's grid has ~100 cells: a terminal shows the ones moving
-NARROW = 120  # below this many columns the cell table drops its bar to a short one
 
 
 def render(view: Snapshot, max_cells: int = MAX_CELLS) -> RenderableType:
@@ -152,7 +152,8 @@ def render(view: Snapshot, max_cells: int = MAX_CELLS) -> RenderableType:
 
     Cells being worked on come first, then those waiting, then finished ones, ``max_cells`` at
     most and fewer when the screen is shorter (:class:`_Fitted`); the rest are counted below
-    the table.
+    the table. The tables fit the screen's width without breaking a name or a number
+    (:func:`_group`).
     """
     return _Fitted(view, max_cells)
 
@@ -170,7 +171,7 @@ class _Fitted:
         height = options.height or options.size.height
         shown = min(self.max_cells, len(self.view.cells))
         while True:
-            group = _group(self.view, shown, narrow=options.max_width < NARROW)
+            group = _group(self.view, shown, options.max_width, console)
             overflow = len(console.render_lines(group, options.update(height=None))) - height
             if overflow <= 0 or shown == 0:
                 yield group
@@ -178,27 +179,54 @@ class _Fitted:
             shown = max(shown - overflow, 0)  # each cell takes at least one line
 
 
-def _group(view: Snapshot, max_cells: int, narrow: bool) -> Group:
-    parts: list[RenderableType] = [Text(summary_line(view)), _backends(view, narrow)]
-    if any(b.batches for b in view.backends):
-        parts.append(_batches(view, narrow))
-    return Group(*parts, _cells(view, max_cells, narrow))
+@dataclass(frozen=True)
+class _Spec:
+    """One of the view's tables before it is laid out: ``labels`` columns name a row."""
+
+    title: str
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[RenderableType, ...], ...]
+    labels: int
+    caption: str | None = None
 
 
-def _batches(view: Snapshot, narrow: bool) -> Table:
+def _group(view: Snapshot, max_cells: int, width: int, console: Console) -> Group:
+    """The totals line and the tables, in the wide layout (rules, every header, the rates,
+    20-character bars) where each table fits ``width`` whole, else the narrow one (no rules,
+    short headers, short bars), a table still too wide in parts that repeat its row names.
+    Names, counts and headers' words are never folded (``transien`` / ``t``)."""
+    for narrow in (False, True):
+        specs = [_backends(view, narrow)]
+        if any(b.batches for b in view.backends):
+            specs.append(_batches(view, narrow))
+        specs.append(_cells(view, max_cells, narrow))
+        laid = [_laid_out(spec, narrow, width, console) for spec in specs]
+        if narrow or all(len(tables) == 1 for tables in laid):
+            break
+    return Group(Text(summary_line(view)), *(t for tables in laid for t in tables))
+
+
+def _laid_out(spec: _Spec, narrow: bool, width: int, console: Console) -> list[Table]:
+    def new_table(i: int, parts: int) -> Table:
+        title = spec.title if i == 0 else f"{spec.title} (continued)"
+        return _table(title, narrow, spec.caption if i == parts - 1 else None)
+
+    return fitted(spec.columns, spec.rows, spec.labels, width, console, new_table)
+
+
+def _batches(view: Snapshot, narrow: bool) -> _Spec:
     """Each open batch of the batch-mode backends: its state, its lines done, its age."""
-    table = _table("Open batches", narrow)
-    for column in ("backend", "batch", "state", "done", "failed", "requests", "age"):
-        table.add_column(
-            column, justify="left" if column in ("backend", "batch", "state") else "right"
-        )
-    for b in view.backends:
-        for o in b.batches:
-            table.add_row(
-                b.name, o.id, o.state, _count(o.succeeded), _count(o.failed),
-                f"{o.requests:,}", _duration(o.age_s),
-            )  # fmt: skip
-    return table
+    columns = tuple(
+        Column(c, "left" if c in ("backend", "batch", "state") else "right")
+        for c in ("backend", "batch", "state", "done", "failed", "requests", "age")
+    )
+    rows = tuple(
+        (b.name, o.id, o.state, _count(o.succeeded), _count(o.failed), f"{o.requests:,}",
+         _duration(o.age_s))
+        for b in view.backends
+        for o in b.batches
+    )  # fmt: skip
+    return _Spec("Open batches", columns, rows, labels=2)
 
 
 def _count(value: int | None) -> str:
@@ -218,60 +246,52 @@ def _table(title: str, narrow: bool, caption: str | None = None) -> Table:
     )
 
 
-def _backends(view: Snapshot, narrow: bool = False) -> Table:
-    backends = _table("Backends", narrow)
-    for column, short in _BACKEND_COLUMNS:
-        header = short if narrow else column
-        if header is None:
-            continue
-        backends.add_column(
-            header,
-            justify="left" if column in ("backend", "quota") else "right",
-            overflow="fold",  # a name folds onto a second line, never ends in "…"
-        )
+def _backends(view: Snapshot, narrow: bool = False) -> _Spec:
+    headers = [(short if narrow else column, column) for column, short in _BACKEND_COLUMNS]
+    columns = tuple(
+        Column(header, "left" if column in ("backend", "quota") else "right")
+        for header, column in headers
+        if header is not None
+    )
+    rows = []
     for b in view.backends:
-        quota = (
+        quota: str | Text = (
             "—" if b.quota is None else Text("SPENT" if narrow else "EXHAUSTED", style="bold red")
         )
         if b.refused is not None:  # the key or model: stopped as for quota
             quota = Text("REFUSED" if narrow else "KEY/MODEL REFUSED", style="bold red")
         rates = [] if narrow else [f"{b.requests_per_s:,.1f}", f"{b.tokens_per_min:,.0f}"]
-        backends.add_row(
-            b.name if b.reachable else f"{b.name} (restarting)",
-            *rates,
-            "batch" if b.batch else f"{b.in_flight}/{b.ceiling}",
-            f"{b.calls_sent:,}",
-            f"{b.answered:,}",
-            f"{b.finished:,}",
-            f"{b.throttled:,}",
-            f"{b.transient_retried:,}",
-            f"{b.transient_ended:,}",
-            quota,
-            f"{b.spend:,.2f}",
+        rows.append(
+            (
+                b.name if b.reachable else f"{b.name} (restarting)",
+                *rates,
+                "batch" if b.batch else f"{b.in_flight}/{b.ceiling}",
+                f"{b.calls_sent:,}",
+                f"{b.answered:,}",
+                f"{b.finished:,}",
+                f"{b.throttled:,}",
+                f"{b.transient_retried:,}",
+                f"{b.transient_ended:,}",
+                quota,
+                f"{b.spend:,.2f}",
+            )
         )
-    return backends
+    return _Spec("Backends", columns, tuple(rows), labels=1)
 
 
-def _cells(view: Snapshot, max_cells: int, narrow: bool) -> Table:
+def _cells(view: Snapshot, max_cells: int, narrow: bool) -> _Spec:
     ordered = sorted(view.cells, key=_cell_order)
     shown, hidden = ordered[:max_cells], ordered[max_cells:]
     caption = None
     if hidden:
         done = sum(c.complete == c.requests for c in hidden)
         caption = f"and {len(hidden)} more cells: {done} complete, {len(hidden) - done} waiting"
-    cells = _table("Cells (IoU2, settled questions)", narrow, caption)
-    # Condition names share long prefixes (cue-colour-true, cue-colour-wrong): that column
-    # never shrinks below its longest name, and the others fold rather than end in "…".
-    longest = max((len(c.condition) for c in shown), default=0)
-    for column, short in _CELL_COLUMNS:
-        cells.add_column(
-            short if narrow else column,
-            justify="left" if column in ("configuration", "condition") else "right",
-            overflow="fold",
-            min_width=longest if column == "condition" else None,
-        )
-    for c in shown:
-        cells.add_row(
+    columns = tuple(
+        Column(short if narrow else column, "left" if column in _CELL_NAMES else "right")
+        for column, short in _CELL_COLUMNS
+    )
+    rows = tuple(
+        (
             c.configuration,
             c.condition,
             "box" if c.budget == 0 else str(c.budget),
@@ -282,7 +302,9 @@ def _cells(view: Snapshot, max_cells: int, narrow: bool) -> Table:
             _maybe(c.parse_rate),
             _maybe(c.fixed_iou),
         )
-    return cells
+        for c in shown
+    )
+    return _Spec("Cells (IoU2, settled questions)", columns, rows, labels=2, caption=caption)
 
 
 _BACKEND_COLUMNS = (("backend", "backend"), ("req/s", None), ("tokens/min", None),
@@ -292,8 +314,9 @@ _BACKEND_COLUMNS = (("backend", "backend"), ("req/s", None), ("tokens/min", None
 _CELL_COLUMNS = (("configuration", "config"), ("condition", "condition"), ("N", "N"),
                  ("progress", ""), ("done", "done"), ("pending", "left"),
                  ("errored", "err"), ("parse %", "parse%"), ("fixed IoU", "IoU"))  # fmt: skip
-"""The tables' columns: header, and header on a narrow screen (below :data:`NARROW`). None: not
-there, for 80 columns to hold the counts whole; the totals line gives the run's requests/s."""
+"""The tables' columns: header, and header in the narrow layout. None: not there, for 80
+columns to hold the counts whole; the totals line gives the run's requests/s."""
+_CELL_NAMES = ("configuration", "condition")
 
 
 def _cell_order(c: CellProgress) -> tuple[int, str, str, int]:
@@ -323,35 +346,60 @@ def summary_line(view: Snapshot) -> str:
 
 
 def echoing(echo: Callable[[str], object]) -> Callable[[Snapshot], None]:
-    """Show each snapshot as :func:`plain_lines` through ``echo`` (a log, no terminal)."""
+    """Show each snapshot through ``echo`` as a log, no terminal: the totals line, and a
+    backend's lines only when its figures changed since it was last shown
+    (:class:`ChangedLines`)."""
+    changed = ChangedLines()
 
     def show(view: Snapshot) -> None:
-        for line in plain_lines(view):
+        for line in changed(view):
             echo(line)
 
     return show
 
 
+class ChangedLines:
+    """:func:`plain_lines` for successive snapshots of one run, a backend's lines left out
+    while its figures stay as last shown: a finished or stalled backend is shown once, not
+    every few seconds. The totals line is always there (the run's heartbeat). A batch's age
+    alone is no change."""
+
+    def __init__(self) -> None:
+        self._shown: dict[str, tuple[str, ...]] = {}
+
+    def __call__(self, view: Snapshot) -> list[str]:
+        lines = [summary_line(view)]
+        for b in view.backends:
+            figures = tuple(_backend_lines(b, ages=False))
+            if self._shown.get(b.name) != figures:
+                self._shown[b.name] = figures
+                lines += _backend_lines(b)
+        return lines
+
+
 def plain_lines(view: Snapshot) -> list[str]:
     """The snapshot for a log: the summary, then one line per backend (and per open batch)."""
-    lines = [summary_line(view)]
-    for b in view.backends:
-        if b.batch:
-            lines += _batch_lines(b)
-            continue
-        lines.append(
-            f"  {b.name}: {b.requests_per_s:,.1f} req/s, {b.tokens_per_min:,.0f} tokens/min, "
-            f"{b.in_flight}/{b.ceiling} in flight; {b.calls_sent:,} HTTP calls sent, "
-            f"{b.answered:,} attempts answered, {b.finished:,} requests finished; "
-            f"{b.throttled:,} × 429; transient failures: {b.transient_retried:,} retried, "
-            f"{b.transient_ended:,} ended an attempt; spend ${b.spend:,.2f}"
-            + (f", QUOTA EXHAUSTED ({b.quota})" if b.quota else "")
-            + (f", STOPPED: {b.refused}" if b.refused else "")
-        )
-    return lines
+    return [summary_line(view), *(line for b in view.backends for line in _backend_lines(b))]
 
 
-def _batch_lines(b: BackendView) -> list[str]:
+def _backend_lines(b: BackendView, ages: bool = True) -> list[str]:
+    """A backend for a log: one line, or a batch-mode backend's totals and each open batch
+    (``ages``: with how long each has been open)."""
+    if b.batch:
+        return _batch_lines(b, ages)
+    return [
+        f"  {b.name}: {b.requests_per_s:,.1f} req/s, {b.tokens_per_min:,.0f} tokens/min, "
+        f"{b.in_flight}/{b.ceiling} in flight; {b.calls_sent:,} HTTP calls sent, "
+        f"{b.answered:,} attempts answered, {b.finished:,} requests finished; "
+        f"{b.throttled:,} × 429; transient failures: {b.transient_retried:,} retried, "
+        f"{b.transient_ended:,} ended an attempt; spend ${b.spend:,.2f}"
+        + (f", QUOTA EXHAUSTED ({b.quota})" if b.quota else "")
+        + (f", STOPPED: {b.refused}" if b.refused else "")
+        + ("" if b.reachable else " (restarting)")
+    ]
+
+
+def _batch_lines(b: BackendView, ages: bool = True) -> list[str]:
     """A batch-mode backend for a log: its totals, then each open batch."""
     lines = [
         f"  {b.name} (batch mode): {len(b.batches):,} batches open; {b.answered:,} attempts "
@@ -363,7 +411,7 @@ def _batch_lines(b: BackendView) -> list[str]:
     for o in b.batches:
         lines.append(
             f"    batch {o.id}: {o.state}, {_count(o.succeeded)} done, {_count(o.failed)} "
-            f"failed of {o.requests:,}, open {_duration(o.age_s)}"
+            f"failed of {o.requests:,}" + (f", open {_duration(o.age_s)}" if ages else "")
         )
     return lines
 

@@ -6,15 +6,15 @@ import csv
 import io
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 from typing import Literal, TypeVar
 
-from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, JustifyMethod, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
+from runner._fit import Column, NewTable, fitted, whole_width
 from runner.reports._tables import INCOMPLETE, Mark, ReportTable
 
 T = TypeVar("T")
@@ -35,36 +35,116 @@ def rich_table(table: ReportTable) -> Table:
     return out
 
 
-def fitting_table(table: ReportTable, console: Console) -> Table:
-    """:func:`rich_table` sized for ``console``: on a terminal narrower than the table, each
-    column keeps its longest word whole (``Acc@0.25``, ``cue-colour-wrong``) and only cells
-    with spaces (``78.9 / 78.9``) wrap, where the terminal has room for that; else words fold.
-    Not on a terminal the table is printed at its own width (``print_whole``)."""
-    out = rich_table(table)
-    if console.is_terminal:
-        room = console.width - (3 * len(table.columns) + 1)  # a rule and a space either side
-        for column, width in zip(out.columns, _column_widths(table, room) or (), strict=False):
-            column.width = width
+def fitting_table(table: ReportTable, console: Console) -> RenderableType:
+    """``table`` for ``console``: on a terminal, laid out to its width when printed
+    (:func:`terminal_tables`); not on a terminal, :func:`rich_table` whole, which
+    ``print_whole`` draws at the table's own width (rows whole)."""
+    return _Terminal(table) if console.is_terminal else rich_table(table)
+
+
+@dataclass(frozen=True)
+class _Terminal:
+    """A table laid out for the width it is printed at."""
+
+    table: ReportTable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from terminal_tables(self.table, console, options.max_width)
+
+
+def terminal_tables(table: ReportTable, console: Console, width: int) -> list[RenderableType]:
+    """``table`` no wider than ``width`` without a number or a word broken across lines.
+
+    As one table where every cell fits on one line; else the ``fixed / parseable`` pairs as
+    two tables (fixed, then parseable-only), and a table still too wide in parts that each
+    repeat the row labels (Configuration, N), the columns that do not fit going to the next
+    part. The notes follow the last part, at the full width.
+    """
+    views = [table]
+    columns, rows = _fit_columns(table), _styled(table, _rich_cell)
+    if whole_width(columns, rows, console, _part_table(table.title)) > width:
+        views = fixed_and_parseable(table) or views
+    out: list[RenderableType] = []
+    for view in views:
+        out += fitted(
+            _fit_columns(view),
+            _styled(view, _rich_cell),
+            labels=_labels(view),
+            width=width,
+            console=console,
+            new_table=_part_table(view.title),
+        )
+    out += [Text(note, overflow="fold") for note in table.notes]
     return out
 
 
-def _column_widths(table: ReportTable, room: int) -> list[int] | None:
-    """Widths that fit ``room``: each column's whole text if all fit, else its longest word
-    plus a share of what is left by how much more its text wants; ``None`` when even the
-    longest words do not fit (rich's own layout then folds them).
+def _part_table(title: str) -> NewTable:
+    def new(i: int, parts: int) -> Table:
+        return Table(title=title if i == 0 else f"{title} (continued)")
 
-    Set here because rich shrinks columns without regard to a ``min_width`` and then renders
-    them at it, so the table outgrows the terminal and its right side is cropped.
-    """
-    texts = [[c, *(row[j] for row in table.rows)] for j, c in enumerate(table.columns)]
-    whole = [max(cell_len(t) for t in column) for column in texts]
-    words = [max(cell_len(w) for t in column for w in [*t.split(), ""]) for column in texts]
-    if sum(whole) <= room:
-        return whole
-    if sum(words) > room:
+    return new
+
+
+def _labels(table: ReportTable) -> int:
+    """The columns that name a row (and are repeated in each part): the first two."""
+    return min(2, len(table.columns) - 1) if len(table.columns) > 1 else 1
+
+
+def _fit_columns(table: ReportTable) -> list[Column]:
+    """Labels left; figures right, never wrapped; a column of prose (a cell of :data:`PROSE`
+    characters or more that is not a figure: claims, orderings, verdicts) left, wrapped at
+    its spaces."""
+    labels = _labels(table)
+    out = []
+    for j, name in enumerate(table.columns):
+        cells = [row[j].removesuffix(INCOMPLETE) for row in table.rows]
+        prose = any(len(c) >= PROSE and not _is_figure(c) for c in cells)
+        justify: JustifyMethod = "left" if j < labels or prose else "right"
+        out.append(Column(name, justify, wraps=prose))
+    return out
+
+
+def _is_figure(cell: str) -> bool:
+    return any(pattern.fullmatch(cell) for pattern, _ in _SHAPES)
+
+
+def fixed_and_parseable(table: ReportTable) -> list[ReportTable] | None:
+    """``table``'s ``fixed / parseable`` columns taken apart: the table with each pair's fixed
+    value (its other columns and its marks, which rank the fixed value, kept), and the row
+    labels with each pair's parseable-only value. ``None`` without such a column."""
+    labels = _labels(table)
+    pairs = [j for j in range(labels, len(table.columns)) if _all_pairs(table, j)]
+    if not pairs:
         return None
-    spare, wanted = room - sum(words), [w - m for w, m in zip(whole, words, strict=True)]
-    return [m + spare * extra // sum(wanted) for m, extra in zip(words, wanted, strict=True)]
+
+    def value(cell: str, group: int) -> str:
+        found = _PAIR.fullmatch(cell.removesuffix(INCOMPLETE))
+        if found is None:  # a missing value (—)
+            return cell
+        return found[group] + (INCOMPLETE if cell.endswith(INCOMPLETE) else "")
+
+    fixed_rows = tuple(
+        tuple(value(c, 1) if j in pairs else c for j, c in enumerate(row)) for row in table.rows
+    )
+    kept = [*range(labels), *pairs]
+    parseable_rows = tuple(
+        tuple(value(row[j], 2) if j in pairs else row[j] for j in kept) for row in table.rows
+    )
+    return [
+        replace(table, title=f"{table.title} — fixed", rows=fixed_rows),
+        replace(
+            table,
+            title=f"{table.title} — parseable-only",
+            columns=tuple(table.columns[j] for j in kept),
+            rows=parseable_rows,
+            marks={},
+        ),
+    ]
+
+
+def _all_pairs(table: ReportTable, j: int) -> bool:
+    present = [r[j].removesuffix(INCOMPLETE) for r in table.rows if r[j] not in ("", "—")]
+    return bool(present) and all(_PAIR.fullmatch(c) for c in present)
 
 
 def render(table: ReportTable, kind: str) -> str:
@@ -129,6 +209,7 @@ _SHAPES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (re.compile(r"(\d+)(?:/(\d+))?"), ("", "total")),  # settled (of all) a cell's questions
     (re.compile(rf"({_NUM})"), ("",)),
 )
+_PAIR = _SHAPES[1][0]  # fixed / parseable
 _INTERVAL = re.compile(r"\s*\[95% CI\]")
 
 

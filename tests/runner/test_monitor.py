@@ -3,14 +3,32 @@
 from __future__ import annotations
 
 import io
+import re
 
+import pytest
 from rich.console import Console
+from rich.text import Text
 
 from runner.backends import LimiterStats
 from runner.batch import OpenBatch
 from runner.distributed import Traffic, WorkerStats
 from runner.experiment import Prices
-from runner.monitor import Reading, plain_lines, render, snapshot
+from runner.monitor import (
+    MAX_CELLS,
+    ChangedLines,
+    Reading,
+    Snapshot,
+    plain_lines,
+    render,
+    snapshot,
+    summary_line,
+)
+from runner.monitor import (
+    _backends as backends_table,
+)
+from runner.monitor import (
+    _cells as cells_table,
+)
 from runner.store import CellProgress, Progress
 
 
@@ -141,3 +159,97 @@ def test_a_batch_mode_backend_shows_its_open_batches_and_spend_at_the_batch_pric
         "    batch gb-0123456789abcdef: in_progress, 120 done, 3 failed of 500, open 1m35s"
     )
     assert lines[3].startswith("    batch gb-fedcba9876543210: validating, — done")
+
+
+LONG_NAMES = ("gemini-2.5-pro-preview-high", "qwen-vl-max-latest", "doubao-seed-1-6-vision")
+_RULES = re.compile(r"[\s\u2500-\u257f]+")  # spaces, rules and bars
+
+
+def _long_view() -> Snapshot:
+    """Long backend names, large counts, one backend spent, one refused, one restarting."""
+    conditions = ("base", "cue-colour-true", "cue-colour-wrong")
+    cells = [
+        CellProgress(name, condition, n, 1_200, 600, 12, 600, 97.5, 61.25)
+        for name in (*LONG_NAMES, "gemini-high")
+        for condition in conditions
+        for n in (8, 64)
+    ]
+    backends: dict[str, WorkerStats | None] = {
+        LONG_NAMES[0]: _stats(123_456, 10),
+        LONG_NAMES[1]: _stats(23_456, 10, quota="spent"),
+        LONG_NAMES[2]: WorkerStats(requests=8, refused="fatal (HTTP 401 invalid_api_key): no"),
+        "gemini-high": None,
+    }
+    before = Reading(0.0, _progress(100), cells, backends)
+    return snapshot(Reading(10.0, _progress(300), cells, backends), before, 0.0, {})
+
+
+def _words(view: Snapshot) -> set[str]:
+    """Every word the view may print: its totals, its tables' titles, captions, both layouts'
+    headers and every cell."""
+    texts = [summary_line(view), "(continued)"]
+    for narrow in (False, True):
+        for spec in (backends_table(view, narrow), cells_table(view, MAX_CELLS, narrow)):
+            texts += [spec.title, spec.caption or "", *(c.header for c in spec.columns)]
+            texts += [c if isinstance(c, str) else c.plain for row in spec.rows for c in row
+                      if isinstance(c, str | Text)]  # fmt: skip
+    return {w for text in texts for w in _RULES.split(text) if w}
+
+
+@pytest.mark.parametrize("width", [80, 100, 120, 200])
+def test_the_monitor_fits_its_width_and_folds_no_name_or_number(width: int) -> None:
+    """At 120 columns the view wrapped "transien" / "t" and "gemini-h" / "igh": now every line
+    is within the width and every word printed is a whole name, header or figure."""
+    view = _long_view()
+    console = Console(file=io.StringIO(), width=width, height=200, color_system=None, record=True)
+    console.print(render(view))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= width
+    printed = {w for w in _RULES.split(text) if w}
+    assert printed <= _words(view), printed - _words(view)
+    assert {*LONG_NAMES, "gemini-high", "123,468", "61.2", "cue-colour-wrong"} <= printed
+    assert "transient" in printed or "retried" in printed  # a header, whole
+    assert "…" not in text
+
+
+def test_piped_progress_shows_a_backend_only_when_its_figures_changed() -> None:
+    """A log gets the totals every time, and a backend's line only when its figures moved
+    since its last one: a finished backend's final line once, not every 5 s."""
+    lines = ChangedLines()
+    readings: list[Reading] = []
+
+    def shown(qwen: int, kimi: int) -> list[str]:
+        """The backends shown for the next reading, 5 s after the last, with these counts."""
+        backends: dict[str, WorkerStats | None] = {
+            "qwen": _stats(qwen, 10),
+            "kimi": _stats(kimi, 10),
+        }
+        now = Reading(5.0 * (len(readings) + 1), _progress(qwen + kimi), _cells(qwen), backends)
+        view = snapshot(now, readings[-1] if readings else None, 0.0, {})
+        readings.append(now)
+        out = lines(view)
+        assert out[0] == summary_line(view)  # the totals, every time
+        assert len(plain_lines(view)) == 3  # the full view has every backend
+        return [line.split(":")[0].strip() for line in out[1:]]
+
+    assert shown(10, 4) == ["kimi", "qwen"]
+    assert shown(20, 8) == ["kimi", "qwen"]  # both moved
+    assert shown(30, 8) == ["kimi", "qwen"]  # kimi finished: its rate falls to 0, once
+    assert shown(40, 8) == ["qwen"]
+    assert shown(40, 8) == ["qwen"]  # qwen finished: its final line
+    assert shown(40, 8) == []  # nothing moved: the totals alone
+    assert shown(41, 8) == ["qwen"]
+
+
+def test_a_batch_that_only_ages_is_no_change() -> None:
+    lines = ChangedLines()
+
+    def view(age: float, succeeded: int) -> Snapshot:
+        batch = OpenBatch("gb-0123456789abcdef", "in_progress", 500, succeeded, 0, age)
+        stats = WorkerStats(requests=300, answered=290, batch=True, batches=(batch,))
+        return snapshot(Reading(age, _progress(300), _cells(300), {"qwen": stats}), None, 0.0, {})
+
+    assert len(lines(view(10.0, 100))) == 3  # totals, the backend, its batch
+    assert len(lines(view(15.0, 100))) == 1  # older, nothing else
+    shown = lines(view(20.0, 120))
+    assert len(shown) == 3 and shown[2].endswith("120 done, 0 failed of 500, open 0m20s")

@@ -14,6 +14,7 @@ from runner.reports import (
     ReportTable,
     ViewScores,
     best_and_second,
+    fitting_table,
     rank_stability,
     rank_stability_table,
     render,
@@ -332,3 +333,15 @@ def test_without_vertex_counts_the_slice_says_so_and_has_no_rows() -> None:
     assert subdivision_contrast(data, "a") is None and subdivision_contrasts(data) == {}
     for kind in ("markdown", "csv", "latex"):
         assert render(t, kind)
+
+
+def test_a_narrow_terminal_keeps_the_marks_on_the_fixed_values() -> None:
+    """Split for 80 columns, the fixed table keeps the marks (they rank the fixed value) and
+    the parseable-only one has none."""
+    console = Console(record=True, width=80, force_terminal=True, color_system="standard")
+    console.print(fitting_table(table1(_three()), console))
+    styled = console.export_text(styles=True)
+    fixed, parseable = styled.split("parseable-only", 1)[1].split("— parseable-only", 1)
+    rows = "\n".join(line for line in parseable.splitlines() if line.startswith("│"))
+    assert "\x1b[1m50.0\x1b[0m" in fixed and "\x1b[4m10.0\x1b[0m" in fixed
+    assert rows and "\x1b[1m" not in rows and "\x1b[4m" not in rows

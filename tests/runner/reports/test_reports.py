@@ -20,6 +20,7 @@ from runner._tables import print_whole
 from runner.cli import app
 from runner.reports import (
     ReportData,
+    ViewScores,
     all_tables,
     fitting_table,
     load_report_data,
@@ -94,22 +95,72 @@ def test_contrasts_are_paired_on_the_common_questions(data: ReportData) -> None:
     assert no_image[1:] == ("no-image", "15.0", "—", "-50.0 [-60.0, -40.0]")
 
 
-def test_a_terminal_table_is_never_cropped_and_keeps_names_whole_where_they_fit(
-    data: ReportData,
+LONG_NAMES = ("gemini-2.5-pro-preview-high", "qwen-vl-max-latest", "doubao-seed-1-6-vision")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_RULES = re.compile(r"[\s\u2500-\u257f]+")  # spaces and box-drawing characters
+
+
+def _renamed(view: ViewScores, names: tuple[str, ...]) -> ViewScores:
+    """``view``'s cells copied under each of ``names``: a grid of long configuration names."""
+    out = ViewScores(view.view, open_requests=dict(view.open_requests))
+    for name in names:
+        out.polygons.update({c._replace(configuration=name): s for c, s in view.polygons.items()})
+        out.boxes.update({c._replace(configuration=name): s for c, s in view.boxes.items()})
+        out.grid.update({c._replace(configuration=name): n for c, n in view.grid.items()})
+    return out
+
+
+def _tokens(text: str) -> set[str]:
+    return {t.removesuffix("*") for t in _RULES.split(text) if t}
+
+
+@pytest.mark.parametrize("width", [80, 100, 120, 200])
+def test_a_terminal_report_fits_its_width_and_breaks_no_number_or_word(
+    data: ReportData, width: int
 ) -> None:
-    for width in (80, 120):
-        for table in all_tables(data):
-            console = Console(file=io.StringIO(), width=width, force_terminal=True, record=True)
-            console.print(fitting_table(table, console))
-            lines = console.export_text().splitlines()
-            assert all(len(line) <= width for line in lines), (table.name, width)
-            border = next(line for line in lines if line.startswith("┏"))
-            assert border.endswith("┓"), (table.name, width)  # the right side is there
-            assert "…" not in "\n".join(lines)
+    """Every line within the terminal, nothing cut, and every number and word printed whole:
+    the numbers printed are exactly those the tables hold (a number folded across two lines,
+    ``70.`` over ``4``, prints others) and every word printed is one of the tables' own (a
+    header folded as ``Config`` / ``uratio`` / ``n`` is not)."""
+    many = replace(
+        data,
+        headline=_renamed(data.headline, LONG_NAMES),
+        best_effort=_renamed(data.best_effort, LONG_NAMES),
+    )
+    tables, _ = shown_and_omitted([*all_tables(data), *all_tables(many)])
+    assert len(tables) > 10
+    for table in tables:
+        console = Console(file=io.StringIO(), width=width, force_terminal=True, record=True)
+        console.print(fitting_table(table, console))
+        text = console.export_text()
+        assert max(len(line) for line in text.splitlines()) <= width, (table.name, width)
+        assert "…" not in text
+        held = " ".join([table.title, *table.columns, *(c for r in table.rows for c in r),
+                         *table.notes])  # fmt: skip
+        assert set(_NUMBER.findall(text)) == set(_NUMBER.findall(held)), (table.name, width)
+        extra = _tokens(text) - _tokens(held) - {"—", "fixed", "parseable-only", "(continued)"}
+        assert not extra, (table.name, width, extra)
+
+
+def test_a_narrow_terminal_splits_pairs_and_repeats_the_row_labels(data: ReportData) -> None:
+    """At 80 columns Table 1's pairs are two tables, fixed then parseable-only, each in parts
+    that start with Configuration and N; with room for every pair whole (240), one table."""
+    t = table1(data)
     console = Console(file=io.StringIO(), width=80, force_terminal=True, record=True)
-    console.print(fitting_table(table2(data), console))
-    words = console.export_text().split()
-    assert {"Configuration", "Condition", "no-image", "[-60.0,"} <= set(words)
+    console.print(fitting_table(t, console))
+    text = console.export_text()
+    flat = " ".join(text.split())
+    assert 0 < flat.index("— fixed") < flat.index("— parseable-only")
+    headers = [line for line in text.splitlines() if line.startswith("┃ Configuration")]
+    assert len(headers) >= 3 and all(line.split("┃")[2].strip() == "N" for line in headers)
+    assert "47.5 / 63.3" not in text
+    cells = [
+        c.strip() for line in text.splitlines() if line.startswith("│ cfg") for c in line.split("│")
+    ]
+    assert "47.5" in cells and "63.3" in cells  # the pair's two values, each in its own table
+    console = Console(file=io.StringIO(), width=240, force_terminal=True, record=True)
+    console.print(fitting_table(t, console))
+    assert "47.5 / 63.3" in console.export_text()
 
 
 def test_a_printed_zero_has_no_sign_and_slices_read_in_their_own_order(data: ReportData) -> None:
