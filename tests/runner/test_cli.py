@@ -289,6 +289,8 @@ def test_sql_prints_a_table_csv_json_and_refuses_to_write(
         ("DELETE FROM questions", "not DELETE"),
         ("SELECT 1; DROP TABLE questions", "one statement at a time"),
         ("EXPLAIN ANALYZE DELETE FROM questions", "not EXPLAIN DELETE"),
+        ("SELECT * FROM questons", "'questons' in the store: did you mean \"questions\"?"),
+        ("SELECT qidd FROM questions", 'not found in FROM clause! Candidate bindings: "qid"'),
     ):
         done = subprocess.run(
             _groundbench("sql", str(store), bad), capture_output=True, text=True, timeout=120
