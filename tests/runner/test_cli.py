@@ -181,6 +181,52 @@ def test_run_without_the_key_variable_is_one_line_before_anything_starts(
     assert not (tmp_path / "exp.duckdb").exists()  # nothing was made
 
 
+PAPER_KEYS = ("DASHSCOPE_API_KEY", "ARK_API_KEY", "MOONSHOT_API_KEY", "GEMINI_API_KEY")
+
+
+def test_check_names_every_key_variable_not_set_at_once_and_never_a_value(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paper = Path(__file__).resolve().parents[2] / "ops" / "paper.toml"
+    for variable in PAPER_KEYS:
+        monkeypatch.delenv(variable, raising=False)
+    code, err = _console(capfd, monkeypatch, "check", str(paper))
+    assert code == 2 and err == [
+        "groundbench: backends qwen, doubao, kimi, gemini: environment variables "
+        "DASHSCOPE_API_KEY, ARK_API_KEY, MOONSHOT_API_KEY, GEMINI_API_KEY are not set: each must "
+        "hold its backend's API key"
+    ]
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-0f3c9e2a7b414d8e9a6f")  # one set: the rest named
+    monkeypatch.setenv("MOONSHOT_API_KEY", "   ")  # blank is not set
+    code, err = _console(capfd, monkeypatch, "check", str(paper))
+    assert code == 2 and err == [
+        "groundbench: backends doubao, kimi, gemini: environment variables ARK_API_KEY, "
+        "MOONSHOT_API_KEY, GEMINI_API_KEY are not set: each must hold its backend's API key"
+    ]
+    assert "0f3c9e2a" not in err[0]
+
+
+def test_one_key_variable_two_backends_read_is_named_once(
+    tmp_path: Path, small_root: DataRoot, capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.delenv("GB_UNSET_SHARED_KEY", raising=False)
+    experiment = tmp_path / "exp.toml"
+    backend = 'provider = "qwen"\nmodel = "m"\napi_key_env = "GB_UNSET_SHARED_KEY"\n'
+    experiment.write_text(
+        f'store = "exp.duckdb"\nimages = "{small_root.images}"\n'
+        f"[backends.a]\n{backend}[backends.b]\n{backend}"
+        '[[configurations]]\nname = "a"\nbackend = "a"\n'
+        '[[configurations]]\nname = "b"\nbackend = "b"\n'
+    )
+    code, err = _console(capfd, monkeypatch, "check", str(experiment))
+    assert code == 2 and err == [
+        "groundbench: backends a, b: environment variable GB_UNSET_SHARED_KEY is not set: it "
+        "must hold the API key"
+    ]
+    assert not (tmp_path / "exp.duckdb").exists()  # nothing was made
+
+
 def _console(
     capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str
 ) -> tuple[object, list[str]]:
