@@ -50,6 +50,7 @@ from conditions import (
     write_cohort,
 )
 from runner._errors import ConfigError, RunnerError
+from runner._output import check_folder, write_whole, writing_into
 from runner._tables import print_whole, report_table, summary_tables
 from runner.experiment import Experiment, load_experiment
 from runner.monitor import plain_lines, render
@@ -154,7 +155,9 @@ def synth(
     images: Annotated[int, typer.Option(min=10, help="Number of images.")] = SynthSpec.images,
 ) -> None:
     """Write synthetic data in the real RefCOCO layout (images, instances.json, refs pickles)."""
-    counts = generate_synthetic(out, SynthSpec(seed=seed, images=images))
+    check_folder(out, "OUT")
+    with writing_into(out, "OUT"):
+        counts = generate_synthetic(out, SynthSpec(seed=seed, images=images))
     refs = ", ".join(f"{k} {v}" for k, v in counts.items())
     console.print(f"wrote {images} images and refs ({refs}) under {out}", soft_wrap=True)
 
@@ -900,6 +903,9 @@ def report(
         write_results,
     )
 
+    for folder, option in ((html, "--html"), (out, "--out")):
+        if folder is not None:  # refused now, not after every table is printed
+            check_folder(folder, option)
     with read_only(store) as con:
         if holds_box_set(con):
             tables, data = [load_box_report(con, store).table()], None
@@ -915,15 +921,16 @@ def report(
         _write_html(store, html, images)
     if out is None:
         return
-    out.mkdir(parents=True, exist_ok=True)
-    for table in omitted:  # an earlier report's files of it would now read as this store's
-        for kind in FORMATS:
-            (out / f"{table.name}.{SUFFIX[kind]}").unlink(missing_ok=True)
-    for table in tables:
-        for kind in FORMATS:
-            (out / f"{table.name}.{SUFFIX[kind]}").write_text(render(table, kind))
-    figures = write_figures(data, out) if data is not None else []
-    tidy = write_results(data, out) if data is not None else []
+    with writing_into(out, "--out"):
+        out.mkdir(parents=True, exist_ok=True)
+        for table in omitted:  # an earlier report's files of it would now read as this store's
+            for kind in FORMATS:
+                (out / f"{table.name}.{SUFFIX[kind]}").unlink(missing_ok=True)
+        for table in tables:
+            for kind in FORMATS:
+                write_whole(out / f"{table.name}.{SUFFIX[kind]}", render(table, kind))
+        figures = write_figures(data, out) if data is not None else []
+        tidy = write_results(data, out) if data is not None else []
     console.print(
         f"wrote {len(tables) * len(FORMATS)} table files, {len(figures)} figure files"
         + (f" and {' and '.join(p.name for p in tidy)} (every cell, long format)" if tidy else "")
@@ -960,15 +967,16 @@ def _write_html(store: Path, out: Path, images: Path | None) -> None:
     from runner.pages import write_html_report
 
     started = time.monotonic()
-    if console.is_terminal:
-        with Progress(console=console, transient=True) as bar:
-            task = bar.add_task("question pages", total=None)
-            done = write_html_report(
-                store, out, images=images,
-                progress=lambda k, total: bar.update(task, completed=k, total=total),
-            )  # fmt: skip
-    else:
-        done = write_html_report(store, out, images=images)
+    with writing_into(out, "--html"):
+        if console.is_terminal:
+            with Progress(console=console, transient=True) as bar:
+                task = bar.add_task("question pages", total=None)
+                done = write_html_report(
+                    store, out, images=images,
+                    progress=lambda k, total: bar.update(task, completed=k, total=total),
+                )  # fmt: skip
+        else:
+            done = write_html_report(store, out, images=images)
     console.print(
         f"wrote the HTML report to {done.index}: {done.question_pages:,} question pages, "
         f"{done.answers:,} answers, {done.bytes / 1e6:.1f} MB in "
@@ -1025,6 +1033,7 @@ def show(
     if control is not None and budget not in (None, BOX):
         raise OverlayError(f"--control draws a box answer's control: pass --budget {BOX} or none")
     budget = BOX if control is not None else budget
+    check_folder(out.parent if out is not None else Path(), "--out", file=True)  # before drawing
     with read_only(store) as con, tempfile.TemporaryDirectory() as cache:
         question = read_question(con, qid)
         pictures = Pictures(images or recorded_images(con), Path(cache))

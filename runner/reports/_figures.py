@@ -13,6 +13,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from conditions import CONDITION_NAMES
+from runner._output import whole
 from runner.reports._data import Cell, ReportData
 from runner.reports._results import against_zero
 from runner.reports._tables import paired, pooled
@@ -135,6 +136,7 @@ def _save(
     paths = [stem.with_suffix(f".{kind}") for kind in formats]
     for path in paths:
         # "tight": the saved area grows to hold the legend outside the axes
-        fig.savefig(path, dpi=DPI, bbox_inches="tight")
+        with whole(path) as temporary:  # a failure leaves no half figure
+            fig.savefig(temporary, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return paths

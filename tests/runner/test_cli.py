@@ -25,8 +25,10 @@ from conditions import (
     plan,
     write_cohort,
 )
+from runner._output import OutputError
 from runner.backends import ApiKey, AttemptRecord, Backend, ask
 from runner.cli import app, main
+from tests.runner.unwritable import unwritable
 
 runner = CliRunner()
 
@@ -59,6 +61,15 @@ def test_a_bad_file_is_one_readable_line_and_exit_2(tmp_path: Path) -> None:
 def test_version() -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.startswith("groundbench ")
+
+
+def test_synth_into_a_folder_it_cannot_write_is_one_line(tmp_path: Path) -> None:
+    with unwritable(tmp_path / "locked") as locked:
+        result = runner.invoke(app, ["synth", str(locked / "data"), "--images", "10"])
+        assert isinstance(result.exception, OutputError)
+        assert str(result.exception).startswith(f"{locked / 'data'}: cannot write there (")
+        assert str(result.exception).endswith("give OUT a folder you can write to")
+        assert list(locked.iterdir()) == []
 
 
 def test_synth_then_build_then_summary(tmp_path: Path) -> None:
