@@ -51,6 +51,7 @@ from conditions import (
 )
 from runner._errors import ConfigError, RunnerError
 from runner._output import check_folder, write_whole, writing_into
+from runner._sigterm import TERMINATED_STATUS, terminated
 from runner._tables import print_whole, report_table, summary_tables
 from runner.experiment import Experiment, load_experiment
 from runner.monitor import plain_lines, render
@@ -383,7 +384,7 @@ def run(
     Running it again resumes: it sends exactly the calls that have no stored answer. Exit
     status 0 when every request asked for is complete (the grid, or with --limit the
     limit's), 3 when calls are left (quota, errors, the spending cap), 2 when the pre-flight
-    or the set-up fails.
+    or the set-up fails, 130 on Ctrl-C and 143 on SIGTERM (everything stored is kept).
     """
     report = _run_in_view(
         load_experiment(experiment),
@@ -479,14 +480,15 @@ def _run_in_view(
                 experiment_file=where,
                 show=lambda view: live.update(render(view)),
             )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM taken as it (runner._sigterm)
         # Every attempt is stored before its worker sends again: nothing stored is lost.
+        stopped = "terminated (SIGTERM)" if terminated() else "interrupted"
         typer.echo(
-            f"groundbench: interrupted; everything stored is kept: run `groundbench run {where}` "
+            f"groundbench: {stopped}; everything stored is kept: run `groundbench run {where}` "
             "again to resume",
             err=True,
         )
-        raise typer.Exit(code=130) from None
+        raise typer.Exit(code=TERMINATED_STATUS if terminated() else 130) from None
 
 
 @app.command()
