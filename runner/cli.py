@@ -50,6 +50,8 @@ from conditions import (
     write_cohort,
 )
 from runner._errors import ConfigError, RunnerError
+from runner._output import check_folder, write_whole, writing_into
+from runner._sigterm import TERMINATED_STATUS, terminated
 from runner._tables import print_whole, report_table, summary_tables
 from runner.experiment import Experiment, load_experiment
 from runner.monitor import echoing, render
@@ -160,7 +162,9 @@ def synth(
     images: Annotated[int, typer.Option(min=10, help="Number of images.")] = SynthSpec.images,
 ) -> None:
     """Write synthetic data in the real RefCOCO layout (images, instances.json, refs pickles)."""
-    counts = generate_synthetic(out, SynthSpec(seed=seed, images=images))
+    check_folder(out, "OUT")
+    with writing_into(out, "OUT"):
+        counts = generate_synthetic(out, SynthSpec(seed=seed, images=images))
     refs = ", ".join(f"{k} {v}" for k, v in counts.items())
     console.print(f"wrote {images} images and refs ({refs}) under {out}", soft_wrap=True)
 
@@ -416,7 +420,7 @@ def run(
     Running it again resumes: it sends exactly the calls that have no stored answer. Exit
     status 0 when every request asked for is complete (the grid, or with --limit the
     limit's), 3 when calls are left (quota, errors, the spending cap), 2 when the pre-flight
-    or the set-up fails.
+    or the set-up fails, 130 on Ctrl-C and 143 on SIGTERM (everything stored is kept).
     """
     report = _run_in_view(
         load_experiment(experiment),
@@ -512,14 +516,15 @@ def _run_in_view(
                 experiment_file=where,
                 show=lambda view: live.update(render(view)),
             )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM taken as it (runner._sigterm)
         # Every attempt is stored before its worker sends again: nothing stored is lost.
+        stopped = "terminated (SIGTERM)" if terminated() else "interrupted"
         typer.echo(
-            f"groundbench: interrupted; everything stored is kept: run `groundbench run {where}` "
+            f"groundbench: {stopped}; everything stored is kept: run `groundbench run {where}` "
             "again to resume",
             err=True,
         )
-        raise typer.Exit(code=130) from None
+        raise typer.Exit(code=TERMINATED_STATUS if terminated() else 130) from None
 
 
 @app.command()
@@ -937,6 +942,9 @@ def report(
         write_results,
     )
 
+    for folder, option in ((html, "--html"), (out, "--out")):
+        if folder is not None:  # refused now, not after every table is printed
+            check_folder(folder, option)
     with read_only(store) as con:
         if holds_box_set(con):
             tables, data = [load_box_report(con, store).table()], None
@@ -954,15 +962,16 @@ def report(
         _write_html(store, html, images)
     if out is None:
         return
-    out.mkdir(parents=True, exist_ok=True)
-    for table in omitted:  # an earlier report's files of it would now read as this store's
-        for kind in FORMATS:
-            (out / f"{table.name}.{SUFFIX[kind]}").unlink(missing_ok=True)
-    for table in tables:
-        for kind in FORMATS:
-            (out / f"{table.name}.{SUFFIX[kind]}").write_text(render(table, kind))
-    figures = write_figures(data, out) if data is not None else []
-    tidy = write_results(data, out) if data is not None else []
+    with writing_into(out, "--out"):
+        out.mkdir(parents=True, exist_ok=True)
+        for table in omitted:  # an earlier report's files of it would now read as this store's
+            for kind in FORMATS:
+                (out / f"{table.name}.{SUFFIX[kind]}").unlink(missing_ok=True)
+        for table in tables:
+            for kind in FORMATS:
+                write_whole(out / f"{table.name}.{SUFFIX[kind]}", render(table, kind))
+        figures = write_figures(data, out) if data is not None else []
+        tidy = write_results(data, out) if data is not None else []
     console.print(
         f"wrote {len(tables) * len(FORMATS)} table files, {len(figures)} figure files"
         + (f" and {' and '.join(p.name for p in tidy)} (every cell, long format)" if tidy else "")
@@ -999,15 +1008,16 @@ def _write_html(store: Path, out: Path, images: Path | None) -> None:
     from runner.pages import write_html_report
 
     started = time.monotonic()
-    if console.is_terminal:
-        with Progress(console=console, transient=True) as bar:
-            task = bar.add_task("question pages", total=None)
-            done = write_html_report(
-                store, out, images=images,
-                progress=lambda k, total: bar.update(task, completed=k, total=total),
-            )  # fmt: skip
-    else:
-        done = write_html_report(store, out, images=images)
+    with writing_into(out, "--html"):
+        if console.is_terminal:
+            with Progress(console=console, transient=True) as bar:
+                task = bar.add_task("question pages", total=None)
+                done = write_html_report(
+                    store, out, images=images,
+                    progress=lambda k, total: bar.update(task, completed=k, total=total),
+                )  # fmt: skip
+        else:
+            done = write_html_report(store, out, images=images)
     console.print(
         f"wrote the HTML report to {done.index}: {done.question_pages:,} question pages, "
         f"{done.answers:,} answers, {done.bytes / 1e6:.1f} MB in "
@@ -1064,6 +1074,7 @@ def show(
     if control is not None and budget not in (None, BOX):
         raise OverlayError(f"--control draws a box answer's control: pass --budget {BOX} or none")
     budget = BOX if control is not None else budget
+    check_folder(out.parent if out is not None else Path(), "--out", file=True)  # before drawing
     with read_only(store) as con, tempfile.TemporaryDirectory() as cache:
         question = read_question(con, qid)
         pictures = Pictures(images or recorded_images(con), Path(cache))

@@ -199,19 +199,38 @@ def ensure_cohort(experiment: Experiment) -> Cohort:
     return cohort
 
 
+def _unset_keys(unset: dict[str, list[str]]) -> str:
+    """``backends qwen, doubao: environment variables DASHSCOPE_API_KEY, ARK_API_KEY are not
+    set: each must hold its backend's API key`` (names only: a value is never shown)."""
+    backends = [name for names in unset.values() for name in names]
+    variables = ", ".join(unset)
+    if len(unset) == 1:
+        said = f"environment variable {variables} is not set: it must hold the API key"
+    else:
+        said = (
+            f"environment variables {variables} are not set: each must hold its backend's API key"
+        )
+    return f"{'backend' if len(backends) == 1 else 'backends'} {', '.join(backends)}: {said}"
+
+
 def check_backends(experiment: Experiment) -> None:
     """Fail before anything starts where a backend's actor would fail as it starts: a key
     variable not set, a setting its provider's API cannot express, a model or endpoint that
     holds the key or a piece of it. Each backend is made as its actor makes it, with the key it
-    will send (found in an actor, the error came as Ray's tracebacks once Ray had started)."""
+    will send (found in an actor, the error came as Ray's tracebacks once Ray had started).
+    Every key variable not set is named at once: one at a time, a user sets one, runs again and
+    meets the next."""
+    unset: dict[str, list[str]] = {}  # variable -> the backends that read it
     for name, backend in experiment.backends.items():
         if backend.simulated:
             continue
         variable = backend.api_key_env or provider_named(backend.provider).key_variable
         try:
             key_from_env(variable)
-        except ConfigError as exc:
-            raise ConfigError(f"backend {name}: {exc}") from None
+        except ConfigError:
+            unset.setdefault(variable, []).append(name)
+    if unset:
+        raise ConfigError(_unset_keys(unset))
     real, simulated = key_for(None), key_for(experiment.simulator_key)
     for spec in experiment.configurations:
         configuration = experiment.configuration(spec, None)

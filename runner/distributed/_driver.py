@@ -21,6 +21,7 @@ from typing import Any
 from conditions import Questions
 from runner._names import NAMESPACE
 from runner._port import Shape, Traffic
+from runner._sigterm import sigterm_as_ctrl_c
 from runner.backends import Account
 from runner.batch import BatchOutcome
 from runner.check import CheckReport
@@ -82,14 +83,17 @@ def run_experiment(
         except Exception:
             preparing.result()  # its error, if any, is the one a user would have seen first
             raise
-        ready = preparing.result()
-        run = _Run(
-            experiment, ready.questions, options, echo, experiment_file, show or echoing(echo)
-        )
-        run.accounts = ready.accounts
-        if ready.estimate is not None:
-            run.estimated(ready.estimate)
-        return asyncio.run(run.go())
+        # Ray's core worker has just taken SIGTERM (a stack dump, then abort): it ends the
+        # run as Ctrl-C does, everything stored kept.
+        with sigterm_as_ctrl_c():
+            ready = preparing.result()
+            run = _Run(
+                experiment, ready.questions, options, echo, experiment_file, show or echoing(echo)
+            )
+            run.accounts = ready.accounts
+            if ready.estimate is not None:
+                run.estimated(ready.estimate)
+            return asyncio.run(run.go())
     finally:
         if started_ray:
             _ray.shutdown()

@@ -23,6 +23,7 @@ from matplotlib.transforms import Transform, offset_copy
 from matplotlib.typing import RcKeyType
 
 from conditions import BOX
+from runner._output import whole
 from runner.overlays._artists import (
     View,
     draw_answer,
@@ -107,8 +108,8 @@ def save_overlay(figure: Figure, path: Path) -> Path:
         raise OverlayError(f"{path}: an overlay is written as {kinds}; not {suffix or 'no suffix'}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with matplotlib.rc_context(SAVED[suffix]):
-            figure.savefig(path, dpi=DPI, metadata=_NO_DATE[suffix])
+        with matplotlib.rc_context(SAVED[suffix]), whole(path) as temporary:
+            figure.savefig(temporary, dpi=DPI, metadata=_NO_DATE[suffix])
     except OSError as exc:
         raise OverlayError(f"{path}: cannot write the overlay: {exc.strerror or exc}") from None
     return path

@@ -21,6 +21,7 @@ from matplotlib.patches import Patch
 from matplotlib.typing import ColorType
 
 from conditions import BOX, CONDITION_NAMES
+from runner._output import whole
 from runner.reports._data import Cell, ReportData, ViewScores
 from runner.reports._results import against_zero
 from runner.reports._tables import paired, pooled
@@ -229,6 +230,7 @@ def _save(fig: Figure, stem: Path, formats: tuple[str, ...]) -> list[Path]:
     paths = [stem.with_suffix(f".{kind}") for kind in formats]
     for path in paths:
         # "tight": the saved area grows to hold the legend outside the axes
-        fig.savefig(path, dpi=DPI, bbox_inches="tight")
+        with whole(path) as temporary:  # a failure leaves no half figure
+            fig.savefig(temporary, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return paths

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from conditions import BOX
+from runner._output import whole
 from runner.reports._data import Cell, ReportData, ViewScores
 from scoring import (
     THRESHOLDS,
@@ -76,13 +77,14 @@ def write_results(data: ReportData, out: Path) -> list[Path]:
     """``results.csv`` (a missing value is an empty cell) and ``results.parquet`` in ``out``."""
     rows = results(data)
     csv_path, parquet_path = out / "results.csv", out / "results.parquet"
-    with csv_path.open("w", newline="") as f:
+    with whole(csv_path) as temporary, temporary.open("w", newline="") as f:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(COLUMNS)
         writer.writerows([_csv_value(v) for v in astuple(r)] for r in rows)
     columns = [[_arrow_value(getattr(r, name)) for r in rows] for name in COLUMNS]
     table = pa.table(columns, schema=_ARROW)
-    pq.write_table(table, parquet_path)
+    with whole(parquet_path) as temporary:
+        pq.write_table(table, temporary)
     return [csv_path, parquet_path]
 
 

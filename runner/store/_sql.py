@@ -25,6 +25,7 @@ and it is interrupted at its time limit (at most :data:`MAX_QUERY_TIMEOUT_S`).
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import re
@@ -37,7 +38,7 @@ from typing import Any
 import duckdb
 
 from conditions import opening_repaired
-from runner.store._errors import StoreError, first_line
+from runner.store._errors import StoreError, first_line, joined_lines
 from runner.store._written import held, loss_read, noted
 
 Result = tuple[list[str], list[tuple[Any, ...]]]
@@ -115,7 +116,7 @@ def _kind(sql: str) -> duckdb.StatementType:
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
-        raise StoreError(f"not valid SQL: {first_line(exc)}") from None
+        raise StoreError(f"not valid SQL: {joined_lines(exc)}") from None
     if len(statements) != 1:
         raise StoreError(f"one statement at a time, not {len(statements)}")
     return statements[0].type
@@ -179,8 +180,8 @@ def _check_ref(ref: dict[str, Any], ctes: set[str], catalogue: set[tuple[str, st
         if not _known(named, ctes, catalogue):
             shown = ".".join(n for n in named if n)
             raise StoreError(
-                f"no table or view {shown!r} in the store (SHOW TABLES lists them); a query "
-                "reads the store and nothing else"
+                f"no table or view {shown!r} in the store{_did_you_mean(named[2], ctes, catalogue)}"
+                " (SHOW TABLES lists them); a query reads the store and nothing else"
             )
     elif (
         kind == "SHOW_REF"
@@ -188,6 +189,13 @@ def _check_ref(ref: dict[str, Any], ctes: set[str], catalogue: set[tuple[str, st
         and ref.get("table_name") not in _SHOW_SPECIAL  # SHOW TABLES and the like only
     ):
         raise StoreError("a query reads the store and nothing else: not that SHOW")
+
+
+def _did_you_mean(name: str, ctes: set[str], catalogue: set[tuple[str, str, str]]) -> str:
+    """DuckDB's own hint for a misspelt name, which this check, refusing first, would hide:
+    ``: did you mean "cell_summary"?``; nothing where no name is close."""
+    close = difflib.get_close_matches(name, sorted(ctes | {n for _, _, n in catalogue}), n=1)
+    return f': did you mean "{close[0]}"?' if close else ""
 
 
 def _known(named: tuple[str, ...], ctes: set[str], catalogue: set[tuple[str, str, str]]) -> bool:
@@ -406,8 +414,9 @@ def execute(
 
 
 def _reason(exc: duckdb.Error) -> str:
-    """DuckDB's first line, said plainly where it refused a write or an outside read."""
-    line = first_line(exc)
+    """DuckDB's message on one line, hints kept ('Did you mean "cell_summary"?'), said plainly
+    where it refused a write or an outside read."""
+    line = joined_lines(exc)
     if "read-only" in line:
         return f"only queries are allowed, and this one writes ({line})"
     if isinstance(exc, duckdb.PermissionException) or "disabled" in line:

@@ -25,8 +25,10 @@ from conditions import (
     plan,
     write_cohort,
 )
+from runner._output import OutputError
 from runner.backends import ApiKey, AttemptRecord, Backend, ask
 from runner.cli import app, main
+from tests.runner.unwritable import unwritable
 
 runner = CliRunner()
 
@@ -59,6 +61,15 @@ def test_a_bad_file_is_one_readable_line_and_exit_2(tmp_path: Path) -> None:
 def test_version() -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.startswith("groundbench ")
+
+
+def test_synth_into_a_folder_it_cannot_write_is_one_line(tmp_path: Path) -> None:
+    with unwritable(tmp_path / "locked") as locked:
+        result = runner.invoke(app, ["synth", str(locked / "data"), "--images", "10"])
+        assert isinstance(result.exception, OutputError)
+        assert str(result.exception).startswith(f"{locked / 'data'}: cannot write there (")
+        assert str(result.exception).endswith("give OUT a folder you can write to")
+        assert list(locked.iterdir()) == []
 
 
 def test_synth_then_build_then_summary(tmp_path: Path) -> None:
@@ -181,6 +192,52 @@ def test_run_without_the_key_variable_is_one_line_before_anything_starts(
     assert not (tmp_path / "exp.duckdb").exists()  # nothing was made
 
 
+PAPER_KEYS = ("DASHSCOPE_API_KEY", "ARK_API_KEY", "MOONSHOT_API_KEY", "GEMINI_API_KEY")
+
+
+def test_check_names_every_key_variable_not_set_at_once_and_never_a_value(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paper = Path(__file__).resolve().parents[2] / "ops" / "paper.toml"
+    for variable in PAPER_KEYS:
+        monkeypatch.delenv(variable, raising=False)
+    code, err = _console(capfd, monkeypatch, "check", str(paper))
+    assert code == 2 and err == [
+        "groundbench: backends qwen, doubao, kimi, gemini: environment variables "
+        "DASHSCOPE_API_KEY, ARK_API_KEY, MOONSHOT_API_KEY, GEMINI_API_KEY are not set: each must "
+        "hold its backend's API key"
+    ]
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-0f3c9e2a7b414d8e9a6f")  # one set: the rest named
+    monkeypatch.setenv("MOONSHOT_API_KEY", "   ")  # blank is not set
+    code, err = _console(capfd, monkeypatch, "check", str(paper))
+    assert code == 2 and err == [
+        "groundbench: backends doubao, kimi, gemini: environment variables ARK_API_KEY, "
+        "MOONSHOT_API_KEY, GEMINI_API_KEY are not set: each must hold its backend's API key"
+    ]
+    assert "0f3c9e2a" not in err[0]
+
+
+def test_one_key_variable_two_backends_read_is_named_once(
+    tmp_path: Path, small_root: DataRoot, capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.delenv("GB_UNSET_SHARED_KEY", raising=False)
+    experiment = tmp_path / "exp.toml"
+    backend = 'provider = "qwen"\nmodel = "m"\napi_key_env = "GB_UNSET_SHARED_KEY"\n'
+    experiment.write_text(
+        f'store = "exp.duckdb"\nimages = "{small_root.images}"\n'
+        f"[backends.a]\n{backend}[backends.b]\n{backend}"
+        '[[configurations]]\nname = "a"\nbackend = "a"\n'
+        '[[configurations]]\nname = "b"\nbackend = "b"\n'
+    )
+    code, err = _console(capfd, monkeypatch, "check", str(experiment))
+    assert code == 2 and err == [
+        "groundbench: backends a, b: environment variable GB_UNSET_SHARED_KEY is not set: it "
+        "must hold the API key"
+    ]
+    assert not (tmp_path / "exp.duckdb").exists()  # nothing was made
+
+
 def _console(
     capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str
 ) -> tuple[object, list[str]]:
@@ -289,6 +346,8 @@ def test_sql_prints_a_table_csv_json_and_refuses_to_write(
         ("DELETE FROM questions", "not DELETE"),
         ("SELECT 1; DROP TABLE questions", "one statement at a time"),
         ("EXPLAIN ANALYZE DELETE FROM questions", "not EXPLAIN DELETE"),
+        ("SELECT * FROM questons", "'questons' in the store: did you mean \"questions\"?"),
+        ("SELECT qidd FROM questions", 'not found in FROM clause! Candidate bindings: "qid"'),
     ):
         done = subprocess.run(
             _groundbench("sql", str(store), bad), capture_output=True, text=True, timeout=120

@@ -3,6 +3,7 @@ attempt, and whatever is wrong said in one line."""
 
 from __future__ import annotations
 
+import errno
 import shutil
 import subprocess
 import sys
@@ -14,10 +15,12 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from conditions import BOX, Cohort, DataRoot
+from runner._output import OutputError
 from runner.cli import app
 from runner.overlays import OverlayError
 from runner.store import read_only
 from tests.runner.overlays.stores import write_scored_store
+from tests.runner.unwritable import unwritable
 
 runner = CliRunner()
 Stored = tuple[Path, list[str]]
@@ -174,3 +177,41 @@ def test_a_box_answer_draws_its_control_when_asked(store: Stored, tmp_path: Path
     result = runner.invoke(app, [*args, "--control", "16", "--budget", "8"])
     assert isinstance(result.exception, OverlayError)
     assert "--control draws a box answer's control" in str(result.exception)
+
+
+def test_a_folder_it_cannot_write_is_refused_before_drawing_and_leaves_nothing(
+    store: Stored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, qids = store
+    drawn: list[object] = []
+    monkeypatch.setattr("runner.overlays._figure.draw_overlay", lambda *a, **k: drawn.append(a))
+    args = ["show", str(path), qids[0], "--configuration", "qwen", "--budget", "8"]
+    with unwritable(tmp_path / "locked") as locked:
+        for out in (locked / "a.png", locked / "sub" / "a.png"):
+            result = runner.invoke(app, [*args, "--out", str(out)])
+            assert isinstance(result.exception, OutputError)
+            assert str(result.exception).startswith(f"{out.parent}: cannot write there (")
+            assert str(result.exception).endswith("give --out a file in a folder you can write to")
+        monkeypatch.chdir(locked)  # the default: a file here
+        result = runner.invoke(app, args)
+        assert isinstance(result.exception, OutputError)
+        assert list(locked.iterdir()) == []
+    assert drawn == []  # refused before the work
+
+
+def test_an_overlay_that_fails_part_way_leaves_no_half_file(
+    store: Stored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, qids = store
+
+    def full_disk(figure: object, where: Path, **_: object) -> None:
+        Path(where).write_bytes(b"\x89PNG half a file")
+        raise OSError(errno.ENOSPC, "No space left on device", str(where))
+
+    monkeypatch.setattr("matplotlib.figure.Figure.savefig", full_disk)
+    out = tmp_path / "a.png"
+    args = ["show", str(path), qids[0], "--configuration", "qwen", "--budget", "8"]
+    result = runner.invoke(app, [*args, "--out", str(out)])
+    assert isinstance(result.exception, OverlayError)
+    assert str(result.exception) == f"{out}: cannot write the overlay: No space left on device"
+    assert list(tmp_path.iterdir()) == []

@@ -35,7 +35,7 @@ from runner.distributed import (
     query_running_store,
     watch_run,
 )
-from runner.distributed._address import read_note
+from runner.distributed._address import note_path, read_note
 from runner.experiment import load_experiment
 from runner.monitor import Snapshot
 from runner.simulator import Behaviour, Faults, SimSpec, Simulator
@@ -400,6 +400,44 @@ def test_ctrl_c_ends_a_run_in_one_line_and_the_rerun_completes(run: RunSetup) ->
         assert len(stored_after_kill(run.store)) >= 10
         assert run_once(path).complete
         assert_every_key_once(run.store)
+
+
+@pytest.mark.parametrize("ray_of", ["a cluster joined", "its own"])
+def test_sigterm_ends_a_run_as_ctrl_c_does_with_exit_status_143(run: RunSetup, ray_of: str) -> None:
+    """Ray takes SIGTERM in the driver: a run on its own Ray printed Ray's stack dump and
+    aborted (-6), one joining a cluster ended with status 15 and a traceback."""
+    with _slow_run(run) as (path, sim):
+        if ray_of == "its own":  # as the console script starts it, Ray early
+            env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+            env["PYTHONPATH"] = str(Path(__file__).resolve().parents[3])
+            driver = subprocess.Popen(
+                [sys.executable, "-c", _OWN_RAY_DRIVER, "run", str(path), "--progress-every",
+                 "0.3"],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=run.tmp, env=env,
+            )  # fmt: skip
+        else:
+            driver = driver_process(path, run.ray_address, run.tmp)
+        until(lambda: sim.stats.answered >= 20 or driver.poll() is not None)
+        before = _signal_state(driver.pid), sim.stats.answered, driver.poll()
+        driver.send_signal(signal.SIGTERM)
+        output = driver.communicate(timeout=60)[0]
+        assert driver.returncode == 143, (before, output)
+        assert output.strip().splitlines()[-1] == (
+            f"groundbench: terminated (SIGTERM); everything stored is kept: run `groundbench run "
+            f"{path}` again to resume"
+        )
+        assert "SIGTERM received" not in output  # no stack dump
+        assert not note_path(run.store).exists()  # the run's end ran: its note is gone
+        assert len(stored_after_kill(run.store)) >= 10
+        assert run_once(path).complete
+        assert_every_key_once(run.store)
+
+
+# The console script, with Ctrl-C as a terminal gives it (tests/runner/distributed/runs.py).
+_OWN_RAY_DRIVER = (
+    "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from runner._launch import main; main()"
+)
 
 
 def _signal_state(pid: int) -> list[str]:

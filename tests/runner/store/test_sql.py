@@ -7,9 +7,11 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from runner.store import GridRow, Registration, Result, Store, StoreError, query_store
+from runner.store._errors import joined_lines
 from tests.runner.store.locks import lock_held
 from tests.runner.store.rows import attempt_row
 
@@ -98,6 +100,43 @@ def test_a_query_of_any_read_only_kind_answers(
     assert names and rows
     if first is not None:
         assert rows[0] == first
+
+
+# Mistakes and the one line said: DuckDB's hint past its first line kept, and the check's own
+# refusal of an unknown table giving the hint DuckDB would have.
+HINTED = [
+    (
+        "SELECT * FROM gird",
+        "no table or view 'gird' in the store: did you mean \"grid\"? (SHOW TABLES lists them); "
+        "a query reads the store and nothing else",
+    ),
+    (
+        "SELECT qidd FROM grid",
+        'Binder Error: Referenced column "qidd" not found in FROM clause! Candidate bindings: '
+        '"qid"',
+    ),
+]
+
+
+@pytest.mark.parametrize("path", ["running", "finished"])
+@pytest.mark.parametrize(("sql", "said"), HINTED, ids=[s for s, _ in HINTED])
+def test_a_mistaken_query_keeps_duckdbs_hint_on_one_line(
+    running: Store, finished: Path, path: str, sql: str, said: str
+) -> None:
+    with pytest.raises(StoreError) as caught:
+        _paths(running, finished)[path](sql)
+    where = running.path if path == "running" else finished
+    assert str(caught.value) == f"{where}: {said}"  # no "LINE 1:" quote, no caret drawing
+
+
+def test_a_listed_hint_reads_as_items_and_the_query_quote_is_dropped() -> None:
+    with pytest.raises(duckdb.Error) as caught:
+        duckdb.connect().execute("SELECT * FROM read_csv(1)")
+    assert "\n\tread_csv(" in str(caught.value) and "LINE 1:" in str(caught.value)
+    said = joined_lines(caught.value)
+    assert "You might need to add explicit type casts. Candidate functions: read_csv(" in said
+    assert said.count("; read_csv(") == str(caught.value).count("\tread_csv(") - 1
+    assert "\n" not in said and "LINE" not in said and "^" not in said
 
 
 @pytest.mark.parametrize("path", ["running", "finished"])
