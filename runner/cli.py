@@ -61,11 +61,14 @@ from runner.store import (
     MAX_QUERY_TIMEOUT_S,
     QUERY_TIMEOUT_S,
     BatchRecord,
+    Held,
+    Reading,
     StoreError,
     batch_records,
     first_line,
     query_store,
     read_only,
+    reading,
 )
 from scoring import BUDGETS, PHASES, REFERENCES, ScoringError, construction_fidelity
 
@@ -900,19 +903,21 @@ def report(
         write_results,
     )
 
-    with read_only(store) as con:
-        if holds_box_set(con):
-            tables, data = [load_box_report(con, store).table()], None
-        else:
-            data = load_report_data(con, store)
-            tables = all_tables(data)
-    tables, omitted = shown_and_omitted(tables)
-    for table in tables:
-        print_whole(console, fitting_table(table, console))
-    for table in omitted:
-        console.print(omitted_note(table), soft_wrap=True, markup=False, highlight=False)
-    if html is not None:
-        _write_html(store, html, images)
+    with reading(store, _snapshot_of_run) as source:
+        _say_snapshot(source)
+        with source.open() as con:
+            if holds_box_set(con):
+                tables, data = [load_box_report(con, store).table()], None
+            else:
+                data = load_report_data(con, store)
+                tables = all_tables(data)
+        tables, omitted = shown_and_omitted(tables)
+        for table in tables:
+            print_whole(console, fitting_table(table, console))
+        for table in omitted:
+            console.print(omitted_note(table), soft_wrap=True, markup=False, highlight=False)
+        if html is not None:
+            _write_html(store, html, images, source)
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)
@@ -954,7 +959,20 @@ def _screenshot(index: Path) -> None:
     console.print(f"wrote {picture}{errors}", soft_wrap=True, markup=False, highlight=False)
 
 
-def _write_html(store: Path, out: Path, images: Path | None) -> None:
+def _snapshot_of_run(store: Path) -> Held:
+    """A snapshot from the run that holds ``store`` (Ray is imported only then)."""
+    from runner.distributed import snapshot_running_store
+
+    return snapshot_running_store(store)
+
+
+def _say_snapshot(source: Reading) -> None:
+    """One line where a report reads a run's snapshot, not the store itself."""
+    if source.said is not None:
+        console.print(source.said, soft_wrap=True, markup=False, highlight=False)
+
+
+def _write_html(store: Path, out: Path, images: Path | None, source: Reading) -> None:
     """The HTML report, with a progress bar over its question pages on a terminal; one line
     saying what it wrote, how big and how long."""
     from runner.pages import write_html_report
@@ -964,11 +982,11 @@ def _write_html(store: Path, out: Path, images: Path | None) -> None:
         with Progress(console=console, transient=True) as bar:
             task = bar.add_task("question pages", total=None)
             done = write_html_report(
-                store, out, images=images,
+                store, out, images=images, reading=source,
                 progress=lambda k, total: bar.update(task, completed=k, total=total),
             )  # fmt: skip
     else:
-        done = write_html_report(store, out, images=images)
+        done = write_html_report(store, out, images=images, reading=source)
     console.print(
         f"wrote the HTML report to {done.index}: {done.question_pages:,} question pages, "
         f"{done.answers:,} answers, {done.bytes / 1e6:.1f} MB in "
@@ -1025,13 +1043,15 @@ def show(
     if control is not None and budget not in (None, BOX):
         raise OverlayError(f"--control draws a box answer's control: pass --budget {BOX} or none")
     budget = BOX if control is not None else budget
-    with read_only(store) as con, tempfile.TemporaryDirectory() as cache:
-        question = read_question(con, qid)
-        pictures = Pictures(images or recorded_images(con), Path(cache))
-        answers = read_answers(con, question, pictures)
-        selection = Selection(configuration, condition, budget, attempt)
-        answer = pick_answer(answers, selection, qid)
-        figure = draw_overlay(question, answer, control=control)
+    with reading(store, _snapshot_of_run) as source:
+        _say_snapshot(source)
+        with source.open() as con, tempfile.TemporaryDirectory() as cache:
+            question = read_question(con, qid)
+            pictures = Pictures(images or recorded_images(con), Path(cache))
+            answers = read_answers(con, question, pictures)
+            selection = Selection(configuration, condition, budget, attempt)
+            answer = pick_answer(answers, selection, qid)
+            figure = draw_overlay(question, answer, control=control)
     path = save_overlay(figure, out or Path(_overlay_name(answer)))
     console.print(f"wrote {path}", soft_wrap=True, markup=False, highlight=False)
     scores = result(answer, control=control).replace(NO_BREAK, " ")  # a terminal wraps anyway

@@ -33,6 +33,14 @@ from runner.store._schema import (
     SCHEMA_VERSION,
     SCORE_SCHEMA,
 )
+from runner.store._snapshot import (
+    SNAPSHOT_TIMEOUT_S,
+    Held,
+    Reading,
+    StoreCopy,
+    TakeCopy,
+    reading,
+)
 from runner.store._sql import (
     LOCKED,
     MAX_QUERY_TIMEOUT_S,
@@ -76,6 +84,7 @@ __all__ = [
     "RESPONSE_COLUMNS",
     "SCHEMA_VERSION",
     "SCORE_SCHEMA",
+    "SNAPSHOT_TIMEOUT_S",
     "TABLE_FUNCTIONS",
     "AttemptKey",
     "BatchKey",
@@ -85,10 +94,12 @@ __all__ = [
     "ControlRow",
     "ErrorCount",
     "GridRow",
+    "Held",
     "Pending",
     "Phase",
     "Progress",
     "QueryService",
+    "Reading",
     "ReferenceRow",
     "Registration",
     "ResponseRow",
@@ -96,7 +107,9 @@ __all__ = [
     "ScoreJob",
     "ScoreRow",
     "Store",
+    "StoreCopy",
     "StoreError",
+    "TakeCopy",
     "ThroughRun",
     "batch_records",
     "check_query",
@@ -107,5 +120,6 @@ __all__ = [
     "pending_rows",
     "query_store",
     "read_only",
+    "reading",
     "response_row",
 ]
