@@ -34,6 +34,7 @@ from runner.store._schema import (
     SCORE_SCHEMA,
 )
 from runner.store._snapshot import (
+    SNAPSHOT_TABLE,
     SNAPSHOT_TIMEOUT_S,
     Held,
     Reading,
@@ -84,6 +85,7 @@ __all__ = [
     "RESPONSE_COLUMNS",
     "SCHEMA_VERSION",
     "SCORE_SCHEMA",
+    "SNAPSHOT_TABLE",
     "SNAPSHOT_TIMEOUT_S",
     "TABLE_FUNCTIONS",
     "AttemptKey",

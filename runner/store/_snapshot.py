@@ -36,8 +36,13 @@ SNAPSHOT_TIMEOUT_S = 300.0  # a run's store copies its tables within this, or gi
 SNAPSHOT_FILE = "snapshot.duckdb"
 HELD = "a run holds the file"  # what read_only says of a file a run's store holds
 
+# A table a snapshot holds and a store never does: when it was taken. A report reading one
+# knows the requests left are being sent, not left for the next run.
+SNAPSHOT_TABLE = "groundbench_snapshot"
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INCOMING = "__groundbench_incoming"  # the Arrow rows of the table being written
+_OURS = frozenset({SNAPSHOT_TABLE, _INCOMING})  # names a copy sent may not take
 
 
 @dataclass(frozen=True)
@@ -208,7 +213,7 @@ def _wrong(copy: object) -> str | None:
 
 
 def _wrong_definition(name: object, definition: object, kind: str) -> str | None:
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or name == _INCOMING:
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in _OURS:
         return f"a {kind.lower()} named {str(name)[:40]!r}"
     if not isinstance(definition, str):
         return f"no definition of {kind.lower()} {name}"
@@ -243,6 +248,9 @@ def write_copy(copy: StoreCopy, folder: Path, where: Path | str) -> Path:
                 con.execute(f'INSERT INTO "{table.name}" BY NAME SELECT * FROM {_INCOMING}')
                 con.unregister(_INCOMING)
             _create_views(con, list(copy.views))
+            con.execute(
+                f"CREATE TABLE {SNAPSHOT_TABLE} AS SELECT ?::TIMESTAMPTZ AS taken", [copy.taken]
+            )
     except (duckdb.Error, pa.ArrowException) as exc:
         raise StoreError(
             f"{where}: the snapshot of the run's store could not be written "
@@ -270,6 +278,7 @@ def _create_views(con: duckdb.DuckDBPyConnection, views: list[tuple[str, str]]) 
 
 __all__ = [
     "HELD",
+    "SNAPSHOT_TABLE",
     "SNAPSHOT_TIMEOUT_S",
     "CopiedTable",
     "Held",

@@ -23,6 +23,8 @@ from typer.testing import CliRunner
 
 from conditions import Cohort, DataRoot
 from runner.cli import app
+from runner.reports import load_report_data
+from runner.reports._tables import unsettled_why
 from runner.store import Held, read_only
 from tests.runner.console import run_console
 from tests.runner.overlays.stores import write_scored_store
@@ -100,6 +102,11 @@ def _line(pid: int, answers: int) -> re.Pattern[str]:
     )
 
 
+def _rows(output: str) -> list[str]:
+    """The rows of every table printed, headers included."""
+    return [line for line in output.splitlines() if "│" in line or "┃" in line]
+
+
 def test_report_during_a_run_reads_a_snapshot_and_leaves_none(
     store: tuple[Path, list[str], int],
     tmp_path: Path,
@@ -118,7 +125,13 @@ def test_report_during_a_run_reads_a_snapshot_and_leaves_none(
     assert result.exit_code == 0, result.output
     said = _line(pid, answers).match(result.output)
     assert said is not None, result.output[:300]
-    assert result.output[said.end() :].startswith(free.output)  # the same tables
+    # The same tables; the requests left are said to be running, not left for another run.
+    assert _rows(result.output) == _rows(free.output) != []
+    with read_only(path) as con:
+        left = load_report_data(con).headline.open_requests
+    running = unsettled_why({"running": sum(left.values())})
+    assert running in " ".join(result.output.split())
+    assert "again to finish" not in result.output
     index = (tmp_path / "html" / "index.html").read_text()
     assert "GroundBench report: exp.duckdb" in index
     assert "snapshot.duckdb" not in index

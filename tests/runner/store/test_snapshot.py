@@ -11,7 +11,15 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from runner.store import GridRow, Registration, Store, StoreCopy, StoreError, read_only
+from runner.store import (
+    SNAPSHOT_TABLE,
+    GridRow,
+    Registration,
+    Store,
+    StoreCopy,
+    StoreError,
+    read_only,
+)
 from runner.store._snapshot import CopiedTable, checked, copy_store, write_copy
 from tests.runner.store.rows import attempt_row
 
@@ -50,9 +58,10 @@ def test_a_copy_reads_as_the_store_does_and_counts_its_answers(tmp_path: Path) -
         path = write_copy(checked(sent, "exp"), tmp_path / str(k), "exp")
         with read_only(path, locked=True) as con:
             assert _views(con) == expected
-            assert {t.name for t in copy.tables} == {
+            assert {t.name for t in copy.tables} | {SNAPSHOT_TABLE} == {
                 r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
             }
+            assert con.execute(f"SELECT taken FROM {SNAPSHOT_TABLE}").fetchall() == [(copy.taken,)]
 
 
 def test_a_copy_is_of_the_moment_its_transaction_began(tmp_path: Path) -> None:
@@ -106,6 +115,7 @@ def _with_table(copy: StoreCopy, name: str, definition: str) -> StoreCopy:
         ("two", "defined as something else than CREATE TABLE x"),
         ("name", "a table named 'x; DROP'"),
         ("view", "view v defined as something else than CREATE VIEW v"),
+        ("ours", f"a table named '{SNAPSHOT_TABLE}'"),
     ],
 )
 def test_anything_but_a_stores_copy_is_refused_in_one_line(
@@ -113,10 +123,11 @@ def test_anything_but_a_stores_copy_is_refused_in_one_line(
 ) -> None:
     copy = _copy(tmp_path)
     made: object = {
-        "taken": dataclasses.replace(copy, taken="noon"),
-        "table": dataclasses.replace(copy, tables=(*copy.tables, "t")),
+        "taken": dataclasses.replace(copy, taken="noon"),  # type: ignore[arg-type]
+        "table": dataclasses.replace(copy, tables=(*copy.tables, "t")),  # type: ignore[arg-type]
         "two": _with_table(copy, "x", f"CREATE TABLE x(a INT); COPY x TO '{tmp_path}/out.csv'"),
         "name": _with_table(copy, "x; DROP", "CREATE TABLE x(a INT)"),
+        "ours": _with_table(copy, SNAPSHOT_TABLE, f"CREATE TABLE {SNAPSHOT_TABLE}(a INT)"),
         "view": dataclasses.replace(
             copy, views=(*copy.views, ("v", f"COPY grid TO '{tmp_path}/v.csv'"))
         ),
