@@ -63,11 +63,14 @@ from runner.store import (
     MAX_QUERY_TIMEOUT_S,
     QUERY_TIMEOUT_S,
     BatchRecord,
+    Held,
+    Reading,
     StoreError,
     batch_records,
     first_line,
     query_store,
     read_only,
+    reading,
 )
 from scoring import BUDGETS, PHASES, REFERENCES, ScoringError, construction_fidelity
 
@@ -945,21 +948,24 @@ def report(
     for folder, option in ((html, "--html"), (out, "--out")):
         if folder is not None:  # refused now, not after every table is printed
             check_folder(folder, option)
-    with read_only(store) as con:
-        if holds_box_set(con):
-            tables, data = [load_box_report(con, store).table()], None
-        else:
-            data = load_report_data(con, store)
-            tables = all_tables(data)
-    tables, omitted = shown_and_omitted(tables)
-    for table in tables:
-        print_whole(console, fitting_table(table, console))
-    for table in omitted:
-        console.print(
-            omitted_note(table), soft_wrap=not console.is_terminal, markup=False, highlight=False
-        )
-    if html is not None:
-        _write_html(store, html, images)
+    with reading(store, _snapshot_of_run) as source:
+        _say_snapshot(source)
+        with source.open() as con:
+            if holds_box_set(con):
+                tables, data = [load_box_report(con, store).table()], None
+            else:
+                data = load_report_data(con, store)
+                tables = all_tables(data)
+        tables, omitted = shown_and_omitted(tables)
+        for table in tables:
+            print_whole(console, fitting_table(table, console))
+        for table in omitted:
+            console.print(
+                omitted_note(table),
+                soft_wrap=not console.is_terminal, markup=False, highlight=False,
+            )  # fmt: skip
+        if html is not None:
+            _write_html(store, html, images, source)
     if out is None:
         return
     with writing_into(out, "--out"):
@@ -1002,7 +1008,20 @@ def _screenshot(index: Path) -> None:
     console.print(f"wrote {picture}{errors}", soft_wrap=True, markup=False, highlight=False)
 
 
-def _write_html(store: Path, out: Path, images: Path | None) -> None:
+def _snapshot_of_run(store: Path) -> Held:
+    """A snapshot from the run that holds ``store`` (Ray is imported only then)."""
+    from runner.distributed import snapshot_running_store
+
+    return snapshot_running_store(store)
+
+
+def _say_snapshot(source: Reading) -> None:
+    """One line where a report reads a run's snapshot, not the store itself."""
+    if source.said is not None:
+        console.print(source.said, soft_wrap=True, markup=False, highlight=False)
+
+
+def _write_html(store: Path, out: Path, images: Path | None, source: Reading) -> None:
     """The HTML report, with a progress bar over its question pages on a terminal; one line
     saying what it wrote, how big and how long."""
     from runner.pages import write_html_report
@@ -1013,11 +1032,11 @@ def _write_html(store: Path, out: Path, images: Path | None) -> None:
             with Progress(console=console, transient=True) as bar:
                 task = bar.add_task("question pages", total=None)
                 done = write_html_report(
-                    store, out, images=images,
+                    store, out, images=images, reading=source,
                     progress=lambda k, total: bar.update(task, completed=k, total=total),
                 )  # fmt: skip
         else:
-            done = write_html_report(store, out, images=images)
+            done = write_html_report(store, out, images=images, reading=source)
     console.print(
         f"wrote the HTML report to {done.index}: {done.question_pages:,} question pages, "
         f"{done.answers:,} answers, {done.bytes / 1e6:.1f} MB in "
@@ -1075,13 +1094,15 @@ def show(
         raise OverlayError(f"--control draws a box answer's control: pass --budget {BOX} or none")
     budget = BOX if control is not None else budget
     check_folder(out.parent if out is not None else Path(), "--out", file=True)  # before drawing
-    with read_only(store) as con, tempfile.TemporaryDirectory() as cache:
-        question = read_question(con, qid)
-        pictures = Pictures(images or recorded_images(con), Path(cache))
-        answers = read_answers(con, question, pictures)
-        selection = Selection(configuration, condition, budget, attempt)
-        answer = pick_answer(answers, selection, qid)
-        figure = draw_overlay(question, answer, control=control)
+    with reading(store, _snapshot_of_run) as source:
+        _say_snapshot(source)
+        with source.open() as con, tempfile.TemporaryDirectory() as cache:
+            question = read_question(con, qid)
+            pictures = Pictures(images or recorded_images(con), Path(cache))
+            answers = read_answers(con, question, pictures)
+            selection = Selection(configuration, condition, budget, attempt)
+            answer = pick_answer(answers, selection, qid)
+            figure = draw_overlay(question, answer, control=control)
     path = save_overlay(figure, out or Path(_overlay_name(answer)))
     console.print(f"wrote {path}", soft_wrap=True, markup=False, highlight=False)
     scores = result(answer, control=control).replace(NO_BREAK, " ")  # a terminal wraps anyway

@@ -37,7 +37,7 @@ if typing.TYPE_CHECKING:
         score_to_the_end,
     )
     from runner.distributed._options import RunOptions
-    from runner.distributed._ray import query_running_store
+    from runner.distributed._ray import query_running_store, snapshot_running_store
     from runner.distributed._report import BackendReport, BatchReport, RunReport
     from runner.distributed._scorer import BoxScorer, Scorer, scorer_for
     from runner.distributed._spend import SpendCap, WorstCase
@@ -58,7 +58,7 @@ _HOMES = {
         "score_to_the_end",
     ),
     "runner.distributed._options": ("RunOptions",),
-    "runner.distributed._ray": ("query_running_store",),
+    "runner.distributed._ray": ("query_running_store", "snapshot_running_store"),
     "runner.distributed._report": ("BackendReport", "BatchReport", "RunReport"),
     "runner.distributed._scorer": ("BoxScorer", "Scorer", "scorer_for"),
     "runner.distributed._spend": ("SpendCap", "WorstCase"),
@@ -112,6 +112,7 @@ __all__ = [
     "run_experiment",
     "score_to_the_end",
     "scorer_for",
+    "snapshot_running_store",
     "summary_lines",
     "watch_run",
 ]

@@ -54,6 +54,8 @@ from runner.store import (
     KEEP_EVERY_S,
     LEASE_S,
     QUERY_TIMEOUT_S,
+    SNAPSHOT_TIMEOUT_S,
+    Held,
     Pending,
     Result,
     StoreError,
@@ -442,14 +444,7 @@ def query_running_store(
         No run of ``path`` is reachable, the store runs as many queries as it takes, or the
         query fails.
     """
-    note = attach(path, address)
-    namespace = note.namespace if note is not None else NAMESPACE
-    store = named_actor(actor_name(run_tag(path), "store"), namespace)
-    if store is None:
-        raise StoreError(
-            f"{path}: another process holds the file, and no groundbench run of it is going "
-            "on the Ray cluster reached; once that process lets the file go, query it again"
-        )
+    store, _ = _running_store(path, address)
     token = token or secrets.token_hex(8)
     answer = store.query.options(concurrency_group=QUERIES).remote(sql, timeout_s, token)
     try:
@@ -459,6 +454,71 @@ def query_running_store(
     except BaseException:
         store.cancel.options(concurrency_group=CONTROL).remote(token)
         raise
+
+
+def _running_store(path: Path, address: str | None) -> tuple[Any, RunAddress | None]:
+    """The store actor of the run that holds ``path``, and the note followed to it (see
+    :func:`attach`).
+
+    Raises
+    ------
+    ClusterError
+        No cluster of the run can be reached.
+    StoreError
+        No run of ``path`` is going on the cluster reached.
+    """
+    note = attach(path, address)
+    namespace = note.namespace if note is not None else NAMESPACE
+    store = named_actor(actor_name(run_tag(path), "store"), namespace)
+    if store is None:
+        raise StoreError(
+            f"{path}: another process holds the file, and no groundbench run of it is going "
+            "on the Ray cluster reached; once that process lets the file go, try again"
+        )
+    return store, note
+
+
+def snapshot_running_store(path: Path, address: str | None = None) -> Held:
+    """A copy of every table and view of the store of the run that holds ``path``, made in one
+    transaction (``report`` and ``show`` during a run), as :func:`query_running_store` runs a
+    query: in a query's slot, kept alive while this client waits, cancelled if it stops. What
+    came back is checked by the caller (:func:`runner.store.reading`).
+
+    Raises
+    ------
+    StoreError
+        No run of ``path`` is reachable, its store runs as many queries as it takes, cannot
+        take a snapshot (an older groundbench), or stopped while taking it.
+    """
+    store, note = _running_store(path, address)
+    token = secrets.token_hex(8)
+    try:
+        answer = store.snapshot.options(concurrency_group=QUERIES).remote(SNAPSHOT_TIMEOUT_S, token)
+    except AttributeError:  # a run of a groundbench that takes no snapshot
+        raise StoreError(
+            f"{path}: the run that holds the file takes no snapshot (an older groundbench); "
+            "report once the run has ended"
+        ) from None
+    try:
+        copy = ray.get(_kept(store, answer, token, SNAPSHOT_TIMEOUT_S))
+    except RayTaskError as exc:
+        inner = cause(exc)
+        if inner is not exc:  # an error of ours: a full pool, a time limit, a closed store
+            raise inner from None
+        why = first_line(exc.cause) if isinstance(exc.cause, Exception) else "it failed"
+        raise StoreError(
+            f"{path}: the run's store could not take a snapshot ({why}); report once the run "
+            "has ended"
+        ) from None
+    except RayActorError:
+        raise StoreError(
+            f"{path}: the run's store stopped while taking a snapshot (the run ended?); "
+            "report again"
+        ) from None
+    except BaseException:
+        store.cancel.options(concurrency_group=CONTROL).remote(token)
+        raise
+    return Held(copy, note.pid if note is not None else None)
 
 
 def _kept(store: Any, answer: Any, token: str, timeout_s: float) -> Any:

@@ -29,6 +29,7 @@ from runner.store import (
     ScoreJob,
     ScoreRow,
     Store,
+    StoreCopy,
     StoreError,
 )
 
@@ -142,6 +143,11 @@ class StoreActor:
         ``QUERIES`` group, which has a thread more than the store runs queries at once, so
         that one more is refused at once rather than queued."""
         return self._store.read(sql, timeout_s, token)
+
+    def snapshot(self, timeout_s: float, token: str) -> StoreCopy:
+        """Every table and view as of one moment (``report`` and ``show`` during the run); call
+        it in the ``QUERIES`` group: it takes a query's slot."""
+        return self._store.snapshot(timeout_s, token)
 
     def cancel(self, token: str) -> bool:
         """Stop the query of ``token`` (its client was stopped); call it in ``CONTROL``, which

@@ -33,7 +33,7 @@ from runner.reports import (
     load_report_data,
     shown_and_omitted,
 )
-from runner.store import read_only
+from runner.store import Reading
 
 GALLERY_SIZE = 48  # answers a gallery shows at most: two pages of the index's pager
 
@@ -67,6 +67,7 @@ def write_html_report(
     images: Path | None = None,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    reading: Reading | None = None,
 ) -> HtmlReport:
     """Write the store's HTML report into the folder ``out``.
 
@@ -85,6 +86,9 @@ def write_html_report(
         The galleries' random sample.
     progress
         Called with (questions done, questions in all) after each question's page.
+    reading
+        The file to read, where not ``store`` itself: a snapshot of it while a run holds it
+        (:func:`runner.store.reading`); the report still names ``store``.
 
     Raises
     ------
@@ -96,7 +100,7 @@ def write_html_report(
     """
     pages = out / QUESTIONS
     written: dict[str, int] = {}  # each question page written, with its count of attempts
-    with read_only(store) as con:
+    with (reading or Reading(store)).open() as con:
         box = holds_box_set(con)
         folder = ReportFolder.claim(out, [] if box else _page_names(con))
         try:

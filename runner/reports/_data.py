@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import duckdb
 
 from conditions import BOX, has_table
-from runner.store import StoreError
+from runner.store import SNAPSHOT_TABLE, StoreError
 from runner.store._errors import first_line
 from scoring import ALTERNATE_REFERENCES as ALTERNATE_REFERENCES
 from scoring import PHASE_REFERENCES as PHASE_REFERENCES
@@ -188,8 +188,14 @@ def _open_requests(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     or ``unsent`` (no error recorded: never sent, or its attempts so far answered).
 
     A report opens the file read-only, which DuckDB refuses while a run holds it: when a
-    report reads them, these requests are not running but left for the next run.
+    report reads them, these requests are not running but left for the next run — unless it
+    reads a snapshot of a run going (``runner.store.reading``): then they are all ``running``.
     """
+    if has_table(con, SNAPSHOT_TABLE):
+        (running,) = con.execute(
+            "SELECT count(*) FROM request_status WHERE status <> 'complete'"
+        ).fetchone() or (0,)
+        return {"running": int(running)}
     rows = con.execute(
         """SELECT coalesce(e.outcome, 'unsent') AS why, count(*)
         FROM request_status s LEFT JOIN (

@@ -530,7 +530,16 @@ def unsettled_why(open_requests: Mapping[str, int]) -> str:
     '12 requests stopped on spent quota, 3 not sent yet; `groundbench run` again to finish'
     >>> unsettled_why({})
     'answered, not all scored yet; `groundbench run` again to score them'
+
+    A snapshot of a run still going (``report`` during a run) has them all ``running``:
+
+    >>> unsettled_why({"running": 40})
+    '40 requests not finished: a run is going, this reads a snapshot of it'
     """
+    if "running" in open_requests:
+        n = open_requests["running"]
+        done = f"{n:,} requests not finished" if n else "answered, not all scored yet"
+        return f"{done}: a run is going, this reads a snapshot of it"
     if not open_requests:
         return "answered, not all scored yet; `groundbench run` again to score them"
     parts = [f"{n:,} {_WHY.get(why, why)}" for why, n in open_requests.items()]

@@ -23,10 +23,12 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 
 from runner.store._errors import StoreError, first_line
+from runner.store._snapshot import SNAPSHOT_TIMEOUT_S, StoreCopy, copy_store
 from runner.store._sql import (
     CANCELLED,
     QUERY_TIMEOUT_S,
@@ -42,6 +44,7 @@ from runner.store._sql import (
 QUERY_SLOTS = 4  # users' queries a store runs at once
 LEASE_S = 10.0  # a client that has said nothing for this long has gone: its query is stopped
 KEEP_EVERY_S = 2.0  # how often a waiting client says so (five words to a lease)
+_T = TypeVar("_T")
 _CANCELS_KEPT = 64  # cancels of queries not begun yet, remembered so that they never begin
 
 
@@ -95,12 +98,36 @@ class QueryService:
         """
         check_timeout(timeout_s)
         check_query(sql)
+        return self._within(
+            timeout_s, token, lambda cursor, why: execute(cursor, sql, self._where, why)
+        )
+
+    def copy(self, timeout_s: float = SNAPSHOT_TIMEOUT_S, token: str | None = None) -> StoreCopy:
+        """Every table and view, in one ``READ ONLY`` transaction (``report`` during a run):
+        served as a query is, in one of its slots, stopped as a query is.
+
+        Raises
+        ------
+        StoreError
+            Every slot taken, past its time, cancelled, its client gone, or failed: one line.
+        """
+        check_timeout(timeout_s)
+        return self._within(timeout_s, token, lambda cursor, _: copy_store(cursor))
+
+    def _within(
+        self,
+        timeout_s: float,
+        token: str | None,
+        work: Callable[[duckdb.DuckDBPyConnection, Callable[[], str | None]], _T],
+    ) -> _T:
+        """``work(cursor, why)`` in a slot, on a cursor of its own in a ``READ ONLY``
+        transaction, watched: ``why()`` says why it is being stopped, once it is."""
         name = token if token is not None else f"local-{secrets.token_hex(8)}"
         query = self._admit(name, timeout_s, leased=token is not None)
         try:
             with Watch(query.cursor, lambda: self._why(query, timeout_s), self._tick_s):
                 query.cursor.execute("BEGIN TRANSACTION READ ONLY")
-                return execute(query.cursor, sql, self._where, lambda: self._why(query, timeout_s))
+                return work(query.cursor, lambda: self._why(query, timeout_s))
         except duckdb.InterruptException:  # stopped before its statement began
             raise StoreError(f"{self._where}: {self._why(query, timeout_s) or CANCELLED}") from None
         except duckdb.Error as exc:  # its transaction could not begin

@@ -309,6 +309,13 @@ def read_only(path: Path | str, *, locked: bool = False) -> duckdb.DuckDBPyConne
         No such file, not a DuckDB file, or a running store holds it.
     """
     path = Path(path)
+    con = opened_read_only(path, locked=locked)
+    _say_loss(path, con)
+    return con
+
+
+def opened_read_only(path: Path, *, locked: bool = False) -> duckdb.DuckDBPyConnection:
+    """:func:`read_only`, saying nothing of a loss (to see whether a run holds the file)."""
     if not path.exists():
         raise StoreError(f"{path}: no such experiment file")
     config: dict[str, str | bool | int | float | list[str]] = dict(LOCKED) if locked else {}
@@ -324,7 +331,6 @@ def read_only(path: Path | str, *, locked: bool = False) -> duckdb.DuckDBPyConne
         raise StoreError(f"{path}: cannot open read-only: {first_line(exc)}") from None
     except duckdb.Error as exc:
         raise StoreError(f"{path}: cannot open read-only: {first_line(exc)}") from None
-    _say_loss(path, con)
     return con
 
 

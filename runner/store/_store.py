@@ -59,6 +59,7 @@ from runner.store._schema import (
     RESPONSE_SCHEMA,
     SCORE_SCHEMA,
 )
+from runner.store._snapshot import SNAPSHOT_TIMEOUT_S, StoreCopy
 from runner.store._sql import QUERY_TIMEOUT_S, lock_down
 from runner.store._written import Note, Written, held, loss, noted
 
@@ -704,6 +705,19 @@ class Store:
             stopped, or failed (one line).
         """
         return self._queries.run(sql, timeout_s, token)
+
+    def snapshot(
+        self, timeout_s: float = SNAPSHOT_TIMEOUT_S, token: str | None = None
+    ) -> StoreCopy:
+        """Every table and view as of one moment, while this store writes (``report`` and
+        ``show`` during a run): served, stopped and cancelled as :meth:`read`'s queries are.
+
+        Raises
+        ------
+        StoreError
+            Every query slot taken, past its time, stopped, or failed (one line).
+        """
+        return self._queries.copy(timeout_s, token)
 
     def cancel(self, token: str) -> bool:
         """Interrupt the query :meth:`read` runs under ``token`` (its client went away)."""

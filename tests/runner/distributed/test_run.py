@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -33,13 +34,22 @@ from runner.distributed import (
     RunOptions,
     Scorer,
     query_running_store,
+    snapshot_running_store,
     watch_run,
 )
 from runner.distributed._address import note_path, read_note
 from runner.experiment import load_experiment
 from runner.monitor import Snapshot
 from runner.simulator import Behaviour, Faults, SimSpec, Simulator
-from runner.store import QUERY_SLOTS, ScoreJob, Store, StoreError, query_store, read_only
+from runner.store import (
+    QUERY_SLOTS,
+    ScoreJob,
+    Store,
+    StoreError,
+    query_store,
+    read_only,
+    reading,
+)
 from tests.runner.distributed.conftest import (
     KEY_ENV,
     RunSetup,
@@ -281,6 +291,16 @@ def _query_while_going(run: RunSetup) -> None:
     for own in ("read_text", "read_blob", "glob"):
         with pytest.raises(StoreError, match="reads the store and nothing else"):
             query_store(run.store, f"SELECT * FROM {own}('{run.store}')", query_running_store)
+    # A report reads a snapshot the run's store takes in one transaction, a copy of its own.
+    with reading(run.store, snapshot_running_store) as source, source.open() as con:
+        assert source.path != run.store
+        assert re.match(
+            rf"the store is held by a run \(pid {os.getpid()}\): reporting from ", str(source.said)
+        )
+        answers = con.execute("SELECT count(*) FROM responses WHERE outcome = 'answer'").fetchone()
+        assert answers is not None and answers[0] >= 20
+        assert str(source.said).endswith(f", {answers[0]:,} answers")
+    assert not source.path.exists()
     # The lock holds: a second run's store (this is not the actor's process) cannot open it,
     # and the run's note stays.
     with pytest.raises(StoreError, match="cannot open the store"):
