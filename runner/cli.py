@@ -274,7 +274,8 @@ def simulate(
     store: Annotated[
         Path,
         typer.Argument(
-            help="The experiment's DuckDB file (its store): its cohort or box questions."
+            help="The experiment file (TOML) or its store (DuckDB file): its cohort or box "
+            "questions."
         ),
     ],
     images: Annotated[Path, typer.Option(help="The questions' image folder.")],
@@ -294,6 +295,7 @@ def simulate(
     OpenAI-compatible and the Gemini wire formats, from the cohort's own targets (or a box
     benchmark's boxes).
     """
+    store = _store_given(store)
     sim_spec = load_sim_spec(spec)
     if seed is not None:
         sim_spec = sim_spec.model_copy(update={"seed": seed})

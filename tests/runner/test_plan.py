@@ -10,7 +10,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from conditions import Cohort, DataRoot, ProtocolMismatchError, write_cohort
+from conditions import (
+    Cohort,
+    DataRoot,
+    ProtocolMismatchError,
+    generate_box_benchmark,
+    write_cohort,
+)
 from runner._errors import ConfigError
 from runner.cli import main
 from runner.experiment import Experiment, load_experiment
@@ -146,3 +152,28 @@ def test_a_changed_cohort_names_each_field_old_and_new(
         "cohort.per_source: 15 → 20; one store holds one cohort: revert the change, or point "
         "the experiment's store at a new file"
     )
+
+
+def test_a_box_benchmarks_changed_decoding_is_named_at_the_configuration(tmp_path: Path) -> None:
+    from runner.plan import ensure_box_set
+
+    file, images = generate_box_benchmark("refbench-pro", tmp_path / "data", questions=6)
+    path = tmp_path / "boxes.toml"
+    path.write_text(
+        f'store = "boxes.duckdb"\nimages = "{images}"\n'
+        f'[boxes]\nbenchmark = "refbench-pro"\nfile = "{file}"\n'
+        '[backends.q]\nprovider = "qwen"\nmodel = "qwen3-vl-plus"\nbase_url = "simulator"\n'
+        '[[configurations]]\nname = "q"\nbackend = "q"\nconvention = "norm1000"\n'
+        "decoding = { temperature = 0.0 }\n"
+    )
+    experiment = load_experiment(path)
+    questions = ensure_box_set(experiment)
+    configurations = [experiment.configuration(c, None) for c in experiment.configurations]
+    grid = grid_of(experiment, questions, configurations)
+    with Store(experiment.store) as store:
+        store.register(list(grid.registrations), list(grid.rows))
+    check_store_agrees(experiment)
+    path.write_text(path.read_text().replace("temperature = 0.0", "temperature = 0.7"))
+    with pytest.raises(ProtocolMismatchError) as caught:
+        check_store_agrees(load_experiment(path))
+    assert "configurations.q.decoding.temperature: 0.0 → 0.7" in str(caught.value)
