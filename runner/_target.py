@@ -43,7 +43,8 @@ class Target:
 
 
 def kind_of(path: Path) -> Kind:
-    """Whether ``path`` is an experiment file or a store, read from its first bytes.
+    """Whether ``path`` is an experiment file or a store, read from its content: a DuckDB
+    file's magic bytes, or TOML that names a store.
 
     A file that is neither by its content is taken by its name where that says (``.toml``: an
     experiment file whose TOML is broken, which reading it says precisely; ``.duckdb``: a
@@ -65,10 +66,8 @@ def kind_of(path: Path) -> Kind:
         raise ConfigError(f"{path}: cannot read it: {exc.strerror}") from None
     if head[DUCKDB_MAGIC_AT:] == DUCKDB_MAGIC:
         return "store"
-    if head and _reads_as_toml(path):
-        return "experiment"
     suffix = path.suffix.lower()
-    if suffix == ".toml":
+    if suffix == ".toml" or "store" in _toml(path):  # every experiment names its store
         return "experiment"
     if suffix in (".duckdb", ".db"):
         return "store"
@@ -135,7 +134,8 @@ def experiment_for(path: Path, command: str) -> tuple[Path, str | None]:
         return path, None
     target = resolve(path)
     if target.experiment is not None:
-        return target.experiment, f"store {shown(path)} → experiment {shown(target.experiment)}"
+        experiment = Path(shown(target.experiment))  # as the user would type it, for resume lines
+        return experiment, f"store {shown(path)} → experiment {experiment}"
     held = "; a run holds it" if target.held else ""
     gone = (
         f"; it names {shown(target.named)}, which is not there any more"
@@ -156,13 +156,13 @@ def shown(path: Path) -> str:
         return str(path)
 
 
-def _reads_as_toml(path: Path) -> bool:
+def _toml(path: Path) -> dict[str, object]:
+    """``path`` read as TOML; empty where it is not TOML."""
     try:
         with path.open("rb") as handle:
-            tomllib.load(handle)
+            return tomllib.load(handle)
     except (OSError, ValueError, RecursionError):  # TOMLDecodeError, UnicodeDecodeError too
-        return False
-    return True
+        return {}
 
 
 def _has_run_paths(con: duckdb.DuckDBPyConnection) -> bool:

@@ -68,7 +68,9 @@ def test_the_kind_is_read_from_the_content_not_the_name(tmp_path: Path) -> None:
     assert kind_of(broken) == "experiment"
 
 
-@pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\x00", b"not = toml = at all", b""])
+@pytest.mark.parametrize(
+    "content", [b"\x89PNG\r\n\x1a\n\x00\x00", b"not = toml = at all", b"", b"\n", b'title = "x"\n']
+)
 def test_a_file_that_is_neither_is_one_line_naming_it(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "notes.txt"
     path.write_bytes(content)
