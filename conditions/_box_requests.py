@@ -12,16 +12,15 @@ The runner reaches these through :class:`~conditions.BoxTask` (``conditions._tas
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from conditions._box_prompts import BOX_BENCHMARK_PROMPTS, Reasoning, box_benchmark_prompt
 from conditions._box_set import BoxSet
+from conditions._boxsets import Benchmark
 from conditions._grid import REASONINGS, Configuration, Decoding, Thinking
 from conditions._images import MAX_SIDE, VariantCache
-from conditions._requests import BOX, Request, RequestKey
+from conditions._requests import BOX, Request, RequestKey, fields_hash
 
 BOX_PROTOCOL_VERSION = 1
 BOX_ATTEMPTS = 1  # the benchmarks ask once
@@ -36,13 +35,16 @@ def reasoning_decoding(reasoning: Reasoning, base: Decoding) -> Decoding:
     return base.model_copy(update={"thinking": thinking})
 
 
-def box_protocol_hash(questions: BoxSet, configuration: Configuration) -> str:
-    """sha256 of what decides a box benchmark's answers: the questions, the benchmark's prompts,
-    the reasoning settings, the image cap and the configuration's output settings."""
-    payload = {
+def box_protocol_fields(
+    benchmark: Benchmark, questions_hash: str, configuration: Configuration
+) -> dict[str, object]:
+    """What decides a box benchmark's answers: the questions, the benchmark's prompts, the
+    reasoning settings, the image cap and the configuration's output settings (what
+    :func:`box_protocol_hash` hashes, and a store keeps beside the hash)."""
+    return {
         "box_protocol_version": BOX_PROTOCOL_VERSION,
-        "questions": questions.hash,
-        "prompts": BOX_BENCHMARK_PROMPTS[questions.benchmark],
+        "questions": questions_hash,
+        "prompts": BOX_BENCHMARK_PROMPTS[benchmark],
         "reasonings": {
             r: reasoning_decoding(r, configuration.decoding).model_dump(mode="json")
             for r in REASONINGS
@@ -50,8 +52,11 @@ def box_protocol_hash(questions: BoxSet, configuration: Configuration) -> str:
         "max_side": MAX_SIDE,
         "configuration": configuration.output_settings(),
     }
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def box_protocol_hash(questions: BoxSet, configuration: Configuration) -> str:
+    """sha256 of :func:`box_protocol_fields`."""
+    return fields_hash(box_protocol_fields(questions.benchmark, questions.hash, configuration))
 
 
 def plan_boxes(questions: BoxSet, configurations: Iterable[Configuration]) -> Iterator[RequestKey]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,14 +45,16 @@ class ProtocolMismatchError(ConditionsError):
     """Results were made under a different protocol hash than the run's."""
 
 
-def protocol_hash(cohort_hash: str, configuration: Configuration) -> str:
-    """sha256 of everything that decides what ``configuration`` is asked and how it answers.
+def protocol_fields(cohort_hash: str, configuration: Configuration) -> dict[str, object]:
+    """Everything that decides what ``configuration`` is asked and how it answers: what
+    :func:`protocol_hash` hashes, and what a store keeps beside the hash, so that a mismatch
+    can name the field that changed.
 
     Covers the cohort hash, the prompt templates, the 13 frozen conditions, the image cap and
     the configuration's provider, model and decoding. Transport settings, the configuration's
     name and the subset of conditions it runs are left out: none changes an answer.
     """
-    payload = {
+    return {
         "protocol_version": PROTOCOL_VERSION,
         "cohort": cohort_hash,
         "prompt_version": PROMPT_VERSION,
@@ -61,8 +63,113 @@ def protocol_hash(cohort_hash: str, configuration: Configuration) -> str:
         "max_side": MAX_SIDE,
         "configuration": configuration.output_settings(),
     }
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def protocol_hash(cohort_hash: str, configuration: Configuration) -> str:
+    """sha256 of :func:`protocol_fields`: which results may be pooled."""
+    return fields_hash(protocol_fields(cohort_hash, configuration))
+
+
+def canonical_fields(fields: Mapping[str, object]) -> str:
+    """A protocol's fields as the one JSON text its hash is taken of."""
+    return json.dumps(fields, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def fields_hash(fields: Mapping[str, object]) -> str:
+    return hashlib.sha256(canonical_fields(fields).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Change:
+    """One field of a protocol (or a cohort's draw) that differs: its name, old and new."""
+
+    field: str
+    old: object
+    new: object
+
+    def __str__(self) -> str:
+        return self.said()
+
+    def said(self, label: Callable[[str], str] = str) -> str:
+        """``field: old → new``, the field named by ``label``."""
+        return f"{label(self.field)}: {_shown_value(self.old)} → {_shown_value(self.new)}"
+
+
+SHOWN_VALUE = 40  # characters of a changed value shown (a prompt template runs to hundreds)
+
+
+def _shown_value(value: object) -> str:
+    if value is None:
+        return "(none)"
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= SHOWN_VALUE else text[: SHOWN_VALUE - 1] + "…"
+
+
+def changed_fields(old: object, new: object, field: str = "") -> list[Change]:
+    """Each leaf field that differs between ``old`` and ``new`` (nested mappings, and lists
+    of one length, compared item by item), named by its dotted path.
+
+    >>> old, new = {"a": {"b": "x", "c": [1, 2]}}, {"a": {"b": "y", "c": [1, 3]}}
+    >>> [str(c) for c in changed_fields(old, new)]
+    ['a.b: "x" → "y"', 'a.c[1]: 2 → 3']
+    >>> changed_fields({"a": 1}, {"a": 1})
+    []
+    """
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        changes: list[Change] = []
+        for key in sorted(set(old) | set(new), key=str):
+            name = f"{field}.{key}" if field else str(key)
+            changes += changed_fields(old.get(key), new.get(key), name)
+        return changes
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        pairs = enumerate(zip(old, new, strict=True))
+        return [c for i, (a, b) in pairs for c in changed_fields(a, b, f"{field}[{i}]")]
+    return [] if old == new else [Change(field, old, new)]
+
+
+NEW_STORE = "point the experiment's store at a new file"
+
+
+def protocol_mismatch(
+    where: str,
+    expected: str,
+    found: str,
+    new_fields: Mapping[str, object] | None,
+    stored_fields: str | None,
+    stored_settings: str | None = None,
+    label: Callable[[str], str] = str,
+) -> ProtocolMismatchError:
+    """The error for results made under protocol ``found`` when the run is ``expected``: each
+    field that differs, old and new (``label`` names a field as the user wrote it), and the two
+    ways on.
+
+    ``stored_fields`` is the canonical JSON the store keeps beside the hash (None: a store
+    written before it kept them); ``stored_settings`` the configuration's output settings,
+    which every store keeps, so that an older store still names a changed model.
+    """
+    head = f"{where}: results were made under protocol {found[:12]}, this run is {expected[:12]}"
+    ways = f"they must not be mixed: revert the change, or {NEW_STORE}"
+    changes: list[Change] = []
+    if new_fields is not None and stored_fields is not None:
+        changes = changed_fields(json.loads(stored_fields), dict(new_fields))
+    elif new_fields is not None and stored_settings is not None:
+        now = new_fields.get("configuration")
+        changes = changed_fields(json.loads(stored_settings), now, "configuration")
+        if not changes:
+            return ProtocolMismatchError(
+                f"{head}: its provider, model and decoding are the same, and the store (written "
+                "before stores kept a protocol's fields) records only the hash of the rest: the "
+                f"prompts, conditions or image cap of this groundbench version differ; {ways}"
+            )
+    if changes:
+        return ProtocolMismatchError(f"{head}: {_listed(changes, label)}; {ways}")
+    return ProtocolMismatchError(
+        f"{head}; the store records only the hash, so what changed is not known; {ways}"
+    )
+
+
+def _listed(changes: Sequence[Change], label: Callable[[str], str]) -> str:
+    return "; ".join(c.said(label) for c in changes)
 
 
 def ensure_same_protocol(expected: str, found: str, where: str) -> None:
@@ -71,13 +178,11 @@ def ensure_same_protocol(expected: str, found: str, where: str) -> None:
     Raises
     ------
     ProtocolMismatchError
-        The hashes differ.
+        The hashes differ (naming only the hashes: :func:`protocol_mismatch` names the
+        fields).
     """
     if expected != found:
-        raise ProtocolMismatchError(
-            f"{where}: results were made under protocol {found[:12]}, this run is "
-            f"{expected[:12]}; they must not be mixed (start a new experiment file)"
-        )
+        raise protocol_mismatch(where, expected, found, None, None)
 
 
 @dataclass(frozen=True, order=True)

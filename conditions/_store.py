@@ -26,6 +26,7 @@ from conditions._ledger import (
     pending_migrations,
 )
 from conditions._metadata import Thresholds
+from conditions._requests import changed_fields
 from conditions._wal import opening_repaired
 
 
@@ -108,8 +109,9 @@ def write_cohort(path: Path | str, cohort: Cohort) -> bool:
             return False
         if stored is not None:
             raise CohortMismatchError(
-                f"{path}: already holds cohort {stored[:12]}; this one is {cohort.hash[:12]}. "
-                "One experiment file holds one cohort: use a new file"
+                f"{path}: already holds cohort {stored[:12]}; this one is {cohort.hash[:12]}"
+                f"{_how_drawn_otherwise(con, cohort.spec)}. One experiment file holds one "
+                "cohort: build this one into a new file, or draw it as the stored one was"
             )
         if has_table(con, "box_set"):
             raise CohortMismatchError(
@@ -117,6 +119,19 @@ def write_cohort(path: Path | str, cohort: Cohort) -> bool:
             )
         in_transaction(con, lambda: _write(con, cohort, path))
     return True
+
+
+def _how_drawn_otherwise(con: duckdb.DuckDBPyConnection, spec: CohortSpec) -> str:
+    """What differs between the stored cohort's draw and ``spec``: each field, old and new;
+    the same draw from other data says so."""
+    row = con.execute("SELECT spec FROM cohort").fetchone()
+    held = CohortSpec.model_validate_json(row[0]) if row is not None else None
+    if held is None:
+        return ""
+    changes = changed_fields(held.model_dump(mode="json"), spec.model_dump(mode="json"), "cohort")
+    if not changes:
+        return " (drawn alike, from other data)"
+    return f" ({'; '.join(map(str, changes))})"
 
 
 def in_transaction(con: duckdb.DuckDBPyConnection, write: Callable[[], None]) -> None:

@@ -17,6 +17,7 @@ from typing import Protocol
 from conditions._box_requests import (
     BOX_ATTEMPTS,
     BoxRequestBuilder,
+    box_protocol_fields,
     box_protocol_hash,
     plan_boxes,
 )
@@ -24,7 +25,14 @@ from conditions._box_set import BoxSet
 from conditions._cohort import Cohort
 from conditions._grid import Configuration
 from conditions._images import VariantCache
-from conditions._requests import Request, RequestBuilder, RequestKey, plan, protocol_hash
+from conditions._requests import (
+    Request,
+    RequestBuilder,
+    RequestKey,
+    plan,
+    protocol_fields,
+    protocol_hash,
+)
 from scoring import BUDGETS
 
 Questions = Cohort | BoxSet
@@ -51,6 +59,10 @@ class Task(Protocol):
         """The protocol hash ``configuration``'s results are made under."""
         ...
 
+    def protocol_fields(self, configuration: Configuration) -> dict[str, object]:
+        """What that hash is taken of (a store keeps it, to name what changed)."""
+        ...
+
     def plan(
         self,
         configurations: Iterable[Configuration],
@@ -75,6 +87,9 @@ class PolygonTask:
     def protocol_hash(self, configuration: Configuration) -> str:
         return protocol_hash(self.questions.hash, configuration)
 
+    def protocol_fields(self, configuration: Configuration) -> dict[str, object]:
+        return protocol_fields(self.questions.hash, configuration)
+
     def plan(
         self,
         configurations: Iterable[Configuration],
@@ -96,6 +111,10 @@ class BoxTask:
 
     def protocol_hash(self, configuration: Configuration) -> str:
         return box_protocol_hash(self.questions, configuration)
+
+    def protocol_fields(self, configuration: Configuration) -> dict[str, object]:
+        q = self.questions
+        return box_protocol_fields(q.benchmark, q.hash, configuration)
 
     def plan(
         self,

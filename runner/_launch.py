@@ -45,7 +45,9 @@ def main() -> None:
 def _starts_its_own_ray(args: list[str]) -> bool:
     """Whether these arguments run an experiment on a local Ray (help asked for: no). A run
     whose experiment file is missing or no TOML starts none: the command says so at once,
-    not after Ray's start and shut-down."""
+    not after Ray's start and shut-down. Nor does one whose experiment file was edited since
+    its store was last written: an edit may change a configuration's protocol, which the run
+    refuses before Ray starts (issue 39), and an early Ray would have started first."""
     if not args or args[0] not in RUNS or os.environ.get("RAY_ADDRESS"):
         return False
     if any(a in ("--help", "-h") or a.startswith("--address") for a in args[1:]):
@@ -53,13 +55,26 @@ def _starts_its_own_ray(args: list[str]) -> bool:
     if args[0] == "demo":
         return True
     files = [a for a in args[1:] if a.endswith(".toml")]
-    return len(files) == 1 and _reads_as_toml(Path(files[0]))
+    if len(files) != 1:
+        return False
+    read = _read_toml(Path(files[0]))
+    return read is not None and not _edited_since_its_store(Path(files[0]), read)
 
 
-def _reads_as_toml(path: Path) -> bool:
+def _read_toml(path: Path) -> dict[str, object] | None:
     try:
         with path.open("rb") as handle:
-            tomllib.load(handle)
+            return tomllib.load(handle)
     except (OSError, ValueError):  # tomllib.TOMLDecodeError and UnicodeDecodeError included
+        return None
+
+
+def _edited_since_its_store(path: Path, read: dict[str, object]) -> bool:
+    """Whether the experiment file at ``path`` is newer than every write to its store (the
+    file and its log); a store not yet there (a first run) has nothing to refuse."""
+    store = read.get("store")
+    if not isinstance(store, str):
         return False
-    return True
+    where = path.parent / store
+    written = [p.stat().st_mtime for p in (where, Path(f"{where}.wal")) if p.exists()]
+    return bool(written) and path.stat().st_mtime > max(written)

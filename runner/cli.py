@@ -213,10 +213,12 @@ def cohort_build(
 
 @cohort_app.command("summary")
 def cohort_summary(
-    store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file (its store).")],
+    store: Annotated[
+        Path, typer.Argument(help="The experiment file (TOML) or its store (DuckDB file).")
+    ],
 ) -> None:
     """Show a cohort: counts per source and bin, thresholds, C_N per budget."""
-    for table in summary_tables(load_cohort(store)):
+    for table in summary_tables(load_cohort(_store_given(store))):
         print_whole(console, table)
 
 
@@ -315,7 +317,8 @@ def simulate(
     store: Annotated[
         Path,
         typer.Argument(
-            help="The experiment's DuckDB file (its store): its cohort or box questions."
+            help="The experiment file (TOML) or its store (DuckDB file): its cohort or box "
+            "questions."
         ),
     ],
     images: Annotated[Path, typer.Option(help="The questions' image folder.")],
@@ -335,6 +338,7 @@ def simulate(
     OpenAI-compatible and the Gemini wire formats, from the cohort's own targets (or a box
     benchmark's boxes).
     """
+    store = _store_given(store)
     sim_spec = load_sim_spec(spec)
     if seed is not None:
         sim_spec = sim_spec.model_copy(update={"seed": seed})
@@ -369,7 +373,12 @@ def _finite(value: float | None) -> float | None:
 
 @app.command()
 def run(
-    experiment: Annotated[Path, typer.Argument(help="The experiment file (TOML).")],
+    experiment: Annotated[
+        Path,
+        typer.Argument(
+            help="The experiment file (TOML), or a store whose last run names its file."
+        ),
+    ],
     address: Annotated[
         str | None,
         typer.Option(
@@ -425,6 +434,7 @@ def run(
     limit's), 3 when calls are left (quota, errors, the spending cap), 2 when the pre-flight
     or the set-up fails, 130 on Ctrl-C and 143 on SIGTERM (everything stored is kept).
     """
+    experiment = _experiment_given(experiment, "run")
     report = _run_in_view(
         load_experiment(experiment),
         experiment,
@@ -443,7 +453,12 @@ def run(
 
 @app.command("check")
 def check_experiment(
-    experiment: Annotated[Path, typer.Argument(help="The experiment file (TOML).")],
+    experiment: Annotated[
+        Path,
+        typer.Argument(
+            help="The experiment file (TOML), or a store whose last run names its file."
+        ),
+    ],
     output_tokens: Annotated[int | None, typer.Option(min=1, help=_OUTPUT_TOKENS_HELP)] = None,
     max_spend: Annotated[
         float | None,
@@ -462,7 +477,7 @@ def check_experiment(
     from runner.calls_note import read_calls
     from runner.check import check, check_lines, note_real_calls, stored_progress
 
-    loaded = load_experiment(experiment)
+    loaded = load_experiment(_experiment_given(experiment, "check"))
     questions = prepare(loaded)
     noted, ignored = read_calls(loaded.store)
     if ignored is not None:
@@ -567,7 +582,10 @@ def demo(
 
 @app.command()
 def monitor(
-    experiment: Annotated[Path, typer.Argument(help="The experiment file of a running run.")],
+    experiment: Annotated[
+        Path,
+        typer.Argument(help="The experiment file of a running run, or the store it holds."),
+    ],
     address: Annotated[
         str | None,
         typer.Option(
@@ -583,7 +601,7 @@ def monitor(
     it ends when the run does."""
     from runner.distributed import watch_run
 
-    loaded = load_experiment(experiment)
+    loaded = load_experiment(_experiment_given(experiment, "monitor"))
     if console.is_terminal:
         with Live(console=console, refresh_per_second=4) as live:
             watch_run(loaded, address, every, lambda view: live.update(render(view)))
@@ -594,7 +612,9 @@ def monitor(
 
 @app.command()
 def sql(
-    store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file.")],
+    store: Annotated[
+        Path, typer.Argument(help="The experiment file (TOML) or its store (DuckDB file).")
+    ],
     query: Annotated[str, typer.Argument(help='A query, e.g. "SELECT * FROM cell_summary".')],
     output: Annotated[
         OutputFormat, typer.Option("--format", help="table, csv or json (one object per row).")
@@ -622,6 +642,7 @@ def sql(
     """
     from runner.distributed import query_running_store
 
+    store = _store_given(store)
     through_run = functools.partial(query_running_store, address=address)
     names, rows = query_store(store, query, through_run, timeout)
     if output == "csv":
@@ -646,7 +667,9 @@ def sql(
 def batches(
     source: Annotated[
         Path,
-        typer.Argument(help="The experiment file (TOML); to list only, its DuckDB file will do."),
+        typer.Argument(
+            help="The experiment file (TOML); to list only, its store (DuckDB file) will do."
+        ),
     ],
     cancel: Annotated[
         bool,
@@ -667,13 +690,10 @@ def batches(
     """
     from runner.batch import ENDED
 
-    experiment = load_experiment(source) if _is_experiment(source) else None
-    if cancel and experiment is None:
-        raise ConfigError(
-            f"{source}: --cancel needs the experiment file (TOML), not the store: the experiment "
-            "names each backend's key variable and address, and a key goes nowhere else"
-        )
-    recorded = _recorded_batches(source if experiment is None else experiment.store)
+    experiment: Experiment | None = None
+    if cancel:  # only the experiment names each backend's key variable and address
+        experiment = load_experiment(_experiment_given(source, "batches --cancel"))
+    recorded = _recorded_batches(_store_given(source) if experiment is None else experiment.store)
     if not cancel:
         _batch_table(recorded)
         return
@@ -695,9 +715,26 @@ def batches(
         raise typer.Exit(code=1)
 
 
-def _is_experiment(path: Path) -> bool:
-    """Whether ``path`` names an experiment file (TOML), not a store."""
-    return path.suffix.lower() == ".toml"
+def _store_given(path: Path) -> Path:
+    """The store a command reads, given the experiment file or the store; what was resolved
+    said on stderr (stdout may be a query's CSV)."""
+    from runner._target import store_for
+
+    store, said = store_for(path)
+    if said is not None:
+        typer.echo(said, err=True)
+    return store
+
+
+def _experiment_given(path: Path, command: str) -> Path:
+    """The experiment file ``command`` needs, given it or a store that names it; what was
+    resolved said on stderr."""
+    from runner._target import experiment_for
+
+    experiment, said = experiment_for(path, command)
+    if said is not None:
+        typer.echo(said, err=True)
+    return experiment
 
 
 def _recorded_batches(store: Path) -> list[BatchRecord]:
@@ -868,7 +905,9 @@ def _record_cancels(store: Path, cancelled: list[tuple[BatchRecord, RemoteBatch]
 
 @app.command()
 def rescore(
-    store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file (after a run).")],
+    store: Annotated[
+        Path, typer.Argument(help="The experiment file (TOML) or its store (after a run).")
+    ],
 ) -> None:
     """Score every stored polygon answer against the other references, sending no call: G_N
     at each of the 8 sampling phases, the unreduced part, the union of all parts, and the
@@ -876,6 +915,7 @@ def rescore(
     nothing."""
     from runner.rescore import rescore as rescore_store
 
+    store = _store_given(store)
     if console.is_terminal:
         with Progress(console=console, transient=True) as bar:
             task = bar.add_task("re-scoring", total=None)
@@ -894,7 +934,9 @@ def rescore(
 
 @app.command()
 def report(
-    store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file (after a run).")],
+    store: Annotated[
+        Path, typer.Argument(help="The experiment file (TOML) or its store (after a run).")
+    ],
     out: Annotated[
         Path | None,
         typer.Option(
@@ -945,6 +987,7 @@ def report(
         write_results,
     )
 
+    store = _store_given(store)
     for folder, option in ((html, "--html"), (out, "--out")):
         if folder is not None:  # refused now, not after every table is printed
             check_folder(folder, option)
@@ -1049,7 +1092,9 @@ def _write_html(store: Path, out: Path, images: Path | None, source: Reading) ->
 
 @app.command()
 def show(
-    store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file.")],
+    store: Annotated[
+        Path, typer.Argument(help="The experiment file (TOML) or its store (DuckDB file).")
+    ],
     qid: Annotated[str, typer.Argument(help="The question, as the cohort names it.")],
     configuration: Annotated[
         str | None, typer.Option(help="The configuration [default: the only one stored for QID].")
@@ -1093,6 +1138,7 @@ def show(
     if control is not None and budget not in (None, BOX):
         raise OverlayError(f"--control draws a box answer's control: pass --budget {BOX} or none")
     budget = BOX if control is not None else budget
+    store = _store_given(store)
     check_folder(out.parent if out is not None else Path(), "--out", file=True)  # before drawing
     with reading(store, _snapshot_of_run) as source:
         _say_snapshot(source)

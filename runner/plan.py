@@ -2,28 +2,45 @@
 built on the first run, checked against the experiment on every later one), the backends'
 keys and settings, and the grid each configuration is registered with.
 
-Plain Python: no Ray. The driver checks the backends (:func:`check_backends`) before Ray
-starts and reads the questions (:func:`ensure_questions`) while it starts; ``groundbench
-check`` calls :func:`prepare`, which does both.
+Plain Python: no Ray. The driver checks the backends (:func:`check_backends`) and that the
+store would take the run (:func:`check_store_agrees`) before Ray starts, and reads the
+questions (:func:`ensure_questions`) while it starts; ``groundbench check`` calls
+:func:`prepare`, which does all three.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+import duckdb
 
 from conditions import (
+    BENCHMARKS,
     FILE_LOADERS,
+    NEW_STORE,
+    Benchmark,
     BoxSet,
     Cohort,
+    CohortSpec,
     Configuration,
     DataRoot,
     Questions,
+    box_protocol_fields,
     box_set,
     build_cohort,
+    canonical_fields,
+    changed_fields,
+    fields_hash,
+    has_table,
     load_box_set,
     load_cohort,
+    protocol_fields,
+    protocol_mismatch,
     require_current_targets,
     stored_box_set_hash,
     stored_cohort_hash,
@@ -33,8 +50,8 @@ from conditions import (
 )
 from runner._errors import ConfigError
 from runner.backends import Backend, attempts_allowed, key_for, key_from_env, provider_named
-from runner.experiment import Experiment
-from runner.store import GridRow, Registration
+from runner.experiment import ConfigurationSpec, Experiment
+from runner.store import GridRow, Registration, StoreError, read_only
 
 
 def prepare(experiment: Experiment) -> Questions:
@@ -47,6 +64,7 @@ def prepare(experiment: Experiment) -> Questions:
         A key is missing, a setting is inexpressible, or the store holds other questions.
     """
     check_backends(experiment)
+    check_store_agrees(experiment)
     return ensure_questions(experiment)
 
 
@@ -77,6 +95,7 @@ def grid_of(
                 attempts=attempts,
                 settings=json.dumps(c.output_settings(), sort_keys=True),
                 reading=experiment.reading(c.name),
+                fields=canonical_fields(task.protocol_fields(c)),
             )
         )
         keys = task.plan([c], experiment.budgets, experiment.box)
@@ -189,13 +208,7 @@ def ensure_cohort(experiment: Experiment) -> Cohort:
     cohort = load_cohort(experiment.store)
     require_current_targets(experiment.store, cohort)
     if section.root is not None and section.spec() != cohort.spec:
-        asked, held = section.spec(), cohort.spec
-        raise ConfigError(
-            f"{experiment.store}: holds a cohort drawn with seed {held.seed}, {held.per_source} "
-            f"per source, {held.matched} matched; [cohort] asks for seed {asked.seed}, "
-            f"{asked.per_source} per source, {asked.matched} matched. One store holds one "
-            "cohort: use a new store for another"
-        )
+        raise cohort_mismatch(experiment.store, cohort.spec, section.spec())
     return cohort
 
 
@@ -211,6 +224,117 @@ def _unset_keys(unset: dict[str, list[str]]) -> str:
             f"environment variables {variables} are not set: each must hold its backend's API key"
         )
     return f"{'backend' if len(backends) == 1 else 'backends'} {', '.join(backends)}: {said}"
+
+
+def cohort_mismatch(store: Path, held: CohortSpec, asked: CohortSpec) -> ConfigError:
+    """The error for a store whose cohort was drawn otherwise than ``[cohort]`` now asks: each
+    field that differs, old and new, and the two ways on."""
+    changes = changed_fields(held.model_dump(mode="json"), asked.model_dump(mode="json"), "cohort")
+    return ConfigError(
+        f"{store}: holds a cohort drawn otherwise than [cohort] now asks: "
+        f"{'; '.join(map(str, changes))}; one store holds one cohort: revert the change, or "
+        f"{NEW_STORE}"
+    )
+
+
+def check_store_agrees(experiment: Experiment) -> None:
+    """Fail at once, before Ray starts, where the store would refuse the run: a cohort drawn
+    otherwise than ``[cohort]`` asks, or a configuration stored under another protocol (each
+    field that changed named, old and new). The store's own checks stay: a store another
+    process holds cannot be read here, and is left to them.
+
+    Raises
+    ------
+    ConfigError
+        The stored cohort was drawn with another seed, size or sources.
+    ProtocolMismatchError
+        A configuration's stored answers were made under another protocol.
+    """
+    if not experiment.store.exists():
+        return
+    try:
+        con = read_only(experiment.store)
+    except StoreError:  # held by a run, or unreadable: the store actor says why
+        return
+    with con:
+        held = _stored_spec(con)
+        asked = experiment.cohort.spec() if experiment.cohort.root is not None else None
+        if held is not None and asked is not None and experiment.boxes is None and held != asked:
+            raise cohort_mismatch(experiment.store, held, asked)
+        if has_table(con, "configurations"):
+            _check_protocols(experiment, con)
+
+
+def _stored_spec(con: duckdb.DuckDBPyConnection) -> CohortSpec | None:
+    """What the stored cohort was drawn with; None: the store holds none."""
+    row = con.execute("SELECT spec FROM cohort").fetchone() if has_table(con, "cohort") else None
+    return None if row is None else CohortSpec.model_validate_json(row[0])
+
+
+def _check_protocols(experiment: Experiment, con: duckdb.DuckDBPyConnection) -> None:
+    """Each of the experiment's configurations against the one of its name in the store."""
+    kept = "protocol_fields" if _has_column(con, "configurations", "protocol_fields") else "NULL"
+    stored = {
+        row[0]: row[1:]
+        for row in con.execute(
+            f"SELECT name, protocol, {kept}, settings FROM configurations"
+        ).fetchall()
+    }
+    fields_of = _fields_for(con)
+    if fields_of is None:
+        return
+    for spec in experiment.configurations:
+        if spec.name not in stored:
+            continue
+        found, found_fields, settings = stored[spec.name]
+        fields = fields_of(experiment.configuration(spec, None))
+        expected = fields_hash(fields)
+        if expected != found:
+            where = f"{experiment.store}, configuration {spec.name}"
+            label = functools.partial(_as_written, experiment, spec)
+            raise protocol_mismatch(where, expected, found, fields, found_fields, settings, label)
+
+
+def _fields_for(
+    con: duckdb.DuckDBPyConnection,
+) -> Callable[[Configuration], dict[str, object]] | None:
+    """How a configuration's protocol fields are made for the store's questions."""
+    if has_table(con, "cohort"):
+        row = con.execute("SELECT hash FROM cohort").fetchone()
+        if row is not None:
+            return functools.partial(protocol_fields, str(row[0]))
+    if has_table(con, "box_set"):
+        row = con.execute("SELECT benchmark, hash FROM box_set").fetchone()
+        if row is not None and row[0] in BENCHMARKS:
+            benchmark = cast(Benchmark, row[0])
+            return functools.partial(box_protocol_fields, benchmark, str(row[1]))
+    return None
+
+
+def _as_written(experiment: Experiment, spec: ConfigurationSpec, field: str) -> str:
+    """A protocol's field named as the experiment file sets it: the model where it is set
+    (the configuration's own, else its backend's), the provider at the backend, the decoding
+    at the configuration; a field of groundbench's own (a prompt template) as it is."""
+    backend = f"backends.{spec.backend}"
+    named = {
+        "configuration.provider": f"{backend}.provider",
+        "configuration.model": (
+            f"configurations.{spec.name}.model" if spec.model else f"{backend}.model"
+        ),
+    }
+    if field in named:
+        return named[field]
+    if field.startswith("configuration.decoding"):
+        return f"configurations.{spec.name}.{field.removeprefix('configuration.')}"
+    return field
+
+
+def _has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    found = con.execute(
+        "SELECT count(*) FROM information_schema.columns WHERE table_name = ? AND column_name = ?",
+        [table, column],
+    ).fetchone()
+    return bool(found and found[0])
 
 
 def check_backends(experiment: Experiment) -> None:

@@ -44,6 +44,9 @@ class RunAddress(BaseModel):
     host: str  # the machine the driver ran on
     pid: int  # the driver's process
     started: datetime
+    # The experiment file the run was started from (absolute), for a command given the store
+    # while the run holds it; None from a driver given none, or a note of an older version.
+    experiment: str | None = None
 
 
 def note_path(store: Path) -> Path:
@@ -51,8 +54,10 @@ def note_path(store: Path) -> Path:
     return Path(store).with_suffix(".ray.json")
 
 
-def here(address: str, namespace: str, token_auth: bool) -> RunAddress:
-    """The note of a run driven by this process."""
+def here(
+    address: str, namespace: str, token_auth: bool, experiment: Path | None = None
+) -> RunAddress:
+    """The note of a run driven by this process, started from ``experiment``."""
     return RunAddress(
         address=address,
         namespace=namespace,
@@ -60,6 +65,7 @@ def here(address: str, namespace: str, token_auth: bool) -> RunAddress:
         host=socket.gethostname(),
         pid=os.getpid(),
         started=datetime.now(UTC),
+        experiment=str(experiment.absolute()) if experiment is not None else None,
     )
 
 

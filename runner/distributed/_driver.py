@@ -44,7 +44,13 @@ from runner.distributed._store_port import StorePort
 from runner.distributed._watch import LiveView
 from runner.experiment import Experiment
 from runner.monitor import echoing
-from runner.plan import RequestId, check_backends, first_questions, grid_of
+from runner.plan import (
+    RequestId,
+    check_backends,
+    check_store_agrees,
+    first_questions,
+    grid_of,
+)
 from runner.store import Pending, grid_table, response_row
 from runner.summary import summary_lines
 
@@ -71,6 +77,7 @@ def run_experiment(
     options = options if options is not None else RunOptions()
     STARTUP.debug("imported")  # the command's imports, and the experiment read
     check_backends(experiment)  # what a backend's actor would refuse fails before Ray starts
+    check_store_agrees(experiment)  # and a changed protocol, which the store would refuse
     # Ray takes seconds to start, most of them spent waiting on its own processes: the
     # questions are read (or built) and the pre-flight's calls made meanwhile, on a thread.
     preparing = beside(lambda: prepared(experiment, options, echo))
@@ -140,7 +147,9 @@ class _Run:
     async def go(self) -> RunReport:
         begun = time.monotonic()
         self.store = await self.fleet.start_store()
-        note = _address.here(_ray.cluster_address(), NAMESPACE, _ray.token_auth())
+        note = _address.here(
+            _ray.cluster_address(), NAMESPACE, _ray.token_auth(), self.experiment_file
+        )
         try:
             # The backends send only while they hear the driver: killed, it is heard no more.
             async with LifelineServer.start(_ray.node_ip()) as lifeline:
@@ -196,7 +205,11 @@ class _Run:
         self._note_where(note)
         grid = grid_of(self.experiment, self.questions, configurations)
         registering = self.store.register.remote(
-            list(grid.registrations), grid_table(grid.rows), self.experiment.images
+            list(grid.registrations),
+            grid_table(grid.rows),
+            self.experiment.images,
+            # Absolute here: the store's actor may run in another folder, or on another node.
+            self.experiment_file.absolute() if self.experiment_file is not None else None,
         )
         reread = await _ray.call(registering)
         STARTUP.debug("grid")

@@ -74,8 +74,9 @@ class StoreActor:
         configurations: Sequence[Registration],
         grid: Sequence[GridRow] | pa.Table,
         images: Path | None = None,
+        experiment: Path | None = None,
     ) -> list[tuple[str, str | None, int]]:
-        return self._store.register(configurations, grid, images)
+        return self._store.register(configurations, grid, images, experiment)
 
     def pending(self, configurations: Sequence[str] | None = None) -> list[Pending]:
         return self._store.pending(configurations)

@@ -274,6 +274,18 @@ _RUN_PATHS = Migration(
     ),
 )
 
+_PROTOCOL_FIELDS = Migration(
+    "run",
+    7,
+    "configurations.protocol_fields: what each protocol hash was taken of",
+    (
+        # The hash alone says that a protocol changed, not what: with its fields beside it, a
+        # refused run names each field that differs, old and new. NULL in a configuration
+        # registered before this (its settings column still holds provider, model, decoding).
+        "ALTER TABLE configurations ADD COLUMN protocol_fields JSON",
+    ),
+)
+
 # Append only: a file records the versions it has, and is brought up to date from there.
 MIGRATIONS: tuple[Migration, ...] = (
     _RUN_TABLES,
@@ -282,5 +294,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     _REFERENCE_SCORES,
     BATCHES,
     _RUN_PATHS,
+    _PROTOCOL_FIELDS,
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -12,6 +12,7 @@ says what it has written (``_written``), so a store whose log was cut short says
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import time
 from collections import deque
@@ -29,10 +30,10 @@ from conditions import (
     SchemaTooNewError,
     apply_migration,
     ensure_ledger,
-    ensure_same_protocol,
     ledger_version,
     opening_repaired,
     pending_migrations,
+    protocol_mismatch,
 )
 from runner.store._batches import (
     BATCH_COLUMNS,
@@ -107,6 +108,7 @@ class Registration:
     attempts: int
     settings: str  # JSON of the output-affecting settings, for people reading the store
     reading: str | None = None  # how its box answers are read: a coordinate convention
+    fields: str | None = None  # what the protocol hash was taken of (canonical JSON)
 
 
 class GridRow(NamedTuple):
@@ -256,10 +258,12 @@ class Store:
         configurations: Sequence[Registration],
         grid: Iterable[GridRow] | pa.Table,
         images: Path | None = None,
+        experiment: Path | None = None,
     ) -> list[tuple[str, str | None, int]]:
         """Record this run's configurations and make ``grid`` (rows, or :func:`grid_table`'s
         columns) the grid pending is counted on; record ``images``, the folder the questions'
-        image files are in, for what reads the store later.
+        image files are in, and ``experiment``, the file the run was started from, for what
+        reads the store later (a command given the store finds its experiment file).
 
         A configuration whose reading (coordinate convention) changed since its answers were
         scored has those scores dropped and its answers queued to be scored again: no call is
@@ -274,11 +278,12 @@ class Store:
         self._note.write(self._written().lowered(scores=0))  # its transaction may drop some
         with self._transaction():
             reread = self._register_configurations(configurations)
-            if images is not None:
-                self._con.execute(
-                    "INSERT OR REPLACE INTO run_paths (name, path) VALUES ('images', ?)",
-                    [str(Path(images).absolute())],
-                )
+            for name, path in (("images", images), ("experiment", experiment)):
+                if path is not None:
+                    self._con.execute(
+                        "INSERT OR REPLACE INTO run_paths (name, path) VALUES (?, ?)",
+                        [name, str(Path(path).absolute())],
+                    )
             self._con.register("grid_batch", grid_table(grid))
             try:
                 self._replace_grid()
@@ -301,17 +306,30 @@ class Store:
             # Every row fetched: DuckDB takes no Arrow table (the grid's, next) on a connection
             # that a statement's unfinished result holds.
             rows = self._con.execute(
-                "SELECT protocol, reading FROM configurations WHERE name = ?", [c.name]
+                "SELECT protocol, reading, protocol_fields, settings FROM configurations "
+                "WHERE name = ?",
+                [c.name],
             ).fetchall()
             row = rows[0] if rows else None
             if row is None:
                 self._con.execute(
                     "INSERT INTO configurations (name, protocol, provider, model, attempts, "
-                    "settings, reading) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [c.name, c.protocol, c.provider, c.model, c.attempts, c.settings, c.reading],
+                    "settings, reading, protocol_fields) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        *(c.name, c.protocol, c.provider, c.model, c.attempts, c.settings),
+                        *(c.reading, c.fields),
+                    ],
                 )
                 continue
-            ensure_same_protocol(c.protocol, row[0], f"{self.path}, configuration {c.name}")
+            if row[0] != c.protocol:
+                new = json.loads(c.fields) if c.fields is not None else None
+                where = f"{self.path}, configuration {c.name}"
+                raise protocol_mismatch(where, c.protocol, row[0], new, row[2], row[3])
+            if row[2] is None and c.fields is not None:  # registered before fields were kept
+                self._con.execute(
+                    "UPDATE configurations SET protocol_fields = ? WHERE name = ?",
+                    [c.fields, c.name],
+                )
             if row[1] != c.reading:
                 reread.append((c.name, row[1], self._forget_scores(c.name)))
                 self._con.execute(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
@@ -69,6 +69,21 @@ def test_a_different_cohort_is_refused_and_the_file_is_untouched(
     with pytest.raises(CohortMismatchError, match="already holds cohort"):
         write_cohort(path, real_cohort)
     assert load_cohort(path).hash == small_cohort.hash
+
+
+def test_a_cohort_drawn_otherwise_names_each_field_that_differs(
+    tmp_path: Path, small_cohort: Cohort
+) -> None:
+    path = tmp_path / "experiment.duckdb"
+    write_cohort(path, small_cohort)
+    other = replace(small_cohort, spec=small_cohort.spec.model_copy(update={"seed": 7}))
+    with pytest.raises(CohortMismatchError) as caught:
+        write_cohort(path, other)
+    message = str(caught.value)
+    assert (
+        f"; this one is {other.hash[:12]} (cohort.seed: {small_cohort.spec.seed} → 7). " in message
+    )
+    assert message.endswith("build this one into a new file, or draw it as the stored one was")
 
 
 def test_a_failed_write_leaves_nothing_behind(

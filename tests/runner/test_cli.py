@@ -414,3 +414,71 @@ def test_every_help_text_is_shown_whole_brackets_and_defaults_included() -> None
                 assert _words(written) in shown, (path, written)
     boxes = runner.invoke(app, ["boxes", "--help"], env={"COLUMNS": "200"})
     assert "put [boxes] in an experiment file" in _words(boxes.output)
+
+
+def _experiment_file(folder: Path, images: Path) -> Path:
+    path = folder / "exp.toml"
+    path.write_text(
+        f'store = "exp.duckdb"\nimages = "{images}"\n'
+        '[backends.q]\nprovider = "qwen"\nmodel = "m"\nbase_url = "simulator"\n'
+        '[[configurations]]\nname = "q"\nbackend = "q"\n'
+    )
+    return path
+
+
+def test_report_and_sql_take_the_experiment_file_and_say_which_store(
+    tmp_path: Path, small_cohort: Cohort, small_root: DataRoot
+) -> None:
+    from tests.runner.overlays.stores import write_scored_store
+
+    store = tmp_path / "exp.duckdb"
+    write_scored_store(store, small_cohort, small_root.images)
+    experiment = _experiment_file(tmp_path, small_root.images)
+    resolved = f"experiment {experiment} → store {store}\n"
+    shown = runner.invoke(app, ["report", str(experiment)])
+    assert shown.exit_code == 0, shown.output
+    assert shown.stderr == resolved  # was: "cannot open read-only: … not a valid DuckDB file"
+    assert "Table 1" in shown.stdout
+    query = "SELECT count(*) AS n FROM questions"
+    as_csv = runner.invoke(app, ["sql", str(experiment), query, "--format", "csv"])
+    assert as_csv.exit_code == 0, as_csv.output
+    assert as_csv.stdout == f"n\n{len(small_cohort.questions)}\n"  # the data alone on stdout
+    assert as_csv.stderr == resolved
+    given_the_store = runner.invoke(app, ["sql", str(store), query])
+    assert given_the_store.exit_code == 0 and given_the_store.stderr == ""
+
+
+def test_run_given_a_store_runs_the_experiment_it_names_else_asks_for_the_toml(
+    tmp_path: Path,
+    small_cohort: Cohort,
+    small_root: DataRoot,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from runner import cli
+    from runner.store import GridRow, Registration, Store
+
+    store = tmp_path / "exp.duckdb"
+    write_cohort(store, small_cohort)  # a cohort built alone: no run has named its file
+    code, err = _console(capfd, monkeypatch, "run", str(store))
+    assert code == 2 and err == [
+        f"groundbench: {store} is a store; run takes the experiment file (the TOML that "
+        "names this store)"
+    ]
+    experiment = _experiment_file(tmp_path, small_root.images)
+    with Store(store) as s:  # as a run of it leaves the store
+        s.register(
+            [Registration("q", "a" * 64, "qwen", "m", 1, "{}")],
+            [GridRow("q", "base", 8, small_cohort.questions[0].qid, 1)],
+            experiment=experiment,
+        )
+    ran: list[Path] = []
+
+    def run_in_view(loaded: object, where: Path, **_: object) -> object:
+        ran.append(where)
+        return type("Report", (), {"done": True})()
+
+    monkeypatch.setattr(cli, "_run_in_view", run_in_view)
+    code, err = _console(capfd, monkeypatch, "run", str(store))
+    assert code == 0 and ran == [experiment]
+    assert err == [f"store {store} → experiment {experiment}"]

@@ -188,7 +188,7 @@ def test_cancel_given_only_the_store_sends_nothing_and_asks_for_the_experiment(
     assert hostile.carried(OTHER_SECRET) == 0 and hostile.seen == []
     assert isinstance(done.exception, ConfigError)
     message = str(done.exception)
-    assert "--cancel needs the experiment file" in message and "\n" not in message
+    assert "batches --cancel takes the experiment file" in message and "\n" not in message
     assert OTHER_SECRET not in done.output
 
 

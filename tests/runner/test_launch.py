@@ -3,6 +3,7 @@ not where the command is about to fail at once."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,24 @@ def test_no_early_ray_for_an_experiment_file_that_fails_at_once(
     elif text is not None:
         path.write_bytes(text)
     assert not _starts_its_own_ray(["run", str(path)])
+
+
+def test_no_early_ray_for_an_experiment_file_edited_since_its_store_was_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An edit may change a protocol, which the run refuses before Ray starts; an early Ray
+    # would have started first. An unedited resume keeps its early start.
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    path = tmp_path / "exp.toml"
+    path.write_text('store = "exp.duckdb"\n')
+    store = tmp_path / "exp.duckdb"
+    assert _starts_its_own_ray(["run", str(path)])  # a first run: no store yet
+    store.write_bytes(b"")
+    os.utime(path, (1_000, 1_000))
+    os.utime(store, (2_000, 2_000))
+    assert _starts_its_own_ray(["run", str(path)])  # the store written since the last edit
+    os.utime(path, (3_000, 3_000))
+    assert not _starts_its_own_ray(["run", str(path)])  # edited after it
+    Path(f"{store}.wal").write_bytes(b"")
+    os.utime(f"{store}.wal", (4_000, 4_000))
+    assert _starts_its_own_ray(["run", str(path)])  # a run wrote its log since

@@ -243,7 +243,10 @@ def test_a_bad_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 2
-    assert done.stderr.strip() == f"groundbench: {bad}: no such experiment file"
+    assert done.stderr.strip() == (
+        f"groundbench: {bad}: no such file; give the experiment file (TOML) or its store "
+        "(DuckDB file)"
+    )
     assert not bad.exists()
 
 

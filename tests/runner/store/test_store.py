@@ -116,7 +116,7 @@ def test_a_file_of_an_older_groundbench_is_brought_up_to_date_keeping_its_rows(
         con.execute("INSERT INTO scores (configuration, condition, budget, qid, attempt, iou) "
                     "VALUES ('cfg', 'base', 8, 'q1', 0, 0.5)")  # fmt: skip
     with Store(path) as s:
-        assert s.version() == SCHEMA_VERSION == 6
+        assert s.version() == SCHEMA_VERSION == 7
         _, rows = s.query("SELECT iou, says_absent FROM scores")
         assert rows == [(0.5, None)]  # kept, with the new column empty
         _, rows = s.query("SELECT name, reading FROM configurations")
