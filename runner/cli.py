@@ -338,10 +338,10 @@ def simulate(
     OpenAI-compatible and the Gemini wire formats, from the cohort's own targets (or a box
     benchmark's boxes).
     """
-    store = _store_given(store)
-    sim_spec = load_sim_spec(spec)
+    sim_spec = load_sim_spec(spec)  # a bad spec is named first: the store is read after it
     if seed is not None:
         sim_spec = sim_spec.model_copy(update={"seed": seed})
+    store = _store_given(store)
     questions = (
         load_box_set(store) if stored_box_set_hash(store) is not None else load_cohort(store)
     )
