@@ -2,14 +2,17 @@
 say what the calls left will cost and take, before anything is paid for at scale.
 
 One call per configuration and decoding its conditions send (the base decoding, a thinking
-setting, a temperature): a real request of the grid still to make (its smallest budget, its
-first question pending), so the endpoint, the key, the model, the image and every decoding
-setting are proved together. A run's pre-flight keeps each call as that request's attempt
+setting, a temperature): a real request of the grid still to make (at the budget nearest the
+mean of its condition's requests left, so that its tokens stand for theirs; its first question
+pending), so the endpoint, the key, the model, the image and every decoding setting are proved
+together. A run's pre-flight keeps each call as that request's attempt
 (:attr:`Probe.record`: the run stores it, and does not send it again), and hands on what the
 calls left on each backend's account (:attr:`CheckReport.accounts`: the run's limiters count
-them); ``groundbench check`` stores nothing, so a check never changes what a run will send. A
-call gets at most :data:`PROBE_RETRIES` transport retries within :data:`PROBE_RETRY_TIME_S`,
-so a check answers within a minute or two.
+them); ``groundbench check`` stores nothing, so a check never changes what a run will send,
+but notes the tokens its calls measured beside the store (:mod:`runner.calls_note`), which a
+run's pre-flight estimates from (:mod:`runner.estimate` is the one estimator). A call gets
+at most :data:`PROBE_RETRIES` transport retries within :data:`PROBE_RETRY_TIME_S`, so a check
+answers within a minute or two.
 
 Plain asyncio, no Ray: the CLI runs it before Ray starts. A simulated backend is checked
 against the built-in simulator, started here for the check.
@@ -53,19 +56,22 @@ from runner.backends import (
     rough_input_tokens,
     what_to_do,
 )
-from runner.calls_note import write_calls
+from runner.calls_note import NotedTokens, write_calls
 from runner.estimate import (
     CostEstimate,
     Measured,
     Tokens,
     WallEstimate,
     backend_walls,
+    capped_spend,
     duration,
     input_bound,
+    per_call_cost,
+    stored_measure,
     tokens_per_call,
 )
 from runner.experiment import Experiment
-from runner.plan import grid_of
+from runner.plan import Grid, first_questions, grid_of
 from runner.simulator import Simulator, serving
 from runner.store import Pending, Progress, Store
 
@@ -104,6 +110,22 @@ class CheckReport:
     accounts: Mapping[str, Account] = field(default_factory=dict)  # by backend: calls sent
     # by backend: every HTTP call the probes made
     traffic: Mapping[str, Traffic] = field(default_factory=dict)
+    limit: int | None = None  # --limit: the costs are of its requests
+    protocols: Mapping[str, str] = field(default_factory=dict)  # by configuration
+
+    def measured(self) -> dict[str, NotedTokens]:
+        """The tokens each configuration's calls reported, for the note a run reads."""
+        noted = {}
+        for configuration, protocol in self.protocols.items():
+            mine = _probed(configuration, self.probes)
+            if mine is not None:
+                noted[configuration] = NotedTokens(
+                    protocol=protocol,
+                    calls=mine.answers,
+                    input_tokens=mine.input_tokens,
+                    output_tokens=mine.output_tokens,
+                )
+        return noted
 
     @property
     def ok(self) -> bool:
@@ -157,6 +179,8 @@ async def check(
     left: Left | None = None,
     as_grid: bool = False,
     accounts: Mapping[str, Account] | None = None,
+    limit: int | None = None,
+    noted: Mapping[str, NotedTokens] | None = None,
 ) -> CheckReport:
     """Call each configuration once per decoding (unless ``call`` is false), then estimate
     the calls left from ``stored`` (the store's progress: what is complete, and the tokens of
@@ -165,7 +189,10 @@ async def check(
     the requests the store has left, among which the calls are chosen. ``as_grid``: each
     call is the grid's attempt, under its id, and its record is kept (a run's pre-flight).
     ``accounts``: calls made on the backends' accounts before (a check's, noted): their
-    limiters count them, and the report's accounts hold them.
+    limiters count them, and the report's accounts hold them. ``limit``: the run sends only
+    the first ``limit`` questions of every cell (``--limit``): the calls are among those, and
+    the estimate is of those. ``noted``: the tokens a check measured, by configuration (a
+    configuration this check does not call is estimated from them).
 
     Raises
     ------
@@ -176,11 +203,17 @@ async def check(
     async with _simulator(experiment, questions, wanted=call and not only_real) as url:
         configurations = [experiment.configuration(c, url) for c in experiment.configurations]
         builder = task_of(questions).builder(experiment.images, VariantCache(_cache(experiment)))
-        left = left or {}
+        grid = grid_of(experiment, questions, configurations)
+        sending = _sending(grid, questions, left or {}, limit)
         requests = {
-            c.name: probe_requests(experiment, questions, c, builder, left.get(c.name))
+            c.name: probe_requests(experiment, questions, c, builder, sending.get(c.name))
             for c in configurations
         }
+        protocols = {r.name: r.protocol for r in grid.registrations}
+        totals: dict[str, int] = {}
+        for row in grid.rows:
+            totals[row.configuration] = totals.get(row.configuration, 0) + 1
+        measuring = _Measuring(totals, sending, stored, protocols, noted or {})
         sim_key = experiment.simulator_key
         probes: list[Probe] = []
         limiters: dict[str, RateLimiter] = {}
@@ -193,7 +226,7 @@ async def check(
                 for asked in requests[c.name]
             ]
             if cap is not None:
-                rough = _costs(experiment, questions, configurations, requests, (), stored, None)
+                rough = _costs(experiment, configurations, requests, (), measuring, None)
                 _fits(experiment, backend_of, rough, [c for c, _ in chosen], cap)
             # One limiter per backend, as a run has: the calls of one account count together.
             for c, _ in chosen:
@@ -219,11 +252,11 @@ async def check(
             for (c, _), (_, used) in zip(chosen, made, strict=True):
                 name = backend_of[c.name]
                 traffic[name] = traffic.get(name, Traffic()) + used
-    costs = _costs(experiment, questions, configurations, requests, probes, stored, stated_output)
+    costs = _costs(experiment, configurations, requests, probes, measuring, stated_output)
     latencies = {p.configuration: p.latency_s for p in probes if p.latency_s is not None}
     walls = backend_walls(experiment.backends, costs, latencies)
     after = {**(accounts or {}), **{name: lim.account() for name, lim in limiters.items()}}
-    return CheckReport(tuple(probes), tuple(costs), tuple(walls), after, traffic)
+    return CheckReport(tuple(probes), tuple(costs), tuple(walls), after, traffic, limit, protocols)
 
 
 class OverCap(RunnerError):
@@ -268,20 +301,25 @@ def probe_requests(
     left: Mapping[RequestKey, int] | None = None,
 ) -> list[Asked]:
     """One request per decoding the configuration sends: each condition's first request
-    still to make at its smallest budget, kept when its decoding is one not yet proved.
-    ``left``: the requests the store has left, with the attempt each makes next (``None``:
-    every request, from attempt 0); a decoding with none left is not proved, nor paid for."""
-    first: dict[str, tuple[int, int, RequestKey]] = {}
+    still to make at the budget nearest the mean of its requests left (its tokens, the
+    output's above all, grow with the budget: the smallest budget's stood for the grid's at
+    two thirds of them), kept when its decoding is one not yet proved. ``left``: the requests
+    the store has left, with the attempt each makes next (``None``: every request, from
+    attempt 0); a decoding with none left is not proved, nor paid for."""
+    by_condition: dict[str, list[tuple[int, int, RequestKey]]] = {}
     keys = task_of(questions).plan([configuration], experiment.budgets, experiment.box)
     for i, key in enumerate(keys):
         if left is not None and key not in left:
             continue
-        held = first.get(key.condition)
-        if held is None or key.budget < held[0]:
-            first[key.condition] = (key.budget, i, key)
+        by_condition.setdefault(key.condition, []).append((key.budget, i, key))
+    first: dict[str, tuple[int, RequestKey]] = {}
+    for condition, found in by_condition.items():
+        mean = sum(budget for budget, _, _ in found) / len(found)
+        _, i, key = min(found, key=lambda f: (abs(f[0] - mean), f[0], f[1]))
+        first[condition] = (min(i for _, i, _ in found), key)
     chosen: list[Asked] = []
     seen: set[Decoding] = set()
-    for condition, (_, _, key) in sorted(first.items(), key=lambda kv: kv[1][1]):
+    for condition, (_, key) in sorted(first.items(), key=lambda kv: kv[1][0]):
         request = builder.build(key, configuration)
         if request.decoding in seen:
             continue
@@ -350,35 +388,98 @@ async def _probe(
     return probe, Traffic.of([backend])
 
 
+@dataclass(frozen=True)
+class _Measuring:
+    """What the estimate counts and measures from: the grid, the requests the run sends of
+    each configuration (``None``: all its grid's, none stored yet), the store's progress, and
+    the tokens a check noted (used where its configuration's protocol is unchanged)."""
+
+    totals: Mapping[str, int]  # requests in the grid, by configuration
+    sending: Mapping[str, Mapping[RequestKey, int] | None]
+    stored: Sequence[Progress]
+    protocols: Mapping[str, str]
+    noted: Mapping[str, NotedTokens]
+
+    def left(self, configuration: str) -> tuple[int, int]:
+        """The configuration's requests in the grid, and those the run sends."""
+        total = self.totals.get(configuration, 0)
+        sending = self.sending.get(configuration)
+        if sending is not None:
+            return total, len(sending)
+        complete = sum(p.complete for p in self.stored if p.configuration == configuration)
+        return total, total - complete  # no requests left given: those stored are complete
+
+    def stored_tokens(self, configuration: str) -> Measured | None:
+        """Per request the store has tried: every attempt's tokens, re-asks included."""
+        for p in self.stored:
+            if p.configuration == configuration:
+                return stored_measure(p)
+        return None
+
+    def checked(self, configuration: str, probes: Sequence[Probe]) -> Measured | None:
+        """The tokens of this check's calls of the configuration, else of the check noted."""
+        mine = _probed(configuration, probes)
+        if mine is not None:
+            return mine
+        note = self.noted.get(configuration)
+        if note is None or note.protocol != self.protocols.get(configuration) or not note.calls:
+            return None
+        return Measured(note.calls, note.input_tokens, note.output_tokens)
+
+
+def _sending(
+    grid: Grid, questions: Questions, left: Left, limit: int | None
+) -> dict[str, Mapping[RequestKey, int] | None]:
+    """The requests a run sends of each configuration, with their next attempts: those the
+    store has left (a configuration it has not registered: all), and under ``limit`` only the
+    first ``limit`` questions of every cell."""
+    names = [r.name for r in grid.registrations]
+    if limit is None:
+        return {name: left.get(name) for name in names}
+    allowed = first_questions(grid.rows, questions, limit)
+    sending: dict[str, Mapping[RequestKey, int] | None] = {}
+    for name in names:
+        held = left.get(name)
+        if held is None:
+            held = {
+                RequestKey(r.configuration, r.condition, r.qid, r.budget): 0
+                for r in grid.rows
+                if r.configuration == name
+            }
+        sending[name] = {
+            k: attempt
+            for k, attempt in held.items()
+            if (k.configuration, k.condition, k.budget, k.qid) in allowed
+        }
+    return sending
+
+
 def _costs(
     experiment: Experiment,
-    questions: Questions,
     configurations: Sequence[Configuration],
     requests: dict[str, list[Asked]],
     probes: Sequence[Probe],
-    stored: Sequence[Progress],
+    measuring: _Measuring,
     stated_output: int | None,
 ) -> list[CostEstimate]:
-    grid = grid_of(experiment, questions, configurations)
-    by_configuration: dict[str, int] = {}
-    for row in grid.rows:
-        by_configuration[row.configuration] = by_configuration.get(row.configuration, 0) + 1
-    progress = {p.configuration: p for p in stored}
     costs = []
     backend_of = {spec.name: spec.backend for spec in experiment.configurations}
     for c in configurations:
         backend = backend_of[c.name]
         spec = experiment.backends[backend]
-        held = progress.get(c.name)
-        measured = Measured(held.answered, held.input_tokens, held.output_tokens) if held else None
         tokens = tokens_per_call(
-            measured, _probed(c.name, probes), _rough(requests[c.name]), stated_output
+            measuring.stored_tokens(c.name),
+            measuring.checked(c.name, probes),
+            _rough(requests[c.name]),
+            stated_output,
         )
-        total = by_configuration.get(c.name, 0)
-        left = total - (held.complete if held is not None else 0)
-        cost = spec.prices.cost(round(tokens.input), round(tokens.output))
+        total, left = measuring.left(c.name)
+        batched = spec.mode == "batch"
+        cost = per_call_cost(spec.prices, tokens, batched)
         priced = spec.prices.input_per_mtok > 0 or spec.prices.output_per_mtok > 0
-        costs.append(CostEstimate(c.name, backend, total, max(left, 0), tokens, cost, priced))
+        costs.append(
+            CostEstimate(c.name, backend, total, max(left, 0), tokens, cost, priced, batched)
+        )
     return costs
 
 
@@ -448,7 +549,8 @@ def cap_lines(costs: Sequence[CostEstimate], max_spend: float | None) -> list[st
     dollars = sum(c.dollars for c in costs)
     if dollars > max_spend:
         lines.append(
-            f"the estimate is above --max-spend ${max_spend:,.2f}: the run stops at the cap"
+            f"the estimate (${dollars:,.2f}) is above --max-spend ${max_spend:,.2f}: the run "
+            "stops at the cap, with requests left"
         )
     for backend in sorted({c.backend for c in costs if not c.priced}):
         lines.append(
@@ -472,15 +574,24 @@ def check_lines(report: CheckReport, max_spend: float | None = None) -> list[str
             )
         else:
             lines.append(f"FAILED  {where}: {p.error} — {p.advice}")
-    lines.append("calls left, and what they cost at the configured prices:")
+    under = (
+        f" (--limit {report.limit}: the first {report.limit} questions of every cell)"
+        if report.limit is not None
+        else ""
+    )
+    lines.append(f"calls left{under}, and what they cost at the configured prices:")
     for c in report.costs:
         dollars = f"${c.dollars:,.2f}" if c.priced else f"$0 ({c.backend} has no prices)"
+        batch = " at the batch price" if c.batched and c.priced else ""
         lines.append(
             f"  {c.configuration}: {c.left:,} of {c.requests:,} requests × "
             f"({c.tokens.input:,.0f} in + {c.tokens.output:,.0f} out tokens; {c.tokens.basis}) "
-            f"= {dollars}"
+            f"= {dollars}{batch}"
         )
-    lines.append(f"  estimated spend: ${report.dollars:,.2f} (retries and re-asks add to it)")
+    left = sum(c.left for c in report.costs)
+    spend = capped_spend(report.costs, max_spend)
+    capped = f", capped by --max-spend ${max_spend:,.2f}" if spend < report.dollars else ""
+    lines.append(f"  estimated spend: ${spend:,.2f} for {left:,} requests{capped}")
     lines.extend(f"  {line}" for line in cap_lines(report.costs, max_spend))
     lines.append("wall time at the configured limits (backends run side by side):")
     for w in report.walls:
@@ -493,22 +604,24 @@ def check_lines(report: CheckReport, max_spend: float | None = None) -> list[str
 
 def note_real_calls(experiment: Experiment, report: CheckReport) -> str | None:
     """Note the calls ``report`` made on real backends beside the store, for a run's limiters
-    (:mod:`runner.calls_note`; the simulator a check starts is not a run's); a line saying
-    why it could not be noted, or ``None``."""
+    (:mod:`runner.calls_note`; the simulator a check starts is not a run's), and the tokens
+    every call measured, for a run's estimate; a line saying why it could not be noted, or
+    ``None``."""
     backends = experiment.backends
     real = {
         name: account
         for name, account in report.accounts.items()
         if name in backends and not backends[name].simulated  # a note may name others
     }
-    if not real:
+    measured = report.measured()
+    if not real and not measured:
         return None
     try:
-        write_calls(experiment.store, real)
+        write_calls(experiment.store, real, measured)
     except OSError as exc:
         return (
             f"the calls were not noted beside the store ({exc.strerror}): a run started "
-            "within a minute does not count them"
+            "within a minute does not count them, nor estimates from their tokens"
         )
     return None
 
