@@ -55,6 +55,7 @@ class NotedTokens(BaseModel):
     calls: int = Field(ge=0, le=MAX_CALLS)
     input_tokens: int = Field(ge=0)
     output_tokens: int = Field(ge=0)
+    rough_input: float = Field(default=0.0, ge=0.0)  # the rough count's mean, of its requests
 
 
 class CallsNote(BaseModel):

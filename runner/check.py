@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -66,6 +66,7 @@ from runner.estimate import (
     capped_spend,
     duration,
     input_bound,
+    money,
     per_call_cost,
     stored_measure,
     tokens_per_call,
@@ -94,6 +95,8 @@ class Probe:
     latency_s: float | None = None
     dollars: float = 0.0  # its tokens at the backend's prices
     record: AttemptRecord | None = None  # the call as the grid's attempt (None: not sent)
+    rough_input: int = 0  # the rough count of its request's input (runner.estimate)
+    weight: int = 1  # the requests left its tokens stand for (Asked.weight)
 
     @property
     def ok(self) -> bool:
@@ -124,6 +127,7 @@ class CheckReport:
                     calls=mine.answers,
                     input_tokens=mine.input_tokens,
                     output_tokens=mine.output_tokens,
+                    rough_input=mine.rough_input,
                 )
         return noted
 
@@ -160,11 +164,14 @@ Left = Mapping[str, Mapping[RequestKey, int]]
 
 @dataclass(frozen=True)
 class Asked:
-    """One check call to make: the condition it proves, its request, and its attempt."""
+    """One check call to make: the condition it proves, its request, and its attempt;
+    ``weight``: the requests left that its decoding sends (its conditions'), for which its
+    tokens stand in the estimate."""
 
     condition: str
     request: Request
     attempt: int = 0
+    weight: int = 1
 
 
 async def check(
@@ -210,10 +217,20 @@ async def check(
             for c in configurations
         }
         protocols = {r.name: r.protocol for r in grid.registrations}
-        totals: dict[str, int] = {}
-        for row in grid.rows:
-            totals[row.configuration] = totals.get(row.configuration, 0) + 1
-        measuring = _Measuring(totals, sending, stored, protocols, noted or {})
+        keys = _keys_of(grid)
+        totals = {name: len(k) for name, k in keys.items()}
+        rough_left, rough_stored = {}, {}
+        for c in configurations:
+            mine = keys.get(c.name, [])
+            sent = sending.get(c.name)
+            rough_left[c.name] = _rough_mean(builder, c, mine if sent is None else list(sent))
+            if any(p.configuration == c.name and p.complete for p in stored) and left:
+                held = left.get(c.name, {})
+                done = [k for k in mine if k not in held]
+                rough_stored[c.name] = _rough_mean(builder, c, done)
+        measuring = _Measuring(
+            totals, sending, stored, protocols, noted or {}, rough_left, rough_stored
+        )
         sim_key = experiment.simulator_key
         probes: list[Probe] = []
         limiters: dict[str, RateLimiter] = {}
@@ -317,15 +334,15 @@ def probe_requests(
         mean = sum(budget for budget, _, _ in found) / len(found)
         _, i, key = min(found, key=lambda f: (abs(f[0] - mean), f[0], f[1]))
         first[condition] = (min(i for _, i, _ in found), key)
-    chosen: list[Asked] = []
-    seen: set[Decoding] = set()
+    chosen: dict[Decoding, Asked] = {}
+    weights: dict[Decoding, int] = {}
     for condition, (_, key) in sorted(first.items(), key=lambda kv: kv[1][0]):
         request = builder.build(key, configuration)
-        if request.decoding in seen:
-            continue
-        seen.add(request.decoding)
-        chosen.append(Asked(condition, request, left[key] if left is not None else 0))
-    return chosen
+        weights[request.decoding] = weights.get(request.decoding, 0) + len(by_condition[condition])
+        if request.decoding not in chosen:
+            attempt = left[key] if left is not None else 0
+            chosen[request.decoding] = Asked(condition, request, attempt)
+    return [dataclasses.replace(a, weight=weights[d]) for d, a in chosen.items()]
 
 
 async def _probe(
@@ -384,6 +401,8 @@ async def _probe(
         output_tokens=usage.output_tokens,
         latency_s=exchange.latency_s,
         record=record,
+        rough_input=rough_input_tokens(request),
+        weight=asked.weight,
     )
     return probe, Traffic.of([backend])
 
@@ -399,6 +418,10 @@ class _Measuring:
     stored: Sequence[Progress]
     protocols: Mapping[str, str]
     noted: Mapping[str, NotedTokens]
+    # The rough count's mean input (runner.estimate.Measured.standing_for), by configuration:
+    # of a sample of the requests the run sends, and of those the store has complete.
+    rough_left: Mapping[str, float | None]
+    rough_stored: Mapping[str, float | None]
 
     def left(self, configuration: str) -> tuple[int, int]:
         """The configuration's requests in the grid, and those the run sends."""
@@ -413,18 +436,27 @@ class _Measuring:
         """Per request the store has tried: every attempt's tokens, re-asks included."""
         for p in self.stored:
             if p.configuration == configuration:
-                return stored_measure(p)
+                measured = stored_measure(p)
+                rough = self.rough_stored.get(configuration) or 0.0
+                return dataclasses.replace(measured, rough_input=rough)
         return None
 
     def checked(self, configuration: str, probes: Sequence[Probe]) -> Measured | None:
-        """The tokens of this check's calls of the configuration, else of the check noted."""
+        """The tokens of this check's calls of the configuration and of the check noted
+        (a run's pre-flight after a check: two samples of the same requests), pooled."""
         mine = _probed(configuration, probes)
-        if mine is not None:
-            return mine
         note = self.noted.get(configuration)
         if note is None or note.protocol != self.protocols.get(configuration) or not note.calls:
-            return None
-        return Measured(note.calls, note.input_tokens, note.output_tokens)
+            return mine
+        noted = Measured(note.calls, note.input_tokens, note.output_tokens, note.rough_input)
+        if mine is None:
+            return noted
+        pooled = mine + noted
+        rough = 0.0  # unknown for one (a note of an older groundbench): the input unscaled
+        if mine.rough_input > 0 and noted.rough_input > 0:
+            weighed = mine.rough_input * mine.answers + noted.rough_input * noted.answers
+            rough = weighed / pooled.answers
+        return dataclasses.replace(pooled, rough_input=rough)
 
 
 def _sending(
@@ -472,6 +504,7 @@ def _costs(
             measuring.checked(c.name, probes),
             _rough(requests[c.name]),
             stated_output,
+            measuring.rough_left.get(c.name),
         )
         total, left = measuring.left(c.name)
         batched = spec.mode == "batch"
@@ -484,14 +517,50 @@ def _costs(
 
 
 def _probed(configuration: str, probes: Sequence[Probe]) -> Measured | None:
+    """The configuration's calls' tokens, each weighed by the requests left it stands for
+    (one decoding may send ten conditions' requests, another one's): as many calls, at the
+    weighted means."""
     mine = [p for p in probes if p.configuration == configuration and p.ok]
     if not mine:
         return None
+    n, total = len(mine), sum(max(p.weight, 1) for p in mine)
+
+    def mean(value: Callable[[Probe], float]) -> float:
+        return sum(max(p.weight, 1) * value(p) for p in mine) / total
+
     return Measured(
-        len(mine),
-        sum(p.input_tokens or 0 for p in mine),
-        sum(p.output_tokens or 0 for p in mine),
+        n,
+        round(n * mean(lambda p: p.input_tokens or 0)),
+        round(n * mean(lambda p: p.output_tokens or 0)),
+        mean(lambda p: p.rough_input),
     )
+
+
+# Requests built for the rough count's mean input of a configuration's requests: a few ms
+# each (the image variants are cached), and the mean of 64 images is within a few percent.
+ROUGH_SAMPLE = 64
+
+
+def _keys_of(grid: Grid) -> dict[str, list[RequestKey]]:
+    """The grid's requests, by configuration, in its order (question by question)."""
+    keys: dict[str, list[RequestKey]] = {}
+    for r in grid.rows:
+        keys.setdefault(r.configuration, []).append(
+            RequestKey(r.configuration, r.condition, r.qid, r.budget)
+        )
+    return keys
+
+
+def _rough_mean(
+    builder: Builder, configuration: Configuration, keys: Sequence[RequestKey]
+) -> float | None:
+    """The rough count's mean input over :data:`ROUGH_SAMPLE` of ``keys``, evenly spread
+    (``None``: no keys)."""
+    if not keys:
+        return None
+    n = min(len(keys), ROUGH_SAMPLE)
+    picked = [keys[i * len(keys) // n] for i in range(n)]
+    return sum(rough_input_tokens(builder.build(k, configuration)) for k in picked) / n
 
 
 def _rough(asked: Sequence[Asked]) -> Tokens:
@@ -581,7 +650,7 @@ def check_lines(report: CheckReport, max_spend: float | None = None) -> list[str
     )
     lines.append(f"calls left{under}, and what they cost at the configured prices:")
     for c in report.costs:
-        dollars = f"${c.dollars:,.2f}" if c.priced else f"$0 ({c.backend} has no prices)"
+        dollars = money(c.dollars) if c.priced else f"$0 ({c.backend} has no prices)"
         batch = " at the batch price" if c.batched and c.priced else ""
         lines.append(
             f"  {c.configuration}: {c.left:,} of {c.requests:,} requests × "
@@ -591,7 +660,7 @@ def check_lines(report: CheckReport, max_spend: float | None = None) -> list[str
     left = sum(c.left for c in report.costs)
     spend = capped_spend(report.costs, max_spend)
     capped = f", capped by --max-spend ${max_spend:,.2f}" if spend < report.dollars else ""
-    lines.append(f"  estimated spend: ${spend:,.2f} for {left:,} requests{capped}")
+    lines.append(f"  estimated spend: {money(spend)} for {left:,} requests{capped}")
     lines.extend(f"  {line}" for line in cap_lines(report.costs, max_spend))
     lines.append("wall time at the configured limits (backends run side by side):")
     for w in report.walls:

@@ -79,11 +79,13 @@ class WallEstimate:
 
 @dataclass(frozen=True)
 class Measured:
-    """Tokens over ``answers`` requests (a stored request's every attempt, or one check call)."""
+    """Tokens over ``answers`` requests (a stored request's every attempt, or one check call);
+    ``rough_input``: the rough count's mean input of those requests (0: not known)."""
 
     answers: int
     input_tokens: int
     output_tokens: int
+    rough_input: float = 0.0
 
     def tokens(self, basis: str) -> Tokens:
         n = max(self.answers, 1)
@@ -96,13 +98,34 @@ class Measured:
             self.output_tokens + other.output_tokens,
         )
 
+    def standing_for(self, rough_left: float | None) -> Measured:
+        """The input scaled to the requests left: by the rough count's ratio between their
+        mean and that of the requests measured. A request's input is mostly its image, and a
+        check's one call, or a ``--limit`` run's first questions, are a few images of many:
+        the rough count weighs images as a provider does, up to a factor the measure sets.
+
+        >>> Measured(2, 1000, 300, rough_input=250.0).standing_for(500.0)
+        Measured(answers=2, input_tokens=2000, output_tokens=300, rough_input=500.0)
+        >>> Measured(2, 1000, 300).standing_for(500.0).input_tokens  # nothing to scale by
+        1000
+        """
+        if not rough_left or self.rough_input <= 0:
+            return self
+        scaled = round(self.input_tokens * rough_left / self.rough_input)
+        return Measured(self.answers, scaled, self.output_tokens, rough_left)
+
 
 def tokens_per_call(
-    stored: Measured | None, probed: Measured | None, rough: Tokens, stated_output: int | None
+    stored: Measured | None,
+    probed: Measured | None,
+    rough: Tokens,
+    stated_output: int | None,
+    rough_left: float | None = None,
 ) -> Tokens:
     """The mean tokens of a configuration's request, measured where anything is (the store's
-    requests and the check's calls pooled: the store's win as they accrue), else rough; a
-    stated output mean replaces any other.
+    requests and the check's calls pooled: the store's win as they accrue; each one's input
+    scaled to the requests left, ``rough_left`` their rough mean input: see
+    :meth:`Measured.standing_for`), else rough; a stated output mean replaces any other.
 
     >>> rough = Tokens(500, 1024, "rough")
     >>> tokens_per_call(None, None, rough, None).basis
@@ -114,13 +137,19 @@ def tokens_per_call(
     """
     sources = []
     pooled = Measured(0, 0, 0)
+    scaled = False
     if stored is not None and stored.answers > 0:
         sources.append(f"{stored.answers:,} stored request{'s' * (stored.answers != 1)}")
-        pooled += stored
+        pooled += stored.standing_for(rough_left)
+        scaled |= stored.standing_for(rough_left) != stored
     if probed is not None and probed.answers > 0:
         sources.append(f"{probed.answers:,} check call{'s' * (probed.answers != 1)}")
-        pooled += probed
-    found = pooled.tokens(f"measured over {' and '.join(sources)}") if sources else rough
+        pooled += probed.standing_for(rough_left)
+        scaled |= probed.standing_for(rough_left) != probed
+    basis = f"measured over {' and '.join(sources)}"
+    if scaled:
+        basis += ", input scaled to the images left"
+    found = pooled.tokens(basis) if sources else rough
     if stated_output is None:
         return found
     return Tokens(found.input, stated_output, f"{found.basis}; output stated")
@@ -259,6 +288,18 @@ def backend_walls(
         latency = max(measured) if measured else None
         walls.append(wall_time(name, spec, calls, tokens, latency))
     return walls
+
+
+def money(dollars: float) -> str:
+    """Dollars as an estimate is read: cents, and four places below a dollar (a smoke run's
+    $0.24 is not told from $0.2449).
+
+    >>> money(1234.5), money(0.24491), money(0.0)
+    ('$1,234.50', '$0.2449', '$0.00')
+    """
+    if 0 < abs(dollars) < 1:
+        return f"${dollars:,.4f}"
+    return f"${dollars:,.2f}"
 
 
 def duration(seconds: float) -> str:
