@@ -25,7 +25,7 @@ from runner.distributed import RunOptions
 from runner.distributed._prepare import prepared
 from runner.estimate import input_bound
 from runner.experiment import load_experiment
-from runner.plan import prepare
+from runner.plan import first_questions, grid_of, prepare
 from runner.simulator import SimSpec
 from runner.store import Progress, read_only
 from tests.runner.distributed.conftest import KEY, KEY_ENV, simulator_thread, write_experiment
@@ -249,3 +249,54 @@ def test_a_checks_calls_count_in_the_windows_of_the_run_that_follows(
     # 120 a minute: every call, the check's and the pre-flight's, half a second apart (the
     # clocks of two processes agree to a millisecond).
     assert min(b - a for a, b in itertools.pairwise(sent)) >= 0.499
+
+
+def test_under_a_limit_the_calls_and_the_estimate_are_the_limits_requests(
+    tmp_path: Path, store: Path, small_root: DataRoot, small_cohort: Cohort, key: None
+) -> None:
+    """Issue 39: `run --limit 1` quoted the whole grid. Under a limit the estimate counts the
+    limit's requests, and each call is one of them (a pre-flight's is kept as its attempt)."""
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, _):
+        experiment = load_experiment(_experiment(tmp_path, store, small_root, url))
+        questions = prepare(experiment)
+        report = asyncio.run(check(experiment, questions, limit=1, as_grid=True))
+    config = experiment.configuration(experiment.configurations[0], url)
+    grid = grid_of(experiment, questions, [config])
+    allowed = first_questions(grid.rows, questions, 1)
+    (cost,) = report.costs
+    cells = {(r.condition, r.budget) for r in grid.rows}
+    assert cost.left == len(allowed) == len(cells) < cost.requests
+    assert all((r.configuration, r.condition, r.budget, r.qid) in allowed for r in report.records)
+    lines = check_lines(report, max_spend=report.dollars / 2)
+    header = lines[len(report.probes)]
+    assert header.startswith("calls left (--limit 1: the first 1 questions of every cell)")
+    spend = f"{report.dollars / 2:,.2f}"
+    assert any(
+        f"for {len(allowed)} requests, capped by --max-spend ${spend}" in line for line in lines
+    )
+
+
+def test_a_run_right_after_a_check_estimates_from_the_checks_tokens(
+    tmp_path: Path, store: Path, small_root: DataRoot, small_cohort: Cohort, key: None
+) -> None:
+    """Issue 39: `check` said $3.66 from its calls, the `run` right after "$22.05 … rough". The
+    check notes its calls' tokens; a run's estimate starts from them (here without calls of
+    its own: --no-check under a cap), unless the configuration has changed since."""
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, sim):
+        path = _experiment(tmp_path, store, small_root, url)
+        result = CliRunner().invoke(app, ["check", str(path)])
+        assert result.exit_code == 0, result.output
+        checked = next(line for line in result.output.splitlines() if "qwen-max: " in line)
+        options = RunOptions(preflight=False, max_spend=100.0)
+        said: list[str] = []
+        ready = prepared(load_experiment(path), options, said.append)
+        assert sim.stats.answered == 3  # the check's calls; the run's estimate made none
+        changed = _experiment(tmp_path, store, small_root, url, model="qwen3-vl-max")
+        again = prepared(load_experiment(changed), options, said.append)
+    assert ready.estimate is not None and again.estimate is not None
+    (cost,) = ready.estimate.costs
+    assert cost.tokens.basis.startswith("measured over 3 check calls")
+    # The same figures as the check said.
+    assert f"({cost.tokens.input:,.0f} in + {cost.tokens.output:,.0f} out tokens" in checked
+    (other,) = again.estimate.costs
+    assert other.tokens.basis.startswith("rough")

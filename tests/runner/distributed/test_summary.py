@@ -80,8 +80,7 @@ def test_the_spend_is_said_for_this_run_and_the_store_and_a_cap_says_how_to_go_o
         in lines
     )
     assert (
-        "  --limit 5: the first 5 questions of every cell, 37/40 of their requests complete, "
-        "3 left"
+        "  --limit 5: the first 5 questions of every cell, 37/40 of their requests complete, 3 left"
     ) in lines
     assert not report.done and not report.complete
     assert (
