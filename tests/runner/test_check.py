@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -85,7 +86,12 @@ def test_a_good_key_proves_each_decoding_once_and_estimates_from_the_measured_to
         url,
         sim,
     ):
-        report = _check(_experiment(tmp_path, store, small_root, url))
+        path = _experiment(tmp_path, store, small_root, url)
+        report = _check(path)
+    experiment = load_experiment(path)
+    configurations = [experiment.configuration(c, url) for c in experiment.configurations]
+    grid = grid_of(experiment, prepare(experiment), configurations)
+    per = Counter(r.condition for r in grid.rows)
     # base and no-image share a decoding; thinking-off and temperature each have their own.
     assert [p.condition for p in report.probes] == ["base", "thinking-off", "temperature"]
     assert report.ok and sim.stats.answered == 3
@@ -93,9 +99,17 @@ def test_a_good_key_proves_each_decoding_once_and_estimates_from_the_measured_to
     assert all(":gb-check-" in call for call in sim.stats.paid)
     (cost,) = report.costs
     probes = report.probes
-    assert cost.tokens.input == sum(p.input_tokens or 0 for p in probes) / 3
-    assert cost.tokens.output == sum(p.output_tokens or 0 for p in probes) / 3
-    assert cost.tokens.basis == "measured over 3 check calls"
+    # Each call stands for the requests its decoding sends: base's for no-image's too.
+    assert [p.weight for p in probes] == [
+        per["base"] + per["no-image"],
+        per["thinking-off"],
+        per["temperature"],
+    ]
+    weighted = sum(p.weight * (p.output_tokens or 0) for p in probes) / cost.requests
+    assert cost.tokens.output == round(3 * weighted) / 3
+    # The input scaled from the images called to those left (no-image's have none).
+    assert 0 < cost.tokens.input < max(p.input_tokens or 0 for p in probes)
+    assert cost.tokens.basis == "measured over 3 check calls, input scaled to the images left"
     # Nothing stored yet: every request of the grid is left (2 budgets + the box question).
     assert cost.left == cost.requests > 0
     expected = (round(cost.tokens.input) * 2.0 + round(cost.tokens.output) * 10.0) / 1e6
@@ -117,12 +131,16 @@ def test_stored_answers_are_the_measure_and_complete_requests_are_not_left(
     with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, _):
         report = _check(_experiment(tmp_path, store, small_root, url), stored)
     (cost,) = report.costs
-    # Pooled with the check's 3 calls: the store's 40 requests outweigh them.
+    # Pooled with the check's 3 calls (each weighed by the requests it stands for): the
+    # store's 40 requests outweigh them.
     probes = report.probes
-    pooled_in = (40_000 + sum(p.input_tokens or 0 for p in probes)) / 43
-    pooled_out = (8_000 + sum(p.output_tokens or 0 for p in probes)) / 43
-    assert (cost.tokens.input, cost.tokens.output) == (pooled_in, pooled_out)
-    assert cost.tokens.basis == "measured over 40 stored requests and 3 check calls"
+    weighted = sum(p.weight * (p.output_tokens or 0) for p in probes) / sum(
+        p.weight for p in probes
+    )
+    assert cost.tokens.output == (8_000 + round(3 * weighted)) / 43
+    assert cost.tokens.basis == (
+        "measured over 40 stored requests and 3 check calls, input scaled to the images left"
+    )
     assert cost.left == cost.requests - 40
 
 
