@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from conditions import (
     Builder,
@@ -74,9 +75,10 @@ from runner.estimate import (
 from runner.experiment import Experiment
 from runner.plan import Grid, first_questions, grid_of
 from runner.simulator import Simulator, serving
-from runner.store import Pending, Progress, Store
+from runner.store import GridRow, Pending, Progress, Store
 
 PROBE_RETRIES = 2
+_T = TypeVar("_T")
 PROBE_RETRY_TIME_S = 60.0
 
 
@@ -217,16 +219,17 @@ async def check(
             for c in configurations
         }
         protocols = {r.name: r.protocol for r in grid.registrations}
-        keys = _keys_of(grid)
-        totals = {name: len(k) for name, k in keys.items()}
+        rows = _rows_of(grid)
+        totals = {name: len(mine) for name, mine in rows.items()}
         rough_left, rough_stored = {}, {}
         for c in configurations:
-            mine = keys.get(c.name, [])
+            mine = [_key(grid.rows[i]) for i in _spread(rows.get(c.name, []), ROUGH_SAMPLE)]
             sent = sending.get(c.name)
-            rough_left[c.name] = _rough_mean(builder, c, mine if sent is None else list(sent))
-            if any(p.configuration == c.name and p.complete for p in stored) and left:
-                held = left.get(c.name, {})
-                done = [k for k in mine if k not in held]
+            sample = mine if sent is None else _spread(list(sent), ROUGH_SAMPLE)
+            rough_left[c.name] = _rough_mean(builder, c, sample)
+            complete = sum(p.complete for p in stored if p.configuration == c.name)
+            if complete and left and c.name in left:
+                done = _stored_sample(grid, rows[c.name], left[c.name], complete)
                 rough_stored[c.name] = _rough_mean(builder, c, done)
         measuring = _Measuring(
             totals, sending, stored, protocols, noted or {}, rough_left, rough_stored
@@ -472,12 +475,13 @@ def _sending(
     sending: dict[str, Mapping[RequestKey, int] | None] = {}
     for name in names:
         held = left.get(name)
-        if held is None:
-            held = {
-                RequestKey(r.configuration, r.condition, r.qid, r.budget): 0
-                for r in grid.rows
-                if r.configuration == name
+        if held is None:  # none stored: every request the limit allows, from attempt 0
+            sending[name] = {
+                RequestKey(c, condition, qid, budget): 0
+                for c, condition, budget, qid in allowed
+                if c == name
             }
+            continue
         sending[name] = {
             k: attempt
             for k, attempt in held.items()
@@ -541,26 +545,44 @@ def _probed(configuration: str, probes: Sequence[Probe]) -> Measured | None:
 ROUGH_SAMPLE = 64
 
 
-def _keys_of(grid: Grid) -> dict[str, list[RequestKey]]:
-    """The grid's requests, by configuration, in its order (question by question)."""
-    keys: dict[str, list[RequestKey]] = {}
-    for r in grid.rows:
-        keys.setdefault(r.configuration, []).append(
-            RequestKey(r.configuration, r.condition, r.qid, r.budget)
-        )
-    return keys
+def _rows_of(grid: Grid) -> dict[str, list[int]]:
+    """The grid's rows (their indices), by configuration, in its order."""
+    rows: dict[str, list[int]] = {}
+    for i, r in enumerate(grid.rows):
+        rows.setdefault(r.configuration, []).append(i)
+    return rows
+
+
+def _key(row: GridRow) -> RequestKey:
+    return RequestKey(row.configuration, row.condition, row.qid, row.budget)
+
+
+def _spread(items: Sequence[_T], n: int) -> list[_T]:
+    """At most ``n`` of ``items``, evenly spread over them.
+
+    >>> _spread(list(range(10)), 3)
+    [0, 3, 6]
+    """
+    n = min(len(items), n)
+    return [items[i * len(items) // n] for i in range(n)]
+
+
+def _stored_sample(
+    grid: Grid, rows: Sequence[int], left: Mapping[RequestKey, int], complete: int
+) -> list[RequestKey]:
+    """About :data:`ROUGH_SAMPLE` of a configuration's ``complete`` requests: those not
+    ``left`` among as many of its rows, evenly spread, as hold that many at their share."""
+    looked = _spread(rows, ROUGH_SAMPLE * len(rows) // max(complete, 1) + 1)
+    return [k for k in (_key(grid.rows[i]) for i in looked) if k not in left]
 
 
 def _rough_mean(
     builder: Builder, configuration: Configuration, keys: Sequence[RequestKey]
 ) -> float | None:
-    """The rough count's mean input over :data:`ROUGH_SAMPLE` of ``keys``, evenly spread
-    (``None``: no keys)."""
+    """The rough count's mean input over ``keys`` (``None``: none)."""
     if not keys:
         return None
-    n = min(len(keys), ROUGH_SAMPLE)
-    picked = [keys[i * len(keys) // n] for i in range(n)]
-    return sum(rough_input_tokens(builder.build(k, configuration)) for k in picked) / n
+    return sum(rough_input_tokens(builder.build(k, configuration)) for k in keys) / len(keys)
 
 
 def _rough(asked: Sequence[Asked]) -> Tokens:
