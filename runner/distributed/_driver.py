@@ -312,7 +312,9 @@ class _Run:
         assert self.allowed is not None
         progress = await _ray.call(self.store.progress.remote())
         complete = sum(p.complete for p in progress)
-        return Limited(len(self.allowed), await self._limited_left(), complete)
+        limited = Limited(len(self.allowed), await self._limited_left(), complete)
+        await _ray.call(self.store.limit.remote(limited))  # for a monitor in another process
+        return limited
 
     # -- backends ---------------------------------------------------------------------------
 

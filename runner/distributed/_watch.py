@@ -119,6 +119,8 @@ def watch_run(
             }
             try:
                 now = await asyncio.wait_for(read_run(store, backends), READ_WAIT_S)
+                # --limit's totals (None: the grid's), which the run told its store actor.
+                limited = await asyncio.wait_for(store.limited.remote(), READ_WAIT_S)
             except TimeoutError:
                 if _ended(experiment.store, note):
                     return
@@ -130,7 +132,7 @@ def watch_run(
                 if _ray.is_gone(exc, StoreClosed):  # the run ended: its store is closed or gone
                     return
                 raise
-            show(snapshot(now, before, begun, prices, since=first))
+            show(snapshot(now, before, begun, prices, since=first, limited=limited))
             first = first or now
             before = now
             await asyncio.sleep(every_s)
