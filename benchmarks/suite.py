@@ -8,7 +8,8 @@ cohort build, store writes against their baseline, the resume scan, how cost gro
 end-to-end ceiling, rate-limit utilisation (two minutes against a 600/min sliding window),
 the three server limiters at the limit and told 4× (virtual time, about 20 seconds), a box
 benchmark (import, reading, a run of 8,000 requests), the start-up time of `groundbench run`
-(three runs, about a minute), and the paper-sized grid (about 120,000 calls on a
+(three runs, about a minute), the estimate before a run against its spend (about a minute
+and a half), and the paper-sized grid (about 120,000 calls on a
 1,500-question synthetic cohort, simulator flat out) with its wall time and peak memory. Their
 own reports go to ``--logs`` (default: a temporary folder, named at the end); the table is
 printed last. About 15 minutes on the 2-core machine.
@@ -146,6 +147,10 @@ ROWS = [
         lambda f: f"{f['first_call_s']:.1f} s",
         lambda f: f"median of {f['runs']}; imports {f['import_s']:.1f} s",
         "≤ 4 s (idle machine)", lambda f: f["first_call_s"] <= 4.0),
+    Row("estimate_vs_spend", "estimate before a run against its spend (demo grid, --limit 2)",
+        lambda f: f"{f['preflight_ratio']:.2f}× the pre-flight's",
+        lambda f: f"{f['check_ratio']:.2f}× check's; spent ${f['spent']:.4f}",
+        "within ±25%", lambda f: bool(f["within"])),
     Row("paper_grid", "paper grid: wall time",
         lambda f: f"{f['wall_s'] / 60:.1f} min", lambda f: f"{f['requests']:,} requests",
         "< 20 min, complete", lambda f: f["wall_s"] < 1200 and f["complete"]),

@@ -6,6 +6,11 @@ and draw 429s. So ``check`` notes when each backend's calls left (``<store>.call
 Unix times, never a key), and a run's limiters start from them (:meth:`RateLimiter.inherit`),
 its pre-flight's included.
 
+The note also keeps the tokens the check's calls measured, per configuration and under its
+protocol hash (:class:`NotedTokens`): a run right after estimates from them rather than from a
+rough count, for any backend (a simulated one's calls are not counted in a window, but their
+tokens are measured all the same); a configuration changed since is not estimated from them.
+
 The note is a hint, read leniently: one that is missing, stale, unreadable or malformed is
 ignored (said in one line when it is there but unreadable), and what it holds can only delay a
 run's first calls, by a minute at most, never stop one.
@@ -40,20 +45,38 @@ class NotedCalls(BaseModel):
     paused_until: float = 0.0
 
 
+class NotedTokens(BaseModel):
+    """The tokens one configuration's check calls reported, and the protocol they were made
+    under (a configuration changed since is not measured by them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    protocol: str = Field(max_length=200)
+    calls: int = Field(ge=0, le=MAX_CALLS)
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+    rough_input: float = Field(default=0.0, ge=0.0)  # the rough count's mean, of its requests
+
+
 class CallsNote(BaseModel):
-    """The note: each backend's calls, by backend name."""
+    """The note: each backend's calls, by backend name; each configuration's measured tokens,
+    by configuration name."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     backends: dict[str, NotedCalls] = Field(default_factory=dict)
+    tokens: dict[str, NotedTokens] = Field(default_factory=dict)
 
 
 def note_path(store: Path) -> Path:
     return store.with_name(f"{store.name}.calls.json")
 
 
-def write_calls(store: Path, accounts: Mapping[str, Account]) -> None:
-    """Note ``accounts`` beside ``store`` (atomically: a reader sees the old note or the new).
+def write_calls(
+    store: Path, accounts: Mapping[str, Account], tokens: Mapping[str, NotedTokens] | None = None
+) -> None:
+    """Note ``accounts`` (and the ``tokens`` measured, by configuration) beside ``store``
+    (atomically: a reader sees the old note or the new).
 
     Raises
     ------
@@ -66,7 +89,8 @@ def write_calls(store: Path, accounts: Mapping[str, Account]) -> None:
                 sent=list(a.sent), refused=list(a.refused), paused_until=a.paused_until
             )
             for name, a in accounts.items()
-        }
+        },
+        tokens=dict(tokens or {}),
     )
     path = note_path(store)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -83,21 +107,9 @@ def write_calls(store: Path, accounts: Mapping[str, Account]) -> None:
 def read_calls(store: Path, now: float | None = None) -> tuple[dict[str, Account], str | None]:
     """The accounts noted beside ``store`` (the last :data:`KEEP_S` of them), and a line
     saying why a note that is there was ignored (``None``: read, or none there)."""
-    path = note_path(store)
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_NOTE_BYTES + 1)
-    except FileNotFoundError:
-        return {}, None
-    except OSError as exc:
-        return {}, f"ignored {path.name}: cannot read it ({exc.strerror})"
-    if len(raw) > MAX_NOTE_BYTES:
-        return {}, f"ignored {path.name}: over {MAX_NOTE_BYTES:,} bytes; {_UNCOUNTED}"
-    try:
-        # pydantic's own JSON reader: bounded in depth, no NaN, no stray field.
-        note = CallsNote.model_validate_json(raw)
-    except ValidationError:
-        return {}, f"ignored {path.name}: not a calls note; {_UNCOUNTED}"
+    note, ignored = _read_note(store)
+    if note is None:
+        return {}, ignored
     since = (time.time() if now is None else now) - KEEP_S
     accounts = {
         name: Account(
@@ -108,3 +120,28 @@ def read_calls(store: Path, now: float | None = None) -> tuple[dict[str, Account
         for name, calls in note.backends.items()
     }
     return {n: a for n, a in accounts.items() if a.sent or a.paused_until > since}, None
+
+
+def read_tokens(store: Path) -> dict[str, NotedTokens]:
+    """The tokens a check measured, by configuration (none where the note is missing or
+    unreadable: :func:`read_calls` says why)."""
+    note, _ = _read_note(store)
+    return dict(note.tokens) if note is not None else {}
+
+
+def _read_note(store: Path) -> tuple[CallsNote | None, str | None]:
+    path = note_path(store)
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_NOTE_BYTES + 1)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"ignored {path.name}: cannot read it ({exc.strerror})"
+    if len(raw) > MAX_NOTE_BYTES:
+        return None, f"ignored {path.name}: over {MAX_NOTE_BYTES:,} bytes; {_UNCOUNTED}"
+    try:
+        # pydantic's own JSON reader: bounded in depth, no NaN, no stray field.
+        return CallsNote.model_validate_json(raw), None
+    except ValidationError:
+        return None, f"ignored {path.name}: not a calls note; {_UNCOUNTED}"

@@ -2,14 +2,17 @@
 say what the calls left will cost and take, before anything is paid for at scale.
 
 One call per configuration and decoding its conditions send (the base decoding, a thinking
-setting, a temperature): a real request of the grid still to make (its smallest budget, its
-first question pending), so the endpoint, the key, the model, the image and every decoding
-setting are proved together. A run's pre-flight keeps each call as that request's attempt
+setting, a temperature): a real request of the grid still to make (at the budget nearest the
+mean of its condition's requests left, so that its tokens stand for theirs; its first question
+pending), so the endpoint, the key, the model, the image and every decoding setting are proved
+together. A run's pre-flight keeps each call as that request's attempt
 (:attr:`Probe.record`: the run stores it, and does not send it again), and hands on what the
 calls left on each backend's account (:attr:`CheckReport.accounts`: the run's limiters count
-them); ``groundbench check`` stores nothing, so a check never changes what a run will send. A
-call gets at most :data:`PROBE_RETRIES` transport retries within :data:`PROBE_RETRY_TIME_S`,
-so a check answers within a minute or two.
+them); ``groundbench check`` stores nothing, so a check never changes what a run will send,
+but notes the tokens its calls measured beside the store (:mod:`runner.calls_note`), which a
+run's pre-flight estimates from (:mod:`runner.estimate` is the one estimator). A call gets
+at most :data:`PROBE_RETRIES` transport retries within :data:`PROBE_RETRY_TIME_S`, so a check
+answers within a minute or two.
 
 Plain asyncio, no Ray: the CLI runs it before Ray starts. A simulated backend is checked
 against the built-in simulator, started here for the check.
@@ -21,10 +24,11 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from conditions import (
     Builder,
@@ -53,23 +57,28 @@ from runner.backends import (
     rough_input_tokens,
     what_to_do,
 )
-from runner.calls_note import write_calls
+from runner.calls_note import NotedTokens, write_calls
 from runner.estimate import (
     CostEstimate,
     Measured,
     Tokens,
     WallEstimate,
     backend_walls,
+    capped_spend,
     duration,
     input_bound,
+    money,
+    per_call_cost,
+    stored_measure,
     tokens_per_call,
 )
 from runner.experiment import Experiment
-from runner.plan import grid_of
+from runner.plan import Grid, first_questions, grid_of
 from runner.simulator import Simulator, serving
-from runner.store import Pending, Progress, Store
+from runner.store import GridRow, Pending, Progress, Store
 
 PROBE_RETRIES = 2
+_T = TypeVar("_T")
 PROBE_RETRY_TIME_S = 60.0
 
 
@@ -88,6 +97,8 @@ class Probe:
     latency_s: float | None = None
     dollars: float = 0.0  # its tokens at the backend's prices
     record: AttemptRecord | None = None  # the call as the grid's attempt (None: not sent)
+    rough_input: int = 0  # the rough count of its request's input (runner.estimate)
+    weight: int = 1  # the requests left its tokens stand for (Asked.weight)
 
     @property
     def ok(self) -> bool:
@@ -104,6 +115,23 @@ class CheckReport:
     accounts: Mapping[str, Account] = field(default_factory=dict)  # by backend: calls sent
     # by backend: every HTTP call the probes made
     traffic: Mapping[str, Traffic] = field(default_factory=dict)
+    limit: int | None = None  # --limit: the costs are of its requests
+    protocols: Mapping[str, str] = field(default_factory=dict)  # by configuration
+
+    def measured(self) -> dict[str, NotedTokens]:
+        """The tokens each configuration's calls reported, for the note a run reads."""
+        noted = {}
+        for configuration, protocol in self.protocols.items():
+            mine = _probed(configuration, self.probes)
+            if mine is not None:
+                noted[configuration] = NotedTokens(
+                    protocol=protocol,
+                    calls=mine.answers,
+                    input_tokens=mine.input_tokens,
+                    output_tokens=mine.output_tokens,
+                    rough_input=mine.rough_input,
+                )
+        return noted
 
     @property
     def ok(self) -> bool:
@@ -138,11 +166,14 @@ Left = Mapping[str, Mapping[RequestKey, int]]
 
 @dataclass(frozen=True)
 class Asked:
-    """One check call to make: the condition it proves, its request, and its attempt."""
+    """One check call to make: the condition it proves, its request, and its attempt;
+    ``weight``: the requests left that its decoding sends (its conditions'), for which its
+    tokens stand in the estimate."""
 
     condition: str
     request: Request
     attempt: int = 0
+    weight: int = 1
 
 
 async def check(
@@ -157,6 +188,8 @@ async def check(
     left: Left | None = None,
     as_grid: bool = False,
     accounts: Mapping[str, Account] | None = None,
+    limit: int | None = None,
+    noted: Mapping[str, NotedTokens] | None = None,
 ) -> CheckReport:
     """Call each configuration once per decoding (unless ``call`` is false), then estimate
     the calls left from ``stored`` (the store's progress: what is complete, and the tokens of
@@ -165,7 +198,10 @@ async def check(
     the requests the store has left, among which the calls are chosen. ``as_grid``: each
     call is the grid's attempt, under its id, and its record is kept (a run's pre-flight).
     ``accounts``: calls made on the backends' accounts before (a check's, noted): their
-    limiters count them, and the report's accounts hold them.
+    limiters count them, and the report's accounts hold them. ``limit``: the run sends only
+    the first ``limit`` questions of every cell (``--limit``): the calls are among those, and
+    the estimate is of those. ``noted``: the tokens a check measured, by configuration (a
+    configuration this check does not call is estimated from them).
 
     Raises
     ------
@@ -176,11 +212,28 @@ async def check(
     async with _simulator(experiment, questions, wanted=call and not only_real) as url:
         configurations = [experiment.configuration(c, url) for c in experiment.configurations]
         builder = task_of(questions).builder(experiment.images, VariantCache(_cache(experiment)))
-        left = left or {}
+        grid = grid_of(experiment, questions, configurations)
+        sending = _sending(grid, questions, left or {}, limit)
         requests = {
-            c.name: probe_requests(experiment, questions, c, builder, left.get(c.name))
+            c.name: probe_requests(experiment, questions, c, builder, sending.get(c.name))
             for c in configurations
         }
+        protocols = {r.name: r.protocol for r in grid.registrations}
+        rows = _rows_of(grid)
+        totals = {name: len(mine) for name, mine in rows.items()}
+        rough_left, rough_stored = {}, {}
+        for c in configurations:
+            mine = [_key(grid.rows[i]) for i in _spread(rows.get(c.name, []), ROUGH_SAMPLE)]
+            sent = sending.get(c.name)
+            sample = mine if sent is None else _spread(list(sent), ROUGH_SAMPLE)
+            rough_left[c.name] = _rough_mean(builder, c, sample)
+            complete = sum(p.complete for p in stored if p.configuration == c.name)
+            if complete and left and c.name in left:
+                done = _stored_sample(grid, rows[c.name], left[c.name], complete)
+                rough_stored[c.name] = _rough_mean(builder, c, done)
+        measuring = _Measuring(
+            totals, sending, stored, protocols, noted or {}, rough_left, rough_stored
+        )
         sim_key = experiment.simulator_key
         probes: list[Probe] = []
         limiters: dict[str, RateLimiter] = {}
@@ -193,7 +246,7 @@ async def check(
                 for asked in requests[c.name]
             ]
             if cap is not None:
-                rough = _costs(experiment, questions, configurations, requests, (), stored, None)
+                rough = _costs(experiment, configurations, requests, (), measuring, None)
                 _fits(experiment, backend_of, rough, [c for c, _ in chosen], cap)
             # One limiter per backend, as a run has: the calls of one account count together.
             for c, _ in chosen:
@@ -219,11 +272,11 @@ async def check(
             for (c, _), (_, used) in zip(chosen, made, strict=True):
                 name = backend_of[c.name]
                 traffic[name] = traffic.get(name, Traffic()) + used
-    costs = _costs(experiment, questions, configurations, requests, probes, stored, stated_output)
+    costs = _costs(experiment, configurations, requests, probes, measuring, stated_output)
     latencies = {p.configuration: p.latency_s for p in probes if p.latency_s is not None}
     walls = backend_walls(experiment.backends, costs, latencies)
     after = {**(accounts or {}), **{name: lim.account() for name, lim in limiters.items()}}
-    return CheckReport(tuple(probes), tuple(costs), tuple(walls), after, traffic)
+    return CheckReport(tuple(probes), tuple(costs), tuple(walls), after, traffic, limit, protocols)
 
 
 class OverCap(RunnerError):
@@ -268,26 +321,31 @@ def probe_requests(
     left: Mapping[RequestKey, int] | None = None,
 ) -> list[Asked]:
     """One request per decoding the configuration sends: each condition's first request
-    still to make at its smallest budget, kept when its decoding is one not yet proved.
-    ``left``: the requests the store has left, with the attempt each makes next (``None``:
-    every request, from attempt 0); a decoding with none left is not proved, nor paid for."""
-    first: dict[str, tuple[int, int, RequestKey]] = {}
+    still to make at the budget nearest the mean of its requests left (its tokens, the
+    output's above all, grow with the budget: the smallest budget's stood for the grid's at
+    two thirds of them), kept when its decoding is one not yet proved. ``left``: the requests
+    the store has left, with the attempt each makes next (``None``: every request, from
+    attempt 0); a decoding with none left is not proved, nor paid for."""
+    by_condition: dict[str, list[tuple[int, int, RequestKey]]] = {}
     keys = task_of(questions).plan([configuration], experiment.budgets, experiment.box)
     for i, key in enumerate(keys):
         if left is not None and key not in left:
             continue
-        held = first.get(key.condition)
-        if held is None or key.budget < held[0]:
-            first[key.condition] = (key.budget, i, key)
-    chosen: list[Asked] = []
-    seen: set[Decoding] = set()
-    for condition, (_, _, key) in sorted(first.items(), key=lambda kv: kv[1][1]):
+        by_condition.setdefault(key.condition, []).append((key.budget, i, key))
+    first: dict[str, tuple[int, RequestKey]] = {}
+    for condition, found in by_condition.items():
+        mean = sum(budget for budget, _, _ in found) / len(found)
+        _, i, key = min(found, key=lambda f: (abs(f[0] - mean), f[0], f[1]))
+        first[condition] = (min(i for _, i, _ in found), key)
+    chosen: dict[Decoding, Asked] = {}
+    weights: dict[Decoding, int] = {}
+    for condition, (_, key) in sorted(first.items(), key=lambda kv: kv[1][0]):
         request = builder.build(key, configuration)
-        if request.decoding in seen:
-            continue
-        seen.add(request.decoding)
-        chosen.append(Asked(condition, request, left[key] if left is not None else 0))
-    return chosen
+        weights[request.decoding] = weights.get(request.decoding, 0) + len(by_condition[condition])
+        if request.decoding not in chosen:
+            attempt = left[key] if left is not None else 0
+            chosen[request.decoding] = Asked(condition, request, attempt)
+    return [dataclasses.replace(a, weight=weights[d]) for d, a in chosen.items()]
 
 
 async def _probe(
@@ -346,51 +404,185 @@ async def _probe(
         output_tokens=usage.output_tokens,
         latency_s=exchange.latency_s,
         record=record,
+        rough_input=rough_input_tokens(request),
+        weight=asked.weight,
     )
     return probe, Traffic.of([backend])
 
 
+@dataclass(frozen=True)
+class _Measuring:
+    """What the estimate counts and measures from: the grid, the requests the run sends of
+    each configuration (``None``: all its grid's, none stored yet), the store's progress, and
+    the tokens a check noted (used where its configuration's protocol is unchanged)."""
+
+    totals: Mapping[str, int]  # requests in the grid, by configuration
+    sending: Mapping[str, Mapping[RequestKey, int] | None]
+    stored: Sequence[Progress]
+    protocols: Mapping[str, str]
+    noted: Mapping[str, NotedTokens]
+    # The rough count's mean input (runner.estimate.Measured.standing_for), by configuration:
+    # of a sample of the requests the run sends, and of those the store has complete.
+    rough_left: Mapping[str, float | None]
+    rough_stored: Mapping[str, float | None]
+
+    def left(self, configuration: str) -> tuple[int, int]:
+        """The configuration's requests in the grid, and those the run sends."""
+        total = self.totals.get(configuration, 0)
+        sending = self.sending.get(configuration)
+        if sending is not None:
+            return total, len(sending)
+        complete = sum(p.complete for p in self.stored if p.configuration == configuration)
+        return total, total - complete  # no requests left given: those stored are complete
+
+    def stored_tokens(self, configuration: str) -> Measured | None:
+        """Per request the store has tried: every attempt's tokens, re-asks included."""
+        for p in self.stored:
+            if p.configuration == configuration:
+                measured = stored_measure(p)
+                rough = self.rough_stored.get(configuration) or 0.0
+                return dataclasses.replace(measured, rough_input=rough)
+        return None
+
+    def checked(self, configuration: str, probes: Sequence[Probe]) -> Measured | None:
+        """The tokens of this check's calls of the configuration and of the check noted
+        (a run's pre-flight after a check: two samples of the same requests), pooled."""
+        mine = _probed(configuration, probes)
+        note = self.noted.get(configuration)
+        if note is None or note.protocol != self.protocols.get(configuration) or not note.calls:
+            return mine
+        noted = Measured(note.calls, note.input_tokens, note.output_tokens, note.rough_input)
+        if mine is None:
+            return noted
+        pooled = mine + noted
+        rough = 0.0  # unknown for one (a note of an older groundbench): the input unscaled
+        if mine.rough_input > 0 and noted.rough_input > 0:
+            weighed = mine.rough_input * mine.answers + noted.rough_input * noted.answers
+            rough = weighed / pooled.answers
+        return dataclasses.replace(pooled, rough_input=rough)
+
+
+def _sending(
+    grid: Grid, questions: Questions, left: Left, limit: int | None
+) -> dict[str, Mapping[RequestKey, int] | None]:
+    """The requests a run sends of each configuration, with their next attempts: those the
+    store has left (a configuration it has not registered: all), and under ``limit`` only the
+    first ``limit`` questions of every cell."""
+    names = [r.name for r in grid.registrations]
+    if limit is None:
+        return {name: left.get(name) for name in names}
+    allowed = first_questions(grid.rows, questions, limit)
+    sending: dict[str, Mapping[RequestKey, int] | None] = {}
+    for name in names:
+        held = left.get(name)
+        if held is None:  # none stored: every request the limit allows, from attempt 0
+            sending[name] = {
+                RequestKey(c, condition, qid, budget): 0
+                for c, condition, budget, qid in allowed
+                if c == name
+            }
+            continue
+        sending[name] = {
+            k: attempt
+            for k, attempt in held.items()
+            if (k.configuration, k.condition, k.budget, k.qid) in allowed
+        }
+    return sending
+
+
 def _costs(
     experiment: Experiment,
-    questions: Questions,
     configurations: Sequence[Configuration],
     requests: dict[str, list[Asked]],
     probes: Sequence[Probe],
-    stored: Sequence[Progress],
+    measuring: _Measuring,
     stated_output: int | None,
 ) -> list[CostEstimate]:
-    grid = grid_of(experiment, questions, configurations)
-    by_configuration: dict[str, int] = {}
-    for row in grid.rows:
-        by_configuration[row.configuration] = by_configuration.get(row.configuration, 0) + 1
-    progress = {p.configuration: p for p in stored}
     costs = []
     backend_of = {spec.name: spec.backend for spec in experiment.configurations}
     for c in configurations:
         backend = backend_of[c.name]
         spec = experiment.backends[backend]
-        held = progress.get(c.name)
-        measured = Measured(held.answered, held.input_tokens, held.output_tokens) if held else None
         tokens = tokens_per_call(
-            measured, _probed(c.name, probes), _rough(requests[c.name]), stated_output
+            measuring.stored_tokens(c.name),
+            measuring.checked(c.name, probes),
+            _rough(requests[c.name]),
+            stated_output,
+            measuring.rough_left.get(c.name),
         )
-        total = by_configuration.get(c.name, 0)
-        left = total - (held.complete if held is not None else 0)
-        cost = spec.prices.cost(round(tokens.input), round(tokens.output))
+        total, left = measuring.left(c.name)
+        batched = spec.mode == "batch"
+        cost = per_call_cost(spec.prices, tokens, batched)
         priced = spec.prices.input_per_mtok > 0 or spec.prices.output_per_mtok > 0
-        costs.append(CostEstimate(c.name, backend, total, max(left, 0), tokens, cost, priced))
+        costs.append(
+            CostEstimate(c.name, backend, total, max(left, 0), tokens, cost, priced, batched)
+        )
     return costs
 
 
 def _probed(configuration: str, probes: Sequence[Probe]) -> Measured | None:
+    """The configuration's calls' tokens, each weighed by the requests left it stands for
+    (one decoding may send ten conditions' requests, another one's): as many calls, at the
+    weighted means."""
     mine = [p for p in probes if p.configuration == configuration and p.ok]
     if not mine:
         return None
+    n, total = len(mine), sum(max(p.weight, 1) for p in mine)
+
+    def mean(value: Callable[[Probe], float]) -> float:
+        return sum(max(p.weight, 1) * value(p) for p in mine) / total
+
     return Measured(
-        len(mine),
-        sum(p.input_tokens or 0 for p in mine),
-        sum(p.output_tokens or 0 for p in mine),
+        n,
+        round(n * mean(lambda p: p.input_tokens or 0)),
+        round(n * mean(lambda p: p.output_tokens or 0)),
+        mean(lambda p: p.rough_input),
     )
+
+
+# Requests built for the rough count's mean input of a configuration's requests: a few ms
+# each (the image variants are cached), and the mean of 64 images is within a few percent.
+ROUGH_SAMPLE = 64
+
+
+def _rows_of(grid: Grid) -> dict[str, list[int]]:
+    """The grid's rows (their indices), by configuration, in its order."""
+    rows: dict[str, list[int]] = {}
+    for i, r in enumerate(grid.rows):
+        rows.setdefault(r.configuration, []).append(i)
+    return rows
+
+
+def _key(row: GridRow) -> RequestKey:
+    return RequestKey(row.configuration, row.condition, row.qid, row.budget)
+
+
+def _spread(items: Sequence[_T], n: int) -> list[_T]:
+    """At most ``n`` of ``items``, evenly spread over them.
+
+    >>> _spread(list(range(10)), 3)
+    [0, 3, 6]
+    """
+    n = min(len(items), n)
+    return [items[i * len(items) // n] for i in range(n)]
+
+
+def _stored_sample(
+    grid: Grid, rows: Sequence[int], left: Mapping[RequestKey, int], complete: int
+) -> list[RequestKey]:
+    """About :data:`ROUGH_SAMPLE` of a configuration's ``complete`` requests: those not
+    ``left`` among as many of its rows, evenly spread, as hold that many at their share."""
+    looked = _spread(rows, ROUGH_SAMPLE * len(rows) // max(complete, 1) + 1)
+    return [k for k in (_key(grid.rows[i]) for i in looked) if k not in left]
+
+
+def _rough_mean(
+    builder: Builder, configuration: Configuration, keys: Sequence[RequestKey]
+) -> float | None:
+    """The rough count's mean input over ``keys`` (``None``: none)."""
+    if not keys:
+        return None
+    return sum(rough_input_tokens(builder.build(k, configuration)) for k in keys) / len(keys)
 
 
 def _rough(asked: Sequence[Asked]) -> Tokens:
@@ -448,7 +640,8 @@ def cap_lines(costs: Sequence[CostEstimate], max_spend: float | None) -> list[st
     dollars = sum(c.dollars for c in costs)
     if dollars > max_spend:
         lines.append(
-            f"the estimate is above --max-spend ${max_spend:,.2f}: the run stops at the cap"
+            f"the estimate (${dollars:,.2f}) is above --max-spend ${max_spend:,.2f}: the run "
+            "stops at the cap, with requests left"
         )
     for backend in sorted({c.backend for c in costs if not c.priced}):
         lines.append(
@@ -472,15 +665,24 @@ def check_lines(report: CheckReport, max_spend: float | None = None) -> list[str
             )
         else:
             lines.append(f"FAILED  {where}: {p.error} — {p.advice}")
-    lines.append("calls left, and what they cost at the configured prices:")
+    under = (
+        f" (--limit {report.limit}: the first {report.limit} questions of every cell)"
+        if report.limit is not None
+        else ""
+    )
+    lines.append(f"calls left{under}, and what they cost at the configured prices:")
     for c in report.costs:
-        dollars = f"${c.dollars:,.2f}" if c.priced else f"$0 ({c.backend} has no prices)"
+        dollars = money(c.dollars) if c.priced else f"$0 ({c.backend} has no prices)"
+        batch = " at the batch price" if c.batched and c.priced else ""
         lines.append(
             f"  {c.configuration}: {c.left:,} of {c.requests:,} requests × "
             f"({c.tokens.input:,.0f} in + {c.tokens.output:,.0f} out tokens; {c.tokens.basis}) "
-            f"= {dollars}"
+            f"= {dollars}{batch}"
         )
-    lines.append(f"  estimated spend: ${report.dollars:,.2f} (retries and re-asks add to it)")
+    left = sum(c.left for c in report.costs)
+    spend = capped_spend(report.costs, max_spend)
+    capped = f", capped by --max-spend ${max_spend:,.2f}" if spend < report.dollars else ""
+    lines.append(f"  estimated spend: {money(spend)} for {left:,} requests{capped}")
     lines.extend(f"  {line}" for line in cap_lines(report.costs, max_spend))
     lines.append("wall time at the configured limits (backends run side by side):")
     for w in report.walls:
@@ -493,22 +695,24 @@ def check_lines(report: CheckReport, max_spend: float | None = None) -> list[str
 
 def note_real_calls(experiment: Experiment, report: CheckReport) -> str | None:
     """Note the calls ``report`` made on real backends beside the store, for a run's limiters
-    (:mod:`runner.calls_note`; the simulator a check starts is not a run's); a line saying
-    why it could not be noted, or ``None``."""
+    (:mod:`runner.calls_note`; the simulator a check starts is not a run's), and the tokens
+    every call measured, for a run's estimate; a line saying why it could not be noted, or
+    ``None``."""
     backends = experiment.backends
     real = {
         name: account
         for name, account in report.accounts.items()
         if name in backends and not backends[name].simulated  # a note may name others
     }
-    if not real:
+    measured = report.measured()
+    if not real and not measured:
         return None
     try:
-        write_calls(experiment.store, real)
+        write_calls(experiment.store, real, measured)
     except OSError as exc:
         return (
             f"the calls were not noted beside the store ({exc.strerror}): a run started "
-            "within a minute does not count them"
+            "within a minute does not count them, nor estimates from their tokens"
         )
     return None
 

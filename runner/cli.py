@@ -464,28 +464,33 @@ def check_experiment(
         float | None,
         typer.Option(min=0.0, callback=_finite, help="Say whether the estimate fits this cap."),
     ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(min=1, help="Estimate `run --limit N`: the first N questions of every cell."),
+    ] = None,
 ) -> None:
     """Prove each configuration can be called, and say what the calls left cost and take.
 
     One call per configuration and decoding (a real request of the grid, not stored), then,
     per configuration, the requests left with their tokens and cost at the configured
     prices, and per backend the wall time at its limits. Tokens per call are measured from
-    the stored answers, else from the check's call. When each call left is noted beside the
-    store, for a run's limiters to count. Exit status 0 when every call succeeded, 1 when
-    one failed.
+    the stored answers and the check's calls. When each call left, and the tokens measured,
+    are noted beside the store, for a run's limiters and its estimate. Exit status 0 when
+    every call succeeded, 1 when one failed.
     """
     from runner.calls_note import read_calls
-    from runner.check import check, check_lines, note_real_calls, stored_progress
+    from runner.check import check, check_lines, note_real_calls, stored_state
 
     loaded = load_experiment(_experiment_given(experiment, "check"))
     questions = prepare(loaded)
     noted, ignored = read_calls(loaded.store)
     if ignored is not None:
         _echo(ignored)
+    stored, left = stored_state(loaded)
     report = asyncio.run(
         check(
-            loaded, questions, stored_progress(loaded), stated_output=output_tokens,
-            accounts=noted,
+            loaded, questions, stored, stated_output=output_tokens, accounts=noted, left=left,
+            limit=limit,
         )
     )  # fmt: skip
     for line in check_lines(report, max_spend):
@@ -512,6 +517,7 @@ def _run_in_view(
 ) -> RunReport:
     """Run with the live monitor in front on a terminal, plain progress lines otherwise."""
     from runner.distributed import RunOptions, run_experiment  # Ray loads only for a run
+    from runner.summary import summary_lines
 
     options = RunOptions(
         address=address,
@@ -527,13 +533,19 @@ def _run_in_view(
         if not console.is_terminal:
             return run_experiment(experiment, options, echo=_echo, experiment_file=where)
         with Live(console=console, refresh_per_second=4, transient=False) as live:
-            return run_experiment(
+            report = run_experiment(
                 experiment,
                 options,
                 echo=lambda line: live.console.print(line, soft_wrap=True, markup=False),
                 experiment_file=where,
                 show=lambda view: live.update(render(view)),
+                summarise=False,
             )
+        # The summary below the view's last frame, once it has closed: the last thing on
+        # screen (printed through the live view, it went above the frame and scrolled off).
+        for line in summary_lines(report, where, experiment):
+            console.print(line, soft_wrap=True, markup=False)
+        return report
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM taken as it (runner._sigterm)
         # Every attempt is stored before its worker sends again: nothing stored is lost.
         stopped = "terminated (SIGTERM)" if terminated() else "interrupted"

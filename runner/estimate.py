@@ -1,10 +1,15 @@
-"""What the calls left will cost, and how long they will take at the configured limits.
+"""What the calls left will cost, and how long they will take: the one estimator behind
+``check``, a run's pre-flight, the live view and the run's summary.
 
-Plain Python, no Ray, no network. Tokens per call come from the best source there is, and the
-estimate says which: the answers already stored for the configuration (measured), else the
-check's own call (measured once), else a rough count (the prompt's characters / 4 and one
-token per 28-pixel patch of the image, and the output mean stated with ``--output-tokens`` or
-the limiter's prior). Dollars come from the backend's configured ``prices``.
+Plain Python, no Ray, no network. Tokens per request come from what was measured, pooled: the
+requests already stored for the configuration and the check's calls (this check's, and those a
+``check`` noted beside the store, :mod:`runner.calls_note`); the store's requests outnumber the
+check's few calls as they accrue. With nothing measured, a rough count (the prompt's characters
+/ 4 and one token per 28-pixel patch of the image, and the output mean stated with
+``--output-tokens`` or the limiter's prior). Dollars come from the backend's configured
+``prices``, at the batch price where the backend is batched; the requests counted are those
+the run will send (under ``--limit``, the limit's), and ``--max-spend`` caps the sum. The ETA
+is the requests left over the rate achieved so far.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from runner.experiment import BackendSpec
+from runner.experiment import BackendSpec, Experiment, Prices
+from runner.store import Progress
 
 # The estimated input per call (the prompt's characters / 4, a token per 28-pixel patch; or
 # the mean measured) is a mean, and providers count images differently: OpenAI's 512-pixel
@@ -46,10 +52,11 @@ class CostEstimate:
     configuration: str
     backend: str
     requests: int  # in its grid
-    left: int  # not complete yet
+    left: int  # not complete yet, among those the run sends (under --limit, the limit's)
     tokens: Tokens
     per_call: float  # dollars
     priced: bool = True  # False: its backend has no prices, so its calls count as $0
+    batched: bool = False  # its backend is in batch mode: per_call is at the batch price
 
     @property
     def dollars(self) -> float:
@@ -72,38 +79,173 @@ class WallEstimate:
 
 @dataclass(frozen=True)
 class Measured:
-    """Tokens over ``answers`` answered calls."""
+    """Tokens over ``answers`` requests (a stored request's every attempt, or one check call);
+    ``rough_input``: the rough count's mean input of those requests (0: not known)."""
 
     answers: int
     input_tokens: int
     output_tokens: int
+    rough_input: float = 0.0
 
     def tokens(self, basis: str) -> Tokens:
         n = max(self.answers, 1)
         return Tokens(self.input_tokens / n, self.output_tokens / n, basis)
 
+    def __add__(self, other: Measured) -> Measured:
+        return Measured(
+            self.answers + other.answers,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+        )
+
+    def standing_for(self, rough_left: float | None) -> Measured:
+        """The input scaled to the requests left: by the rough count's ratio between their
+        mean and that of the requests measured. A request's input is mostly its image, and a
+        check's one call, or a ``--limit`` run's first questions, are a few images of many:
+        the rough count weighs images as a provider does, up to a factor the measure sets.
+
+        >>> Measured(2, 1000, 300, rough_input=250.0).standing_for(500.0)
+        Measured(answers=2, input_tokens=2000, output_tokens=300, rough_input=500.0)
+        >>> Measured(2, 1000, 300).standing_for(500.0).input_tokens  # nothing to scale by
+        1000
+        """
+        if not rough_left or self.rough_input <= 0:
+            return self
+        scaled = round(self.input_tokens * rough_left / self.rough_input)
+        return Measured(self.answers, scaled, self.output_tokens, rough_left)
+
 
 def tokens_per_call(
-    stored: Measured | None, probed: Measured | None, rough: Tokens, stated_output: int | None
+    stored: Measured | None,
+    probed: Measured | None,
+    rough: Tokens,
+    stated_output: int | None,
+    rough_left: float | None = None,
 ) -> Tokens:
-    """The mean tokens of a configuration's call, from the best source there is; a stated
-    output mean replaces any other.
+    """The mean tokens of a configuration's request, measured where anything is (the store's
+    requests and the check's calls pooled: the store's win as they accrue; each one's input
+    scaled to the requests left, ``rough_left`` their rough mean input: see
+    :meth:`Measured.standing_for`), else rough; a stated output mean replaces any other.
 
     >>> rough = Tokens(500, 1024, "rough")
     >>> tokens_per_call(None, None, rough, None).basis
     'rough'
     >>> tokens_per_call(Measured(10, 9000, 2000), None, rough, 300)
-    Tokens(input=900.0, output=300, basis='measured over 10 stored answers; output stated')
+    Tokens(input=900.0, output=300, basis='measured over 10 stored requests; output stated')
+    >>> tokens_per_call(Measured(3, 3000, 300), Measured(1, 1000, 500), rough, None)
+    Tokens(input=1000.0, output=200.0, basis='measured over 3 stored requests and 1 check call')
     """
+    sources = []
+    pooled = Measured(0, 0, 0)
+    scaled = False
     if stored is not None and stored.answers > 0:
-        found = stored.tokens(f"measured over {stored.answers:,} stored answers")
-    elif probed is not None and probed.answers > 0:
-        found = probed.tokens("measured by the check's call")
-    else:
-        found = rough
+        sources.append(f"{stored.answers:,} stored request{'s' * (stored.answers != 1)}")
+        pooled += stored.standing_for(rough_left)
+        scaled |= stored.standing_for(rough_left) != stored
+    if probed is not None and probed.answers > 0:
+        sources.append(f"{probed.answers:,} check call{'s' * (probed.answers != 1)}")
+        pooled += probed.standing_for(rough_left)
+        scaled |= probed.standing_for(rough_left) != probed
+    basis = f"measured over {' and '.join(sources)}"
+    if scaled:
+        basis += ", input scaled to the images left"
+    found = pooled.tokens(basis) if sources else rough
     if stated_output is None:
         return found
     return Tokens(found.input, stated_output, f"{found.basis}; output stated")
+
+
+def per_call_cost(prices: Prices, tokens: Tokens, batched: bool) -> float:
+    """The dollars of one request of ``tokens``, at the batch price where ``batched``.
+
+    >>> p = Prices(input_per_mtok=1.0, output_per_mtok=10.0)
+    >>> t = Tokens(1000, 100, "measured")
+    >>> per_call_cost(p, t, False), per_call_cost(p, t, True)
+    (0.002, 0.001)
+    """
+    price = prices.batch_cost if batched else prices.cost
+    return price(round(tokens.input), round(tokens.output))
+
+
+def capped_spend(costs: Sequence[CostEstimate], max_spend: float | None) -> float:
+    """The estimated spend of ``costs``, at most ``max_spend`` (the run stops at its cap).
+
+    >>> c = CostEstimate("q", "b", 10, 10, Tokens(0, 0, "m"), 0.5)
+    >>> capped_spend([c], None), capped_spend([c], 2.0)
+    (5.0, 2.0)
+    """
+    dollars = sum(c.dollars for c in costs)
+    return dollars if max_spend is None else min(dollars, max_spend)
+
+
+@dataclass(frozen=True)
+class Limited:
+    """What a run under ``--limit`` sends: the limit's requests, how many of them were left
+    when the run began, and how many of the grid's were complete then. Only the limit's
+    requests are sent, so every request completed since is one of them."""
+
+    total: int
+    left_at_start: int
+    complete_at_start: int  # the whole grid's
+
+    def complete(self, grid_complete: int) -> int:
+        """The limit's requests complete, when ``grid_complete`` of the grid's are.
+
+        >>> Limited(200, 150, 1000).complete(1040)
+        90
+        """
+        done = self.total - self.left_at_start + max(grid_complete - self.complete_at_start, 0)
+        return min(max(done, 0), self.total)
+
+
+def stored_measure(progress: Progress) -> Measured:
+    """The tokens of a configuration's stored requests (each tried request's every attempt,
+    re-asks included: what a request left will cost)."""
+    return Measured(
+        progress.complete + progress.errored, progress.input_tokens, progress.output_tokens
+    )
+
+
+@dataclass(frozen=True)
+class LeftCost:
+    """What the requests a store has left will cost at the tokens its answers measured."""
+
+    requests: int
+    dollars: float
+    unmeasured: tuple[str, ...]  # configurations with requests left and nothing stored yet
+
+
+def left_cost(experiment: Experiment, progress: Sequence[Progress]) -> LeftCost:
+    """The dollars of every request left, each configuration's at its stored requests' mean
+    tokens, at its backend's prices (the batch price where batched)."""
+    backend_of = {c.name: c.backend for c in experiment.configurations}
+    dollars, requests, unmeasured = 0.0, 0, []
+    for p in progress:
+        if p.pending <= 0 or p.configuration not in backend_of:
+            continue
+        requests += p.pending
+        measured = stored_measure(p)
+        if measured.answers == 0:
+            unmeasured.append(p.configuration)
+            continue
+        spec = experiment.backends[backend_of[p.configuration]]
+        tokens = measured.tokens("stored")
+        dollars += p.pending * per_call_cost(spec.prices, tokens, spec.mode == "batch")
+    return LeftCost(requests, dollars, tuple(unmeasured))
+
+
+def eta_s(left: int, completed: int, seconds: float) -> float | None:
+    """Seconds until ``left`` requests are complete at the rate achieved (``completed`` in
+    ``seconds``); ``None`` while no rate is known.
+
+    >>> eta_s(100, 50, 10.0), eta_s(0, 0, 0.0), eta_s(100, 0, 10.0)
+    (20.0, 0.0, None)
+    """
+    if left <= 0:
+        return 0.0
+    if completed <= 0 or seconds <= 0:
+        return None
+    return left * seconds / completed
 
 
 def wall_time(
@@ -146,6 +288,18 @@ def backend_walls(
         latency = max(measured) if measured else None
         walls.append(wall_time(name, spec, calls, tokens, latency))
     return walls
+
+
+def money(dollars: float) -> str:
+    """Dollars as an estimate is read: cents, and four places below a dollar (a smoke run's
+    $0.24 is not told from $0.2449).
+
+    >>> money(1234.5), money(0.24491), money(0.0)
+    ('$1,234.50', '$0.2449', '$0.00')
+    """
+    if 0 < abs(dollars) < 1:
+        return f"${dollars:,.4f}"
+    return f"${dollars:,.2f}"
 
 
 def duration(seconds: float) -> str:

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from runner._fit import Column, fitted
 from runner.batch import OpenBatch
+from runner.estimate import Limited, eta_s
 from runner.experiment import Prices
 from runner.store import CellProgress, Progress
 
@@ -80,19 +81,33 @@ class Snapshot:
 
 
 def snapshot(
-    now: Reading, before: Reading | None, begun: float, prices: Mapping[str, Prices]
+    now: Reading,
+    before: Reading | None,
+    begun: float,
+    prices: Mapping[str, Prices],
+    *,
+    since: Reading | None = None,
+    limited: Limited | None = None,
 ) -> Snapshot:
-    """The view at ``now``; rates come from the change since ``before``."""
+    """The view at ``now``; rates come from the change since ``before``, the ETA from the
+    rate achieved since ``since`` (the first reading; default ``before``) over what is left.
+    ``limited``: the run sends only ``--limit``'s requests, which are its totals."""
+    grid_complete = sum(p.complete for p in now.progress)
     requests = sum(p.requests for p in now.progress)
-    complete = sum(p.complete for p in now.progress)
+    complete = grid_complete
+    if limited is not None:
+        requests, complete = limited.total, limited.complete(grid_complete)
     errored = sum(p.errored for p in now.progress)
     span = (now.at - before.at) if before is not None else 0.0
     rate = None
     if before is not None and span > 0:
-        rate = (complete - sum(p.complete for p in before.progress)) / span
-    pending = requests - complete
-    eta = None if rate is None or rate <= 0 else pending / rate
-    if pending == 0:
+        rate = (grid_complete - sum(p.complete for p in before.progress)) / span
+    start = since if since is not None else before
+    eta = None
+    if start is not None:
+        done = grid_complete - sum(p.complete for p in start.progress)
+        eta = eta_s(requests - complete, done, now.at - start.at)
+    elif requests == complete:
         eta = 0.0
     views = []
     for name, stats in sorted(now.backends.items()):

@@ -1,7 +1,9 @@
-"""The run's closing text: what it did, what is left, and how to resume.
+"""The run's closing text: what it did, what it spent, what is left (its cost and time, by
+:mod:`runner.estimate`), where the store is and how to go on.
 
 Beside :mod:`runner.monitor`, the live view: the monitor draws a run as it goes, the summary
-writes it out once it has ended, from the driver's :class:`~runner.distributed.RunReport`.
+writes it out once it has ended, from the driver's :class:`~runner.distributed.RunReport`; on a
+terminal it is written below the live view's last frame, once the view has closed.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from runner.backends import one_line, what_to_do
 from runner.backends._secrets import MAX_MESSAGE
+from runner.estimate import duration, eta_s, left_cost
+from runner.experiment import Experiment
 
 # Annotations only: runner.distributed's __init__ imports the driver, which imports this module.
 if TYPE_CHECKING:
@@ -19,8 +23,11 @@ if TYPE_CHECKING:
     from runner.store import ErrorCount
 
 
-def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
-    """What the run did, what is left, and how to resume."""
+def summary_lines(
+    report: RunReport, experiment_file: Path | None, experiment: Experiment | None = None
+) -> list[str]:
+    """What the run did, what is left, and how to resume; with ``experiment``, what is left
+    costs and takes, and where its store is."""
     traffic = report.traffic
     lines = [
         f"run ended after {report.elapsed_s:.1f} s: {traffic.http_calls:,} HTTP calls sent, "
@@ -83,16 +90,37 @@ def summary_lines(report: RunReport, experiment_file: Path | None) -> list[str]:
         )
     command = f"groundbench run {experiment_file}" if experiment_file else "the same command"
     if report.limit is not None:
+        done = report.limited_requests - report.limited_left
         lines.append(
             f"  --limit {report.limit}: the first {report.limit} questions of every cell, "
-            f"{report.limited_left:,} of their requests left"
+            f"{done:,}/{report.limited_requests:,} of their requests complete, "
+            f"{report.limited_left:,} left"
         )
+    if experiment is not None:
+        lines += _left_lines(report, experiment)
     if not report.complete:
         again = "without --limit" if report.limit is not None and report.done else "again"
         lines.append(
             f"{report.pending:,} requests left: run {command} {again} to send exactly those"
             + _once(report)
         )
+    return lines
+
+
+def _left_lines(report: RunReport, experiment: Experiment) -> list[str]:
+    """What the grid's requests left cost at the tokens the store measured, and take at this
+    run's pace; where the store is, and the report's command."""
+    lines = []
+    left = left_cost(experiment, report.progress)
+    if left.requests:
+        cost = f"≈ ${left.dollars:,.2f} at the tokens stored so far"
+        if left.unmeasured:
+            cost += f" ({', '.join(left.unmeasured)}: nothing stored to measure yet)"
+        eta = eta_s(left.requests, report.requests_finished, report.elapsed_s)
+        pace = f", ≈ {duration(eta)} at this run's pace" if eta is not None else ""
+        lines.append(f"  the grid's {left.requests:,} requests left: {cost}{pace}")
+    store = experiment.store
+    lines.append(f"  store: {store}; its tables and figures: groundbench report {store}")
     return lines
 
 

@@ -42,6 +42,7 @@ from runner.distributed._scorer import scorer_for
 from runner.distributed._spend import SpendCap, worst_case
 from runner.distributed._store_port import StorePort
 from runner.distributed._watch import LiveView
+from runner.estimate import Limited
 from runner.experiment import Experiment
 from runner.monitor import echoing
 from runner.plan import (
@@ -65,11 +66,14 @@ def run_experiment(
     echo: Echo = print,
     experiment_file: Path | None = None,
     show: Show | None = None,
+    summarise: bool = True,
 ) -> RunReport:
     """Run every pending call of ``experiment`` and score the answers; see the module docstring.
 
     ``show`` receives the live view every ``options.progress_every_s`` (default: its plain
-    lines, through ``echo``); ``echo`` gets the run's messages and its closing summary.
+    lines, through ``echo``); ``echo`` gets the run's messages and its closing summary (unless
+    ``summarise`` is false: the caller writes :func:`summary_lines` of the report, below a live
+    view it has closed).
 
     Joins the Ray cluster at ``options.address`` (or ``RAY_ADDRESS``, as under ``ray job
     submit``), else starts a local one; one already initialised in this process is used as is.
@@ -97,6 +101,7 @@ def run_experiment(
             run = _Run(
                 experiment, ready.questions, options, echo, experiment_file, show or echoing(echo)
             )
+            run.summarise = summarise
             run.accounts = ready.accounts
             if ready.estimate is not None:
                 run.estimated(ready.estimate)
@@ -135,6 +140,7 @@ class _Run:
         self.preflight_spent = 0.0
         self.accounts: Mapping[str, Account] = {}  # by backend: calls already made on it
         self._batches: dict[str, BatchReport] = {}  # batch-mode backends' reports
+        self.summarise = True  # the run writes its summary through echo
 
     def estimated(self, estimate: CheckReport) -> None:
         """The pre-flight's (or the cap's) estimate: the cost per call the cap starts from;
@@ -223,11 +229,13 @@ class _Run:
         boxes = self.experiment.boxes
         reader = boxes.reading if boxes is not None else None
         scorer_ref = _ray.put(scorer_for(self.questions, self.experiment.conventions, reader))
+        limited = None
         if self.options.limit is not None:
             self.allowed = first_questions(grid.rows, self.questions, self.options.limit)
+            limited = await self._limited()
         store = StorePort.of_actor(self.store, self.allowed)
         feeder = Feeder(store, self._policy(), self.echo, cap=self.cap)
-        view = LiveView(self.store, self._handles, self.experiment, self.show, begun)
+        view = LiveView(self.store, self._handles, self.experiment, self.show, begun, limited)
         watcher = asyncio.create_task(view.every(self.options.progress_every_s))
         try:
             driving = await self._fed(feeder, attempts, later)
@@ -278,12 +286,14 @@ class _Run:
             spent_total=self.experiment.spent_on(progress),
             max_spend=self.options.max_spend,
             limit=self.options.limit,
+            limited_requests=len(self.allowed) if self.allowed is not None else 0,
             limited_left=await self._limited_left(),
             held=await _ray.call(self.store.held.remote()),
             preflight_spent=self.preflight_spent,
         )
-        for line in summary_lines(report, self.experiment_file):
-            self.echo(line)
+        if self.summarise:  # else the caller writes it, once its live view has closed
+            for line in summary_lines(report, self.experiment_file, self.experiment):
+                self.echo(line)
         return report
 
     def _traffic_of(self, feed: Feed) -> Traffic:
@@ -312,6 +322,16 @@ class _Run:
         names = [c.name for c in self.experiment.configurations]
         left: list[Pending] = await _ray.call(self.store.pending.remote(names))
         return sum((p.configuration, p.condition, p.budget, p.qid) in self.allowed for p in left)
+
+    async def _limited(self) -> Limited:
+        """The live view's totals under ``--limit``: its requests, and how far they and the
+        grid are as the feeding starts (the pre-flight's calls kept)."""
+        assert self.allowed is not None
+        progress = await _ray.call(self.store.progress.remote())
+        complete = sum(p.complete for p in progress)
+        limited = Limited(len(self.allowed), await self._limited_left(), complete)
+        await _ray.call(self.store.limit.remote(limited))  # for a monitor in another process
+        return limited
 
     # -- backends ---------------------------------------------------------------------------
 

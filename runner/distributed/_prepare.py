@@ -17,13 +17,12 @@ from typing import TypeVar
 from conditions import Questions
 from runner._errors import RunnerError
 from runner.backends import Account
-from runner.calls_note import read_calls
+from runner.calls_note import read_calls, read_tokens
 from runner.check import (
     CheckReport,
     cap_lines,
     check,
     check_lines,
-    stored_progress,
     stored_state,
 )
 from runner.distributed._options import Echo, RunOptions
@@ -59,10 +58,13 @@ def prepared(experiment: Experiment, options: RunOptions, echo: Echo) -> Prepare
     if options.max_spend is None:
         return Prepared(questions, None, noted)
     # The cap needs a cost per call before any is measured.
-    stored = stored_progress(experiment)
+    stored, left = stored_state(experiment)
     estimate = asyncio.run(
-        check(experiment, questions, stored, stated_output=options.output_tokens, call=False)
-    )
+        check(
+            experiment, questions, stored, stated_output=options.output_tokens, call=False,
+            left=left, limit=options.limit, noted=read_tokens(experiment.store),
+        )
+    )  # fmt: skip
     for line in cap_lines(estimate.costs, options.max_spend):
         echo(line)
     return Prepared(questions, estimate, noted)
@@ -92,7 +94,8 @@ def preflight(
     """Call each configuration of a real backend once per decoding, and say what the calls
     left will cost and take (a simulated backend costs nothing and is not called).
 
-    Each call is a request the grid has left, made as its attempt: the run stores it and does
+    Each call is a request the grid has left (under ``--limit``, one the limit sends), made as
+    its attempt: the run stores it and does
     not send it again (:attr:`Probe.record`), and its backend's limiter goes on from the calls
     made (:attr:`CheckReport.accounts`), so nothing is paid twice and the server's window and
     the run's agree.
@@ -109,6 +112,7 @@ def preflight(
         check(
             experiment, questions, stored, stated_output=options.output_tokens, only_real=True,
             cap=options.max_spend, left=left, as_grid=True, accounts=noted,
+            limit=options.limit, noted=read_tokens(experiment.store),
         )
     )  # fmt: skip
     for line in check_lines(report, options.max_spend):

@@ -72,6 +72,7 @@ class RunReport:
     spent_total: float = 0.0  # dollars of every answer in the store, this run's and earlier
     max_spend: float | None = None
     limit: int | None = None
+    limited_requests: int = 0  # with a limit: its requests
     limited_left: int = 0  # with a limit: its requests not complete
     held: int = 0  # requests open batches hold (collected by a batch-mode run, never resent)
 

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from runner.distributed._remote import node_id
+from runner.estimate import Limited
 from runner.store import (
     BatchKey,
     BatchProblem,
@@ -48,6 +49,7 @@ class StoreActor:
         self._path = path
         self._finished = False
         self._opened: Store | None = None
+        self._limited: Limited | None = None  # --limit's totals, for a monitor elsewhere
 
     @classmethod
     def serving(cls, store: Store) -> StoreActor:
@@ -116,6 +118,13 @@ class StoreActor:
 
     def error_counts(self) -> list[ErrorCount]:
         return self._store.error_counts()
+
+    def limit(self, limited: Limited) -> None:
+        """The run sends only ``--limit``'s requests: ``groundbench monitor`` counts those."""
+        self._limited = limited
+
+    def limited(self) -> Limited | None:
+        return self._limited
 
     # The batch ledger (runner.batch.Ledger, through StorePort.of_actor).
 

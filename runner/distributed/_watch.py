@@ -15,6 +15,7 @@ from runner.distributed import _ray
 from runner.distributed._address import RunAddress, read_note
 from runner.distributed._store_actor import StoreClosed
 from runner.distributed._worker import WorkerStats
+from runner.estimate import Limited
 from runner.experiment import Experiment
 from runner.monitor import Reading, Snapshot, snapshot
 
@@ -48,12 +49,15 @@ class LiveView:
         experiment: Experiment,
         show: Callable[[Snapshot], object],
         begun: float,
+        limited: Limited | None = None,
     ) -> None:
         self._store = store
         self._backends = backends  # asked each time: a restarted backend has a new actor
         self._prices = {name: b.prices for name, b in experiment.backends.items()}
         self._show = show
         self._begun = begun
+        self._limited = limited  # --limit: its requests are the run's totals
+        self._first: Reading | None = None  # the ETA's rate is the one achieved since
         self._last: Reading | None = None
 
     async def every(self, seconds: float) -> None:
@@ -63,7 +67,11 @@ class LiveView:
 
     async def once(self) -> None:
         now = await read_run(self._store, self._backends())
-        self._show(snapshot(now, self._last, self._begun, self._prices))
+        view = snapshot(
+            now, self._last, self._begun, self._prices, since=self._first, limited=self._limited
+        )
+        self._show(view)
+        self._first = self._first or now
         self._last = now
 
 
@@ -103,6 +111,7 @@ def watch_run(
     async def loop() -> None:
         begun = time.monotonic()
         before: Reading | None = None
+        first: Reading | None = None  # the ETA's rate is the one achieved since
         while not _ended(experiment.store, note):
             backends = {
                 n: _ray.named_actor(actor_name(tag, f"backend-{n}"), namespace)
@@ -110,6 +119,8 @@ def watch_run(
             }
             try:
                 now = await asyncio.wait_for(read_run(store, backends), READ_WAIT_S)
+                # --limit's totals (None: the grid's), which the run told its store actor.
+                limited = await asyncio.wait_for(store.limited.remote(), READ_WAIT_S)
             except TimeoutError:
                 if _ended(experiment.store, note):
                     return
@@ -121,7 +132,8 @@ def watch_run(
                 if _ray.is_gone(exc, StoreClosed):  # the run ended: its store is closed or gone
                     return
                 raise
-            show(snapshot(now, before, begun, prices))
+            show(snapshot(now, before, begun, prices, since=first, limited=limited))
+            first = first or now
             before = now
             await asyncio.sleep(every_s)
 

@@ -13,7 +13,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runner.backends import Account
-from runner.calls_note import KEEP_S, MAX_NOTE_BYTES, note_path, read_calls, write_calls
+from runner.calls_note import (
+    KEEP_S,
+    MAX_NOTE_BYTES,
+    NotedTokens,
+    note_path,
+    read_calls,
+    read_tokens,
+    write_calls,
+)
 
 times = st.lists(st.floats(min_value=1e9, max_value=2e9), max_size=20)
 
@@ -78,3 +86,16 @@ def test_a_note_is_replaced_whole_or_not_at_all(
     monkeypatch.undo()
     read, _ = read_calls(store)
     assert list(read) == ["a"] and os.listdir(tmp_path) == [note_path(store).name]
+
+
+def test_the_tokens_a_check_measured_are_read_back_however_old(tmp_path: Path) -> None:
+    """Issue 39: a run estimates from the check's measured tokens, which no window ages."""
+    store = tmp_path / "exp.duckdb"
+    tokens = {"qwen-max": NotedTokens(protocol="ab12", calls=3, input_tokens=2100,
+                                      output_tokens=390, rough_input=650.0)}  # fmt: skip
+    write_calls(store, {"qwen": Account(sent=(1.0,))}, tokens)
+    assert read_tokens(store) == tokens
+    assert read_calls(store)[0] == {}  # its calls are long out of every window
+    assert read_tokens(tmp_path / "none.duckdb") == {}
+    note_path(store).write_text("not a note")
+    assert read_tokens(store) == {}

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from runner.distributed import RunOptions
 from runner.distributed._prepare import prepared
 from runner.estimate import input_bound
 from runner.experiment import load_experiment
-from runner.plan import prepare
+from runner.plan import first_questions, grid_of, prepare
 from runner.simulator import SimSpec
 from runner.store import Progress, read_only
 from tests.runner.distributed.conftest import KEY, KEY_ENV, simulator_thread, write_experiment
@@ -85,7 +86,12 @@ def test_a_good_key_proves_each_decoding_once_and_estimates_from_the_measured_to
         url,
         sim,
     ):
-        report = _check(_experiment(tmp_path, store, small_root, url))
+        path = _experiment(tmp_path, store, small_root, url)
+        report = _check(path)
+    experiment = load_experiment(path)
+    configurations = [experiment.configuration(c, url) for c in experiment.configurations]
+    grid = grid_of(experiment, prepare(experiment), configurations)
+    per = Counter(r.condition for r in grid.rows)
     # base and no-image share a decoding; thinking-off and temperature each have their own.
     assert [p.condition for p in report.probes] == ["base", "thinking-off", "temperature"]
     assert report.ok and sim.stats.answered == 3
@@ -93,9 +99,17 @@ def test_a_good_key_proves_each_decoding_once_and_estimates_from_the_measured_to
     assert all(":gb-check-" in call for call in sim.stats.paid)
     (cost,) = report.costs
     probes = report.probes
-    assert cost.tokens.input == sum(p.input_tokens or 0 for p in probes) / 3
-    assert cost.tokens.output == sum(p.output_tokens or 0 for p in probes) / 3
-    assert cost.tokens.basis == "measured by the check's call"
+    # Each call stands for the requests its decoding sends: base's for no-image's too.
+    assert [p.weight for p in probes] == [
+        per["base"] + per["no-image"],
+        per["thinking-off"],
+        per["temperature"],
+    ]
+    weighted = sum(p.weight * (p.output_tokens or 0) for p in probes) / cost.requests
+    assert cost.tokens.output == round(3 * weighted) / 3
+    # The input scaled from the images called to those left (no-image's have none).
+    assert 0 < cost.tokens.input < max(p.input_tokens or 0 for p in probes)
+    assert cost.tokens.basis == "measured over 3 check calls, input scaled to the images left"
     # Nothing stored yet: every request of the grid is left (2 budgets + the box question).
     assert cost.left == cost.requests > 0
     expected = (round(cost.tokens.input) * 2.0 + round(cost.tokens.output) * 10.0) / 1e6
@@ -117,8 +131,16 @@ def test_stored_answers_are_the_measure_and_complete_requests_are_not_left(
     with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, _):
         report = _check(_experiment(tmp_path, store, small_root, url), stored)
     (cost,) = report.costs
-    assert (cost.tokens.input, cost.tokens.output) == (1000, 200)
-    assert cost.tokens.basis == "measured over 40 stored answers"
+    # Pooled with the check's 3 calls (each weighed by the requests it stands for): the
+    # store's 40 requests outweigh them.
+    probes = report.probes
+    weighted = sum(p.weight * (p.output_tokens or 0) for p in probes) / sum(
+        p.weight for p in probes
+    )
+    assert cost.tokens.output == (8_000 + round(3 * weighted)) / 43
+    assert cost.tokens.basis == (
+        "measured over 40 stored requests and 3 check calls, input scaled to the images left"
+    )
     assert cost.left == cost.requests - 40
 
 
@@ -203,8 +225,11 @@ def test_a_pre_flights_calls_are_requests_left_made_as_their_attempts(
         questions = prepare(experiment)
         config = experiment.configuration(experiment.configurations[0], url)
         keys = list(task_of(questions).plan([config], experiment.budgets, experiment.box))
-        smallest = min(k.budget for k in keys)
-        base = [k for k in keys if k.condition == "base" and k.budget == smallest]
+        # The budget nearest the mean of the condition's requests: its tokens stand for theirs.
+        budgets = [k.budget for k in keys if k.condition == "base"]
+        mean = sum(budgets) / len(budgets)
+        nearest = min(set(budgets), key=lambda b: (abs(b - mean), b))
+        base = [k for k in keys if k.condition == "base" and k.budget == nearest]
         # The store has answered the first base request, and attempt 0 of the second did not
         # parse; no thinking-off request is left; the temperature ones are all left.
         left = {k: 0 for k in keys if k.condition in ("base", "temperature")}
@@ -242,3 +267,54 @@ def test_a_checks_calls_count_in_the_windows_of_the_run_that_follows(
     # 120 a minute: every call, the check's and the pre-flight's, half a second apart (the
     # clocks of two processes agree to a millisecond).
     assert min(b - a for a, b in itertools.pairwise(sent)) >= 0.499
+
+
+def test_under_a_limit_the_calls_and_the_estimate_are_the_limits_requests(
+    tmp_path: Path, store: Path, small_root: DataRoot, small_cohort: Cohort, key: None
+) -> None:
+    """Issue 39: `run --limit 1` quoted the whole grid. Under a limit the estimate counts the
+    limit's requests, and each call is one of them (a pre-flight's is kept as its attempt)."""
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, _):
+        experiment = load_experiment(_experiment(tmp_path, store, small_root, url))
+        questions = prepare(experiment)
+        report = asyncio.run(check(experiment, questions, limit=1, as_grid=True))
+    config = experiment.configuration(experiment.configurations[0], url)
+    grid = grid_of(experiment, questions, [config])
+    allowed = first_questions(grid.rows, questions, 1)
+    (cost,) = report.costs
+    cells = {(r.condition, r.budget) for r in grid.rows}
+    assert cost.left == len(allowed) == len(cells) < cost.requests
+    assert all((r.configuration, r.condition, r.budget, r.qid) in allowed for r in report.records)
+    lines = check_lines(report, max_spend=report.dollars / 2)
+    header = lines[len(report.probes)]
+    assert header.startswith("calls left (--limit 1: the first 1 questions of every cell)")
+    spend = f"{report.dollars / 2:,.2f}"
+    assert any(
+        f"for {len(allowed)} requests, capped by --max-spend ${spend}" in line for line in lines
+    )
+
+
+def test_a_run_right_after_a_check_estimates_from_the_checks_tokens(
+    tmp_path: Path, store: Path, small_root: DataRoot, small_cohort: Cohort, key: None
+) -> None:
+    """Issue 39: `check` said $3.66 from its calls, the `run` right after "$22.05 … rough". The
+    check notes its calls' tokens; a run's estimate starts from them (here without calls of
+    its own: --no-check under a cap), unless the configuration has changed since."""
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, sim):
+        path = _experiment(tmp_path, store, small_root, url)
+        result = CliRunner().invoke(app, ["check", str(path)])
+        assert result.exit_code == 0, result.output
+        checked = next(line for line in result.output.splitlines() if "qwen-max: " in line)
+        options = RunOptions(preflight=False, max_spend=100.0)
+        said: list[str] = []
+        ready = prepared(load_experiment(path), options, said.append)
+        assert sim.stats.answered == 3  # the check's calls; the run's estimate made none
+        changed = _experiment(tmp_path, store, small_root, url, model="qwen3-vl-max")
+        again = prepared(load_experiment(changed), options, said.append)
+    assert ready.estimate is not None and again.estimate is not None
+    (cost,) = ready.estimate.costs
+    assert cost.tokens.basis.startswith("measured over 3 check calls")
+    # The same figures as the check said.
+    assert f"({cost.tokens.input:,.0f} in + {cost.tokens.output:,.0f} out tokens" in checked
+    (other,) = again.estimate.costs
+    assert other.tokens.basis.startswith("rough")

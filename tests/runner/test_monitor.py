@@ -12,6 +12,7 @@ from rich.text import Text
 from runner.backends import LimiterStats
 from runner.batch import OpenBatch
 from runner.distributed import Traffic, WorkerStats
+from runner.estimate import Limited
 from runner.experiment import Prices
 from runner.monitor import (
     MAX_CELLS,
@@ -253,3 +254,21 @@ def test_a_batch_that_only_ages_is_no_change() -> None:
     assert len(lines(view(15.0, 100))) == 1  # older, nothing else
     shown = lines(view(20.0, 120))
     assert len(shown) == 3 and shown[2].endswith("120 done, 0 failed of 500, open 0m20s")
+
+
+def test_under_a_limit_the_totals_and_the_eta_are_the_limits() -> None:
+    """Issue 39: during `run --limit 2` the line read "200/4,800 requests complete … ETA
+    1h17m": the limit's 200 are the totals, and the ETA is what is left of them at the rate
+    achieved since the first reading, not the last second's."""
+    limited = Limited(total=200, left_at_start=200, complete_at_start=100)
+    first = Reading(0.0, _progress(100), _cells(100), {})
+    before = Reading(9.0, _progress(190), _cells(190), {})
+    now = Reading(10.0, _progress(200), _cells(200), {})
+    view = snapshot(now, before, 0.0, {}, since=first, limited=limited)
+    assert (view.requests, view.complete) == (200, 100)
+    assert view.rate == 10.0  # the last second's, as shown
+    assert view.eta_s == 10.0  # 100 left at the 10 a second achieved since the first reading
+    assert plain_lines(view)[0].startswith("[   10.0 s] 100/200 requests complete (50.0%)")
+    assert "ETA 0m10s" in plain_lines(view)[0]
+    done = snapshot(Reading(20.0, _progress(300), _cells(300), {}), now, 0.0, {}, limited=limited)
+    assert (done.complete, done.eta_s) == (200, 0.0)

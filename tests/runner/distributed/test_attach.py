@@ -39,6 +39,7 @@ from tests.runner.distributed.conftest import (
     simulator_thread,
     write_experiment,
 )
+from tests.runner.distributed.runs import query as duckdb_query
 from tests.runner.distributed.runs import until
 
 pytestmark = pytest.mark.slow
@@ -170,6 +171,30 @@ def test_monitor_and_sql_reach_a_local_runs_ray_beside_another_and_end_with_it(
     assert any("requests complete" in line for line in watched), watched
     assert watched[-1] == "the run has ended"
     assert not note_path(run.store).exists()  # removed as the run ended
+
+
+def test_monitor_counts_the_requests_of_a_limited_run(
+    experiment_store: Path, small_root: DataRoot, small_cohort: Cohort, tmp_path: Path
+) -> None:
+    """Issue 39: during `run --limit N`, `groundbench monitor` in another terminal counts the
+    limit's requests (the run tells its store actor), not the grid's."""
+    run = RunSetup("", experiment_store, small_root, small_cohort, tmp_path)
+    with _slow_run(run) as (path, sim):
+        env = _env(Path.home(), **{KEY_ENV: KEY})
+        driver = _groundbench("run", str(path), "--no-check", "--limit", "3", env=env)
+        try:
+            until(lambda: sim.stats.answered >= 1 or driver.poll() is not None)
+            sim.paused = True  # the run goes on until _attached has seen it
+            watched, _ = _attached(path, run.store, _env(Path.home()), sim)
+        finally:
+            sim.paused = False
+            code, said, err = _finished(driver)
+    assert code == 0, (said[-20:], err[-3000:])
+    ((cells,),) = duckdb_query(run.store, "SELECT count(DISTINCT (condition, budget)) FROM grid")
+    ((requests,),) = duckdb_query(run.store, "SELECT count(*) FROM grid")
+    assert requests > 3 * cells  # the grid's count is not the limit's
+    shown = [line for line in watched if "requests complete (" in line]
+    assert shown and all(f"/{3 * cells:,} requests complete" in line for line in shown), shown
 
 
 @pytest.mark.skipif(

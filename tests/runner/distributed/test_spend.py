@@ -81,6 +81,13 @@ def test_a_limited_run_asks_the_first_questions_of_every_cell_and_a_full_run_the
         for condition, budget, qids in cells:
             first = sorted(sorted(qids, key=order.index)[:2])
             assert (condition, budget, first) in asked
+        # Issue 39: the live view's totals are the limit's requests, not the grid's.
+        limited = 2 * len(cells)
+        shown = [line for line in lines if "requests complete (" in line]
+        assert shown and all(f"/{limited:,} requests complete" in line for line in shown)
+        assert f"{limited:,}/{limited:,} requests complete (100.0%)" in shown[-1]
+        assert any(f"{limited:,}/{limited:,} of their requests complete, 0 left" in line
+                   for line in lines)  # fmt: skip
         full = run_once(path, [], RunOptions(progress_every_s=0.5))
         finished = full.progress[0].requests - 2 * len(cells)
         assert full.complete and full.requests_finished == finished

@@ -6,7 +6,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from runner.demo import experiment_text
 from runner.distributed import BackendReport, BatchReport, RunReport, Traffic, summary_lines
+from runner.experiment import load_experiment
 from runner.store import ErrorCount, Progress
 
 
@@ -64,6 +66,7 @@ def test_the_spend_is_said_for_this_run_and_the_store_and_a_cap_says_how_to_go_o
         spent_total=4.0,
         max_spend=2.0,
         limit=5,
+        limited_requests=40,
         limited_left=3,
         preflight_spent=0.25,  # the pre-flight's calls are this run's spend too
     )
@@ -76,7 +79,9 @@ def test_the_spend_is_said_for_this_run_and_the_store_and_a_cap_says_how_to_go_o
         "  stopped at the spending cap (--max-spend $2.00); run again with a higher cap to go on"
         in lines
     )
-    assert "  --limit 5: the first 5 questions of every cell, 3 of their requests left" in lines
+    assert (
+        "  --limit 5: the first 5 questions of every cell, 37/40 of their requests complete, 3 left"
+    ) in lines
     assert not report.done and not report.complete
     assert (
         lines[-1] == "100 requests left: run groundbench run exp.toml again to send exactly those"
@@ -130,3 +135,38 @@ def test_a_batch_backend_says_its_batches_its_saving_and_why_it_stopped_making_t
     ) in lines
     assert any("no more batches made after the provider refused one" in line for line in lines)
     assert any(line.startswith("  40 requests are held by open batches") for line in lines)
+
+
+def test_what_is_left_is_priced_at_the_stored_tokens_and_timed_at_this_runs_pace(
+    tmp_path: Path,
+) -> None:
+    """Issue 39: the summary says what the grid's requests left cost (each configuration's at
+    its stored requests' mean tokens, a batched backend's at the batch price) and take at the
+    run's pace, and where the store is; the command to go on stays the last line."""
+    text = experiment_text(2).replace(
+        'model = "kimi-k2.6"',
+        'model = "kimi-k2.6"\nprices = { input_per_mtok = 1.0, output_per_mtok = 10.0 }',
+    )
+    text = text.replace(
+        'model = "gemini-3-pro-preview"',
+        'model = "gemini-3-pro-preview"\nmode = "batch"\n'
+        "prices = { input_per_mtok = 1.0, output_per_mtok = 10.0 }",
+    )
+    (tmp_path / "exp.toml").write_text(text)
+    experiment = load_experiment(tmp_path / "exp.toml")
+    progress = (
+        # 20 requests tried (18 complete, 2 errored), 102 left: 1,000 in + 100 out each.
+        Progress("kimi", 120, 18, 2, 22, 20, 18, 20_000, 2_000),
+        Progress("gemini-high", 120, 20, 0, 20, 20, 20, 20_000, 2_000),  # batched: half price
+        Progress("qwen-max", 50, 0, 0, 0, 0, 0, 0, 0),  # nothing stored: not priced
+    )
+    report = RunReport(progress, (), 40.0, 40, 0)  # 40 requests in 40 s: one a second
+    lines = summary_lines(report, tmp_path / "exp.toml", experiment)
+    # kimi 102 × $0.002 + gemini-high 100 × $0.001; 252 left at one a second ≈ 4 min.
+    assert (
+        "  the grid's 252 requests left: ≈ $0.30 at the tokens stored so far (qwen-max: "
+        "nothing stored to measure yet), ≈ 4 min at this run's pace"
+    ) in lines
+    store = experiment.store
+    assert f"  store: {store}; its tables and figures: groundbench report {store}" in lines
+    assert lines[-1].startswith("252 requests left: run ")
