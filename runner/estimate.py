@@ -17,9 +17,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from runner.experiment import BackendSpec, Experiment, Prices
 from runner.store import Progress
+
+if TYPE_CHECKING:  # annotations only: the store actor imports Limited, and no simulator
+    from runner.experiment import BackendSpec, Experiment, Prices
 
 # The estimated input per call (the prompt's characters / 4, a token per 28-pixel patch; or
 # the mean measured) is a mean, and providers count images differently: OpenAI's 512-pixel
@@ -158,6 +161,7 @@ def tokens_per_call(
 def per_call_cost(prices: Prices, tokens: Tokens, batched: bool) -> float:
     """The dollars of one request of ``tokens``, at the batch price where ``batched``.
 
+    >>> from runner.experiment import Prices
     >>> p = Prices(input_per_mtok=1.0, output_per_mtok=10.0)
     >>> t = Tokens(1000, 100, "measured")
     >>> per_call_cost(p, t, False), per_call_cost(p, t, True)

@@ -186,7 +186,10 @@ def test_a_store_keeps_its_cohort_and_refuses_another_spec(
     assert len(built.questions) == 12
     assert ensure_cohort(load_experiment(path)).hash == built.hash  # then read back
     path.write_text(text.replace("per_source = 4", "per_source = 5"))
-    with pytest.raises(ConfigError, match=r"4 per source.*asks for .* 5 per source.*new store"):
+    with pytest.raises(
+        ConfigError,
+        match=r"cohort.per_source: 4 → 5; .*revert the change, or point .* at a new file",
+    ):
         ensure_cohort(load_experiment(path))
 
 
