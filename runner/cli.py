@@ -21,7 +21,6 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
-import duckdb
 import typer
 from pydantic import ValidationError
 from rich.console import Console
@@ -30,54 +29,22 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
-from conditions import (
-    BOX,
-    FILE_LOADERS,
-    SOURCE_NAMES,
-    CohortSpec,
-    ConditionsError,
-    DataRoot,
-    SynthSpec,
-    VariantCache,
-    build_cohort,
-    eligible_referents,
-    generate_synthetic,
-    holds_box_set,
-    load_box_set,
-    load_cohort,
-    load_instances,
-    stored_box_set_hash,
-    write_cohort,
-)
 from runner._errors import ConfigError, RunnerError
 from runner._output import check_folder, write_whole, writing_into
 from runner._sigterm import TERMINATED_STATUS, terminated
-from runner._tables import print_whole, report_table, summary_tables
-from runner.experiment import Experiment, load_experiment
-from runner.monitor import echoing, render
-from runner.overlays import AnswerView, OverlayError, recorded_images
-from runner.plan import prepare
-from runner.simulator import SimSpec, Simulator, serving
-from runner.store import (
-    DAMAGED_FILE,
-    MAX_QUERY_TIMEOUT_S,
-    QUERY_TIMEOUT_S,
-    BatchRecord,
-    Held,
-    Reading,
-    StoreError,
-    batch_records,
-    first_line,
-    query_store,
-    read_only,
-    reading,
-)
-from scoring import BUDGETS, PHASES, REFERENCES, ScoringError, construction_fidelity
 
 if TYPE_CHECKING:
     from runner.backends import ApiKey, Origin, Provider
     from runner.batch import RemoteBatch
     from runner.distributed import RunReport
+    from runner.experiment import Experiment
+    from runner.overlays import AnswerView
+    from runner.simulator import SimSpec, Simulator
+    from runner.store import (
+        BatchRecord,
+        Held,
+        Reading,
+    )
 
 # Help is plain text: rich markup would read "[boxes]" or "[default: …]" in it as tags and
 # drop them.
@@ -110,6 +77,12 @@ BenchmarkName = Literal["ref-adv", "groundingme", "refbench-pro"]
 ReaderName = Literal["ref-adv", "groundingme", "refbench-pro", "groundbench"]
 ConventionName = Literal["norm999", "norm1000", "unit", "pixels"]
 console = Console()
+# Defaults --help shows, written here so that help imports none of the packages the commands
+# use (under a second: issue 39); tests/runner/test_cli.py holds each equal to its source.
+SYNTH_IMAGES = 2400  # conditions.SynthSpec.images
+COHORT_SEED = 0  # conditions.CohortSpec().seed
+QUERY_TIMEOUT = 60.0  # runner.store.QUERY_TIMEOUT_S
+MAX_QUERY_TIMEOUT = 600.0  # runner.store.MAX_QUERY_TIMEOUT_S
 OutputFormat = Literal["table", "csv", "json"]
 _OUTPUT_TOKENS_HELP = (
     "Mean output tokens per call to assume in the estimates [default: measured from the "
@@ -141,6 +114,10 @@ def fidelity(
     ] = False,
 ) -> None:
     """Construction fidelity C_N per budget over a file's eligible referents (PROTOCOL §2, §8)."""
+    from conditions import eligible_referents, load_instances
+    from runner._tables import print_whole
+    from scoring import BUDGETS, PHASES, construction_fidelity
+
     referents = eligible_referents(load_instances(instances), instances)
     console.print(f"{len(referents)} eligible referents in {instances}", soft_wrap=True)
     table = Table(title="Construction fidelity C_N")
@@ -162,9 +139,11 @@ def fidelity(
 def synth(
     out: Annotated[Path, typer.Argument(help="Folder to write the synthetic data root into.")],
     seed: Annotated[int, typer.Option(help="Everything generated follows from it.")] = 0,
-    images: Annotated[int, typer.Option(min=10, help="Number of images.")] = SynthSpec.images,
+    images: Annotated[int, typer.Option(min=10, help="Number of images.")] = SYNTH_IMAGES,
 ) -> None:
     """Write synthetic data in the real RefCOCO layout (images, instances.json, refs pickles)."""
+    from conditions import SynthSpec, generate_synthetic
+
     check_folder(out, "OUT")
     with writing_into(out, "OUT"):
         counts = generate_synthetic(out, SynthSpec(seed=seed, images=images))
@@ -180,7 +159,7 @@ def cohort_build(
         Path | None,
         typer.Option(help="COCO train2014 image folder [default: ROOT/images/train2014]."),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Selection seed.")] = CohortSpec().seed,
+    seed: Annotated[int, typer.Option(help="Selection seed.")] = COHORT_SEED,
     per_source: Annotated[int, typer.Option(min=1, help="Questions per source.")] = 500,
     matched: Annotated[
         int, typer.Option(min=1, help="Size of the image-intervention subset.")
@@ -193,6 +172,9 @@ def cohort_build(
     ] = None,
 ) -> None:
     """Draw a cohort from a data root and keep it in the experiment's store (DuckDB file)."""
+    from conditions import SOURCE_NAMES, CohortSpec, DataRoot, build_cohort, write_cohort
+    from runner._tables import print_whole, report_table
+
     sources = tuple(source) if source else SOURCE_NAMES
     unknown = [s for s in sources if s not in SOURCE_NAMES]
     if unknown:
@@ -218,6 +200,9 @@ def cohort_summary(
     ],
 ) -> None:
     """Show a cohort: counts per source and bin, thresholds, C_N per budget."""
+    from conditions import load_cohort
+    from runner._tables import print_whole, summary_tables
+
     for table in summary_tables(load_cohort(_store_given(store))):
         print_whole(console, table)
 
@@ -239,7 +224,7 @@ def data_check(
     instances.json (images, annotations) and the images those refs name (looked up by name,
     none opened: COCO's 13 GB cost one folder listing). A line per problem says what to do.
     Exit status 0 when all is there, 1 when not."""
-    from conditions import check_data_root
+    from conditions import SOURCE_NAMES, DataRoot, check_data_root
     from runner.data_check import print_data_check
 
     sources = tuple(source) if source else SOURCE_NAMES
@@ -261,6 +246,9 @@ def boxes_check(
     ],
 ) -> None:
     """Read a benchmark's released file; show its questions per dimension and rejections."""
+    from conditions import FILE_LOADERS
+    from runner._tables import print_whole
+
     questions = FILE_LOADERS[benchmark](file, images)
     counts: dict[tuple[str, str], list[int]] = {}
     for q in questions:
@@ -299,6 +287,8 @@ def boxes_score(
     ] = None,
 ) -> None:
     """Score collected answers as the benchmark's released code does; print its main table."""
+    from conditions import FILE_LOADERS
+    from runner._tables import print_whole
     from runner.boxes import judge_answers, load_box_answers
     from runner.reports import box_benchmark_table, fitting_table, render
 
@@ -338,6 +328,9 @@ def simulate(
     OpenAI-compatible and the Gemini wire formats, from the cohort's own targets (or a box
     benchmark's boxes).
     """
+    from conditions import VariantCache, load_box_set, load_cohort, stored_box_set_hash
+    from runner.simulator import Simulator
+
     sim_spec = load_sim_spec(spec)  # a bad spec is named first: the store is read after it
     if seed is not None:
         sim_spec = sim_spec.model_copy(update={"seed": seed})
@@ -352,6 +345,8 @@ def simulate(
 
 
 async def _serve(simulator: Simulator, host: str, port: int) -> None:
+    from runner.simulator import serving
+
     async with serving(simulator, host, port) as url:
         # Plain echo: the first line is read by scripts that start the simulator on port 0.
         typer.echo(f"simulator serving {url}")
@@ -434,6 +429,8 @@ def run(
     limit's), 3 when calls are left (quota, errors, the spending cap), 2 when the pre-flight
     or the set-up fails, 130 on Ctrl-C and 143 on SIGTERM (everything stored is kept).
     """
+    from runner.experiment import load_experiment
+
     experiment = _experiment_given(experiment, "run")
     report = _run_in_view(
         load_experiment(experiment),
@@ -480,6 +477,8 @@ def check_experiment(
     """
     from runner.calls_note import read_calls
     from runner.check import check, check_lines, note_real_calls, stored_state
+    from runner.experiment import load_experiment
+    from runner.plan import prepare
 
     loaded = load_experiment(_experiment_given(experiment, "check"))
     questions = prepare(loaded)
@@ -517,6 +516,7 @@ def _run_in_view(
 ) -> RunReport:
     """Run with the live monitor in front on a terminal, plain progress lines otherwise."""
     from runner.distributed import RunOptions, run_experiment  # Ray loads only for a run
+    from runner.monitor import render
     from runner.summary import summary_lines
 
     options = RunOptions(
@@ -576,6 +576,7 @@ def demo(
     the built-in simulator on a local Ray, the live monitor, then the tables and figures.
     Running it again resumes."""
     from runner.demo import prepare, prepare_boxes
+    from runner.experiment import load_experiment
 
     if benchmark is None:
         path, out = prepare(folder, images, per_source), folder / "report"
@@ -612,6 +613,8 @@ def monitor(
     """Attach the live monitor to a run started elsewhere (another terminal, `ray job submit`);
     it ends when the run does."""
     from runner.distributed import watch_run
+    from runner.experiment import load_experiment
+    from runner.monitor import echoing, render
 
     loaded = load_experiment(_experiment_given(experiment, "monitor"))
     if console.is_terminal:
@@ -640,10 +643,8 @@ def sql(
     ] = None,
     timeout: Annotated[
         float,
-        typer.Option(
-            help=f"Seconds before the query is stopped (at most {MAX_QUERY_TIMEOUT_S:g})."
-        ),
-    ] = QUERY_TIMEOUT_S,
+        typer.Option(help=f"Seconds before the query is stopped (at most {MAX_QUERY_TIMEOUT:g})."),
+    ] = QUERY_TIMEOUT,
 ) -> None:
     """Query an experiment's store, read-only: the file after a run, the run's store during one.
     A query reads the store and nothing else (no files, URLs or extensions). The table shows
@@ -652,7 +653,9 @@ def sql(
     Views: request_status (one row per request), question_scores (per question, cell and
     view iou0/iou1/iou2/best_effort), cell_summary (per cell and view).
     """
+    from runner._tables import print_whole
     from runner.distributed import query_running_store
+    from runner.store import query_store
 
     store = _store_given(store)
     through_run = functools.partial(query_running_store, address=address)
@@ -701,6 +704,7 @@ def batches(
     holds it: its monitor shows its open batches).
     """
     from runner.batch import ENDED
+    from runner.experiment import load_experiment
 
     experiment: Experiment | None = None
     if cancel:  # only the experiment names each backend's key variable and address
@@ -750,6 +754,8 @@ def _experiment_given(path: Path, command: str) -> Path:
 
 
 def _recorded_batches(store: Path) -> list[BatchRecord]:
+    from runner.store import StoreError, batch_records, read_only
+
     try:
         con = read_only(store)
     except StoreError as exc:
@@ -767,6 +773,8 @@ _BATCH_COLUMNS = (
 
 
 def _batch_table(recorded: list[BatchRecord]) -> None:
+    from runner._tables import print_whole
+
     if not recorded:
         console.print("no batches recorded", soft_wrap=True)
         return
@@ -903,7 +911,7 @@ def _loopback(url: str) -> bool:
 def _record_cancels(store: Path, cancelled: list[tuple[BatchRecord, RemoteBatch]]) -> None:
     """The providers' new states, in the store if no run holds it (the next run reads them from
     the providers anyway)."""
-    from runner.store import Store
+    from runner.store import Store, StoreError
 
     try:
         with Store(store, lock_wait_s=0) as writable:
@@ -926,6 +934,7 @@ def rescore(
     continuous-area IoU. Answers already re-scored are skipped: running it again writes
     nothing."""
     from runner.rescore import rescore as rescore_store
+    from scoring import REFERENCES
 
     store = _store_given(store)
     if console.is_terminal:
@@ -985,6 +994,8 @@ def report(
     apart, then parts that repeat the row labels), never a number or a word; piped or
     redirected, each table is drawn at its own width (rows whole up to 240 characters, long
     prose wrapped at spaces beyond)."""
+    from conditions import holds_box_set
+    from runner._tables import print_whole
     from runner.reports import (
         FORMATS,
         SUFFIX,
@@ -998,6 +1009,7 @@ def report(
         write_figures,
         write_results,
     )
+    from runner.store import reading
 
     store = _store_given(store)
     for folder, option in ((html, "--html"), (out, "--out")):
@@ -1142,10 +1154,19 @@ def show(
     (mapped from 0-999, filled even-odd, vertices numbered, crossings and duplicate vertices
     marked), a legend and a caption with the expression, hint, scores and defect. A missing
     or changed image file is named in the caption."""
-    from runner.overlays import Pictures, Selection, read_answers, read_question
+    from conditions import BOX
+    from runner.overlays import (
+        OverlayError,
+        Pictures,
+        Selection,
+        read_answers,
+        read_question,
+        recorded_images,
+    )
     from runner.overlays._caption import NO_BREAK, result
     from runner.overlays._figure import draw_overlay, save_overlay
     from runner.overlays._pick import pick_answer
+    from runner.store import reading
 
     if control is not None and budget not in (None, BOX):
         raise OverlayError(f"--control draws a box answer's control: pass --budget {BOX} or none")
@@ -1187,6 +1208,8 @@ def load_sim_spec(path: Path | None) -> SimSpec:
     ConfigError
         The file is missing or not a valid spec (the message names the file and the field).
     """
+    from runner.simulator import SimSpec
+
     if path is None:
         return SimSpec()
     try:
@@ -1220,13 +1243,29 @@ def main() -> None:
     """Entry point of the ``groundbench`` console script."""
     try:
         app()
-    except (ScoringError, ConditionsError, RunnerError) as exc:
+    except Exception as exc:
+        line = _one_line(exc)
+        if line is None:  # a bug: its traceback stays
+            raise
         # Plain echo, not rich: one line however long, never wrapped to the terminal's width.
-        typer.echo(f"groundbench: {exc}", err=True)
+        typer.echo(f"groundbench: {line}", err=True)
         raise SystemExit(2) from None
-    except duckdb.Error as exc:  # reading a store that opened but is damaged inside
+
+
+def _one_line(exc: Exception) -> str | None:
+    """The line an error of the packages below is told in; None for any other (a bug). They
+    are imported here, as an error is met, so that --help imports none of them."""
+    import duckdb
+
+    from conditions import ConditionsError
+    from runner.store import DAMAGED_FILE, first_line
+    from scoring import ScoringError
+
+    if isinstance(exc, ScoringError | ConditionsError | RunnerError):
+        return str(exc)
+    if isinstance(exc, duckdb.Error):  # reading a store that opened but is damaged inside
         line = first_line(exc)
         if DAMAGED_FILE not in line:
             line += "; if its file is damaged, restore it from a copy"
-        typer.echo(f"groundbench: the store could not be read: {line}", err=True)
-        raise SystemExit(2) from None
+        return f"the store could not be read: {line}"
+    return None
