@@ -264,9 +264,12 @@ def test_a_checks_calls_count_in_the_windows_of_the_run_that_follows(
         ready = prepared(load_experiment(path), RunOptions(preflight=True), lines.append)
     sent = sorted(ready.accounts["qwen"].sent)
     assert len(sent) == 6 and sim.stats.answered == 6
-    # 120 a minute: every call, the check's and the pre-flight's, half a second apart (the
-    # clocks of two processes agree to a millisecond).
-    assert min(b - a for a, b in itertools.pairwise(sent)) >= 0.499
+    # 120 a minute: every call, the check's and the pre-flight's, half a second apart, less
+    # the slack the limiter allows a call its admitter woke late for (a tenth of the spacing:
+    # it keeps to its schedule; a busy machine wakes it late) and a millisecond for two
+    # processes' clocks. Had the pre-flight not counted the check's calls, its first would have
+    # followed the check's last at once.
+    assert min(b - a for a, b in itertools.pairwise(sent)) >= 0.5 * 0.9 - 0.001
 
 
 def test_under_a_limit_the_calls_and_the_estimate_are_the_limits_requests(
