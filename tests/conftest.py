@@ -116,3 +116,19 @@ def local_ray() -> Iterator[str]:
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
+
+
+@pytest.fixture
+def ray_connects(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
+    """Each address a run asks Ray to connect to; the ask fails, so a test that expects none
+    sees a run that got that far fail loudly."""
+    from runner.distributed import _ray
+
+    connects: list[str | None] = []
+
+    def connect(address: str | None, **_: object) -> bool:
+        connects.append(address)
+        raise RuntimeError("Ray was started")
+
+    monkeypatch.setattr(_ray, "connect", connect)
+    return connects

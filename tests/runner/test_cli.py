@@ -300,18 +300,10 @@ def test_a_model_holding_a_piece_of_the_key_is_one_line_before_ray_starts(
     small_root: DataRoot,
     capfd: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
+    ray_connects: list[str | None],
 ) -> None:
     # The driver checked its backends with a stand-in key; the actors, with the real one,
     # refused the model once Ray had started: four Ray tracebacks.
-    from runner.distributed import _ray
-
-    connects: list[str | None] = []
-
-    def connect(address: str | None, **_: object) -> bool:
-        connects.append(address)
-        raise RuntimeError("Ray was started")
-
-    monkeypatch.setattr(_ray, "connect", connect)
     monkeypatch.setenv("GB_SHARED_KEY", SHARED_KEY)
     experiment = tmp_path / "exp.toml"
     experiment.write_text(
@@ -325,7 +317,7 @@ def test_a_model_holding_a_piece_of_the_key_is_one_line_before_ray_starts(
         "groundbench: configuration q: its model holds an API key; a key goes only in the "
         "environment variable the backend names (api_key_env)"
     )
-    assert connects == []  # Ray was never asked to start
+    assert ray_connects == []  # Ray was never asked to start
     assert not (tmp_path / "exp.duckdb").exists()  # nothing was made
 
 

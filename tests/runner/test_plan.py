@@ -70,16 +70,8 @@ def test_a_run_is_refused_before_ray_is_asked_to_start(
     changed_model: Path,
     capfd: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
+    ray_connects: list[str | None],
 ) -> None:
-    from runner.distributed import _ray
-
-    connects: list[str | None] = []
-
-    def connect(address: str | None, **_: object) -> bool:
-        connects.append(address)
-        raise RuntimeError("Ray was started")
-
-    monkeypatch.setattr(_ray, "connect", connect)
     monkeypatch.setattr(sys, "argv", ["groundbench", "run", str(changed_model), "--no-check"])
     capfd.readouterr()
     with pytest.raises(SystemExit) as exited:
@@ -87,7 +79,7 @@ def test_a_run_is_refused_before_ray_is_asked_to_start(
     err = capfd.readouterr().err.strip().splitlines()
     assert exited.value.code == 2 and len(err) == 1, err
     assert '"qwen3-vl-plus" → "qwen3-vl-max"' in err[0] and err[0].endswith(WAYS_ON)
-    assert connects == []  # refused before Ray was asked for
+    assert ray_connects == []  # refused before Ray was asked for
 
 
 def test_a_store_from_before_fields_were_kept_still_names_a_changed_model(
