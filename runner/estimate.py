@@ -203,11 +203,16 @@ class Limited:
 
 
 def stored_measure(progress: Progress) -> Measured:
-    """The tokens of a configuration's stored requests (each tried request's every attempt,
-    re-asks included: what a request left will cost)."""
-    return Measured(
-        progress.complete + progress.errored, progress.input_tokens, progress.output_tokens
-    )
+    """The tokens of a configuration's stored answers per request they settled: every
+    attempt's, re-asks included (what a request left will cost), over the requests complete.
+
+    Not over the requests errored too: an errored request's attempts are mostly errors that
+    used no tokens (a quota storm leaves hundreds), and counting them would lower the mean,
+    the estimate and the spending cap's bound with it. An errored request's answered attempts
+    stay in the tokens, on the high side, the side a cap needs. Where none is complete yet, the
+    mean is per answered attempt."""
+    settled = progress.complete if progress.complete > 0 else progress.answered
+    return Measured(settled, progress.input_tokens, progress.output_tokens)
 
 
 @dataclass(frozen=True)

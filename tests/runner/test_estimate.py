@@ -14,9 +14,11 @@ from runner.estimate import (
     capped_spend,
     eta_s,
     per_call_cost,
+    stored_measure,
     tokens_per_call,
 )
 from runner.experiment import Prices
+from runner.store import Progress
 
 ROUGH = Tokens(500.0, 1024.0, "rough")
 
@@ -81,3 +83,16 @@ def test_the_eta_is_what_is_left_at_the_rate_achieved() -> None:
     assert eta_s(100, 50, 10.0) == 20.0
     assert eta_s(0, 0, 0.0) == 0.0  # nothing left: no wait
     assert eta_s(100, 0, 10.0) is None  # nothing complete yet: no rate to go by
+
+
+def test_a_quota_storms_errored_requests_do_not_thin_the_stored_mean() -> None:
+    """100 requests answered at 500 input tokens each, then 900 stopped on quota (errors, no
+    tokens): the mean a request left costs is still 500, not 50 (the cap's bound is 4× it)."""
+    storm = Progress("q", requests=2000, complete=100, errored=900, responses=1000,
+                     answered=100, scored=100, input_tokens=50_000,
+                     output_tokens=8_000)  # fmt: skip
+    tokens = stored_measure(storm).tokens("stored")
+    assert (tokens.input, tokens.output) == (500.0, 80.0)
+    early = Progress("q", requests=2000, complete=0, errored=3, responses=5,
+                     answered=2, scored=2, input_tokens=1_000, output_tokens=100)  # fmt: skip
+    assert stored_measure(early).tokens("stored").input == 500.0  # per answered attempt
