@@ -13,6 +13,8 @@ Import-light on purpose: the command line imports this for every command.
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,9 +116,9 @@ def named_experiment(store: Path) -> tuple[Path | None, bool]:
 def store_for(path: Path) -> tuple[Path, str | None]:
     """The store a command reads, given either file; and the line saying what was resolved
     (None where the store itself was given)."""
+    if kind_of(path) == "store":  # nothing to resolve: the store itself is not opened here
+        return path, None
     target = resolve(path)
-    if target.kind == "store":
-        return target.store, None
     return target.store, f"experiment {shown(path)} → store {shown(target.store)}"
 
 
@@ -134,6 +136,7 @@ def experiment_for(path: Path, command: str) -> tuple[Path, str | None]:
         return path, None
     target = resolve(path)
     if target.experiment is not None:
+        _names_this_store(target.experiment, path, command)
         experiment = Path(shown(target.experiment))  # as the user would type it, for resume lines
         return experiment, f"store {shown(path)} → experiment {experiment}"
     held = "; a run holds it" if target.held else ""
@@ -146,6 +149,38 @@ def experiment_for(path: Path, command: str) -> tuple[Path, str | None]:
         f"{path} is a store{held}; {command} takes the experiment file (the TOML that names "
         f"this store){gone}"
     )
+
+
+def _names_this_store(experiment: Path, store: Path, command: str) -> None:
+    """Refuse an experiment file a store names unless it is the user's own, writable by no one
+    else, and names that store still: a command taking it sends the user's keys where it says,
+    so neither a store from elsewhere nor a file edited since (a new store, a copy) may choose.
+
+    Raises
+    ------
+    ConfigError
+        One line naming both files and the one to give.
+    """
+    from runner.experiment import load_experiment
+
+    info = experiment.stat()
+    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        why = (
+            f"it belongs to uid {info.st_uid}, not to you"
+            if info.st_uid != os.geteuid()
+            else f"its mode {stat.S_IMODE(info.st_mode):04o} lets others write it"
+        )
+        raise ConfigError(
+            f"{store} names the experiment file {shown(experiment)}, which {command} does not "
+            f"take from a store: {why}; give the experiment file itself"
+        )
+    names = load_experiment(experiment).store
+    if not names.exists() or not names.samefile(store):
+        raise ConfigError(
+            f"{store} names the experiment file {shown(experiment)}, which now names the store "
+            f"{shown(names)}; give the experiment file itself ({command} acts on the store it "
+            "names)"
+        )
 
 
 def shown(path: Path) -> str:

@@ -154,7 +154,12 @@ def synth(
 @cohort_app.command("build")
 def cohort_build(
     root: Annotated[Path, typer.Argument(help="Data root holding refcoco/, refcoco+/, refcocog/.")],
-    store: Annotated[Path, typer.Argument(help="The experiment's DuckDB file (its store).")],
+    store: Annotated[
+        Path,
+        typer.Argument(
+            help="The experiment's store (DuckDB file, made if missing) or the experiment file."
+        ),
+    ],
     images: Annotated[
         Path | None,
         typer.Option(help="COCO train2014 image folder [default: ROOT/images/train2014]."),
@@ -179,6 +184,8 @@ def cohort_build(
     unknown = [s for s in sources if s not in SOURCE_NAMES]
     if unknown:
         raise typer.BadParameter(f"unknown source {unknown[0]!r}; known: {', '.join(SOURCE_NAMES)}")
+    if store.exists():  # a store to make is no file yet; one there may be the experiment's TOML
+        store = _store_given(store)
     spec = CohortSpec(seed=seed, per_source=per_source, matched=matched, sources=sources)
     cohort = build_cohort(DataRoot.at(root, images), spec)
     print_whole(console, report_table(cohort.reports))
@@ -549,9 +556,14 @@ def _run_in_view(
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM taken as it (runner._sigterm)
         # Every attempt is stored before its worker sends again: nothing stored is lost.
         stopped = "terminated (SIGTERM)" if terminated() else "interrupted"
+        # The run's own bounds repeated: a smoke run's resume is not the whole grid, nor a
+        # capped run's one without its cap.
+        bounds = (f" --limit {limit}" if limit is not None else "") + (
+            f" --max-spend {max_spend:g}" if max_spend is not None else ""
+        )
         typer.echo(
-            f"groundbench: {stopped}; everything stored is kept: run `groundbench run {where}` "
-            "again to resume",
+            f"groundbench: {stopped}; everything stored is kept: run `groundbench run {where}"
+            f"{bounds}` again to resume",
             err=True,
         )
         raise typer.Exit(code=TERMINATED_STATUS if terminated() else 130) from None

@@ -119,8 +119,7 @@ def watch_run(
             }
             try:
                 now = await asyncio.wait_for(read_run(store, backends), READ_WAIT_S)
-                # --limit's totals (None: the grid's), which the run told its store actor.
-                limited = await asyncio.wait_for(store.limited.remote(), READ_WAIT_S)
+                limited = await asyncio.wait_for(_limited(store), READ_WAIT_S)
             except TimeoutError:
                 if _ended(experiment.store, note):
                     return
@@ -149,3 +148,14 @@ def _ended(store: Path, note: RunAddress | None) -> bool:
     """Whether the run followed has ended: it removes its note as it starts to end, before
     it closes its store or stops a local Ray (watching a given address, no note to follow)."""
     return note is not None and read_note(store) != note
+
+
+async def _limited(store: Any) -> Limited | None:
+    """--limit's totals, which the run told its store actor (None: the grid's, or a run of an
+    earlier groundbench, whose store actor keeps none)."""
+    try:
+        method = store.limited
+    except AttributeError:
+        return None
+    result: Limited | None = await method.remote()
+    return result

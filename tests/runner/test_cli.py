@@ -83,6 +83,14 @@ def test_synth_then_build_then_summary(tmp_path: Path) -> None:
     assert "(24 questions) stored in" in built.output
     again = runner.invoke(app, args)
     assert "already in" in again.output
+    toml = tmp_path / "exp.toml"  # the experiment file naming the store is taken as it
+    toml.write_text(
+        f'store = "{experiment.name}"\nimages = "data/images"\n[backends.q]\nprovider = "qwen"\n'
+        'model = "m"\n[[configurations]]\nname = "q"\nbackend = "q"\n'
+    )
+    named = runner.invoke(app, [*args[:3], str(toml), *args[4:]])
+    assert named.exit_code == 0, named.output
+    assert f"already in {experiment}" in named.output
     summary = runner.invoke(app, ["cohort", "summary", str(experiment)])
     assert summary.exit_code == 0, summary.output
     assert "24 questions" in summary.output and "C_N" in summary.output

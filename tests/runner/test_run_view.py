@@ -67,3 +67,26 @@ def test_the_summary_prints_below_the_live_views_last_frame(
     assert lines[-1].startswith("4,600 requests left: run groundbench run")
     assert lines[-1].endswith("without --limit to send exactly those")
     assert "requests complete (" not in text[ended:]  # no frame drawn after it
+
+
+def test_an_interrupted_runs_resume_line_keeps_its_limit_and_its_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Copied as it reads, a resume line without --max-spend would send the rest uncapped, and
+    one without --limit a smoke run's whole grid."""
+    import typer
+
+    (tmp_path / "exp.toml").write_text(experiment_text(2))
+    experiment = load_experiment(tmp_path / "exp.toml")
+
+    def interrupted(*_: object, **__: object) -> RunReport:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner.distributed, "run_experiment", interrupted)
+    with pytest.raises(typer.Exit) as ended:
+        runner.cli._run_in_view(experiment, Path("exp.toml"), limit=5, max_spend=200.0)
+    assert ended.value.exit_code == 130
+    assert capsys.readouterr().err.strip() == (
+        "groundbench: interrupted; everything stored is kept: run `groundbench run exp.toml "
+        "--limit 5 --max-spend 200` again to resume"
+    )

@@ -133,3 +133,41 @@ def test_a_store_a_run_holds_names_the_experiment_of_the_runs_note(
     )  # fmt: skip
     write_note(store, note)
     assert experiment_for(store, "monitor")[0] == experiment
+
+
+def test_a_store_names_no_experiment_that_now_writes_elsewhere(tmp_path: Path) -> None:
+    """The mismatch's advice is to point the experiment at a new store: the old store still
+    names that file, and `run old.duckdb` would have run into the new one."""
+    experiment = _experiment(tmp_path)
+    store = _run_store(tmp_path / "exp.duckdb", experiment)
+    _experiment(tmp_path, store="new.duckdb")  # the experiment file, edited since
+    (tmp_path / "new.duckdb").touch()
+    with pytest.raises(ConfigError, match=r"which now names the store .*new\.duckdb; give the"):
+        experiment_for(store, "run")
+    copy = tmp_path / "backup.duckdb"  # a copy names the experiment of the original
+    copy.write_bytes(store.read_bytes())
+    _experiment(tmp_path)
+    with pytest.raises(ConfigError, match=r"which now names the store .*exp\.duckdb"):
+        experiment_for(copy, "run")
+
+
+def test_a_store_never_chooses_an_experiment_file_others_may_write(tmp_path: Path) -> None:
+    """A command taking the file a store names sends the user's keys where it says: a file
+    others can write (or another user's) is not taken from a store."""
+    experiment = _experiment(tmp_path)
+    store = _run_store(tmp_path / "exp.duckdb", experiment)
+    experiment.chmod(0o666)
+    with pytest.raises(ConfigError, match=r"lets others write it; give the experiment file"):
+        experiment_for(store, "run")
+    experiment.chmod(0o644)
+    assert experiment_for(store, "run")[0] == experiment
+
+
+def test_a_store_given_is_not_opened_to_be_resolved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _run_store(tmp_path / "exp.duckdb", _experiment(tmp_path))
+    opened: list[Path] = []
+    monkeypatch.setattr(store_module, "read_only", lambda path, *a, **k: opened.append(path))
+    assert store_for(store) == (store, None)
+    assert opened == []
