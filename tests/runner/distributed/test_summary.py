@@ -155,16 +155,16 @@ def test_what_is_left_is_priced_at_the_stored_tokens_and_timed_at_this_runs_pace
     (tmp_path / "exp.toml").write_text(text)
     experiment = load_experiment(tmp_path / "exp.toml")
     progress = (
-        # 20 requests tried (18 complete, 2 errored), 102 left: 1,000 in + 100 out each.
+        # 18 complete (and 2 errored, with no tokens), 102 left: 1,111 in + 111 out each.
         Progress("kimi", 120, 18, 2, 22, 20, 18, 20_000, 2_000),
         Progress("gemini-high", 120, 20, 0, 20, 20, 20, 20_000, 2_000),  # batched: half price
         Progress("qwen-max", 50, 0, 0, 0, 0, 0, 0, 0),  # nothing stored: not priced
     )
     report = RunReport(progress, (), 40.0, 40, 0)  # 40 requests in 40 s: one a second
     lines = summary_lines(report, tmp_path / "exp.toml", experiment)
-    # kimi 102 × $0.002 + gemini-high 100 × $0.001; 252 left at one a second ≈ 4 min.
+    # kimi 102 × $0.00222 + gemini-high 100 × $0.001; 252 left at one a second ≈ 4 min.
     assert (
-        "  the grid's 252 requests left: ≈ $0.30 at the tokens stored so far (qwen-max: "
+        "  the grid's 252 requests left: ≈ $0.33 at the tokens stored so far (qwen-max: "
         "nothing stored to measure yet), ≈ 4 min at this run's pace"
     ) in lines
     store = experiment.store
