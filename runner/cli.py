@@ -543,7 +543,8 @@ def _run_in_view(
             report = run_experiment(
                 experiment,
                 options,
-                echo=lambda line: live.console.print(line, soft_wrap=True, markup=False),
+                # On a terminal prose wraps at spaces: no word or number split at the edge.
+                echo=lambda line: live.console.print(line, markup=False),
                 experiment_file=where,
                 show=lambda view: live.update(render(view)),
                 summarise=False,
@@ -551,7 +552,7 @@ def _run_in_view(
         # The summary below the view's last frame, once it has closed: the last thing on
         # screen (printed through the live view, it went above the frame and scrolled off).
         for line in summary_lines(report, where, experiment):
-            console.print(line, soft_wrap=True, markup=False)
+            console.print(line, markup=False)
         return report
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM taken as it (runner._sigterm)
         # Every attempt is stored before its worker sends again: nothing stored is lost.
@@ -1208,6 +1209,11 @@ def _overlay_name(answer: AnswerView) -> str:
 
 
 def _echo(line: str) -> None:
+    """One message: a whole line piped (a log, grep); on a terminal wrapped at its spaces, so
+    no word or number is split at the edge."""
+    if console.is_terminal:
+        console.print(line, markup=False, highlight=False)
+        return
     typer.echo(line)
     sys.stdout.flush()
 
