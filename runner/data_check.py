@@ -57,6 +57,7 @@ def verdict(check: DataCheck, sources: tuple[str, ...]) -> str:
 def print_data_check(console: Console, check: DataCheck, sources: tuple[str, ...]) -> None:
     """The table, then each problem on a line of its own, then the verdict."""
     print_whole(console, findings_table(check))
+    whole = not console.is_terminal  # piped: one whole line each; on a terminal, at spaces
     for f in check.problems:
-        console.print(problem_line(f), soft_wrap=True, markup=False, highlight=False)
-    console.print(verdict(check, sources), soft_wrap=True, markup=False, highlight=False)
+        console.print(problem_line(f), soft_wrap=whole, markup=False, highlight=False)
+    console.print(verdict(check, sources), soft_wrap=whole, markup=False, highlight=False)
