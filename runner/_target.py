@@ -76,7 +76,7 @@ def kind_of(path: Path) -> Kind:
     raise ConfigError(f"{path}: neither an experiment file (TOML) nor a store (DuckDB file)")
 
 
-def resolve(path: Path) -> Target:
+def resolve(path: Path, kind: Kind | None = None) -> Target:
     """``path`` as a :class:`Target`: an experiment file read for its store; a store read for
     the experiment file it names.
 
@@ -85,7 +85,7 @@ def resolve(path: Path) -> Target:
     ConfigError
         See :func:`kind_of`; or an experiment file that is not a valid experiment.
     """
-    if kind_of(path) == "experiment":
+    if (kind or kind_of(path)) == "experiment":  # ``kind``: already read by the caller
         from runner.experiment import load_experiment
 
         return Target(path, "experiment", load_experiment(path).store, path)
@@ -116,9 +116,10 @@ def named_experiment(store: Path) -> tuple[Path | None, bool]:
 def store_for(path: Path) -> tuple[Path, str | None]:
     """The store a command reads, given either file; and the line saying what was resolved
     (None where the store itself was given)."""
-    if kind_of(path) == "store":  # nothing to resolve: the store itself is not opened here
+    kind = kind_of(path)
+    if kind == "store":  # nothing to resolve: the store itself is not opened here
         return path, None
-    target = resolve(path)
+    target = resolve(path, kind)
     return target.store, f"experiment {shown(path)} → store {shown(target.store)}"
 
 
@@ -132,9 +133,10 @@ def experiment_for(path: Path, command: str) -> tuple[Path, str | None]:
         A store that names no experiment file that is still there: one line naming the file
         the command takes; or see :func:`kind_of`.
     """
-    if kind_of(path) == "experiment":
+    kind = kind_of(path)
+    if kind == "experiment":
         return path, None
-    target = resolve(path)
+    target = resolve(path, kind)
     if target.experiment is not None:
         _names_this_store(target.experiment, path, command)
         experiment = Path(shown(target.experiment))  # as the user would type it, for resume lines

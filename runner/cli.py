@@ -177,13 +177,10 @@ def cohort_build(
     ] = None,
 ) -> None:
     """Draw a cohort from a data root and keep it in the experiment's store (DuckDB file)."""
-    from conditions import SOURCE_NAMES, CohortSpec, DataRoot, build_cohort, write_cohort
+    from conditions import CohortSpec, DataRoot, build_cohort, write_cohort
     from runner._tables import print_whole, report_table
 
-    sources = tuple(source) if source else SOURCE_NAMES
-    unknown = [s for s in sources if s not in SOURCE_NAMES]
-    if unknown:
-        raise typer.BadParameter(f"unknown source {unknown[0]!r}; known: {', '.join(SOURCE_NAMES)}")
+    sources = _sources(source)
     if store.exists():  # a store to make is no file yet; one there may be the experiment's TOML
         store = _store_given(store)
     spec = CohortSpec(seed=seed, per_source=per_source, matched=matched, sources=sources)
@@ -231,13 +228,10 @@ def data_check(
     instances.json (images, annotations) and the images those refs name (looked up by name,
     none opened: COCO's 13 GB cost one folder listing). A line per problem says what to do.
     Exit status 0 when all is there, 1 when not."""
-    from conditions import SOURCE_NAMES, DataRoot, check_data_root
+    from conditions import DataRoot, check_data_root
     from runner.data_check import print_data_check
 
-    sources = tuple(source) if source else SOURCE_NAMES
-    unknown = [s for s in sources if s not in SOURCE_NAMES]
-    if unknown:
-        raise typer.BadParameter(f"unknown source {unknown[0]!r}; known: {', '.join(SOURCE_NAMES)}")
+    sources = _sources(source)
     check = check_data_root(DataRoot.at(root, images), sources)
     print_data_check(console, check, sources)
     if not check.ready:
@@ -742,6 +736,17 @@ def batches(
         _record_cancels(experiment.store, cancelled)
     if failed:
         raise typer.Exit(code=1)
+
+
+def _sources(asked: list[str] | None) -> tuple[str, ...]:
+    """The sources a command was asked for (repeated --source), all three by default."""
+    from conditions import SOURCE_NAMES
+
+    sources = tuple(asked) if asked else SOURCE_NAMES
+    unknown = [s for s in sources if s not in SOURCE_NAMES]
+    if unknown:
+        raise typer.BadParameter(f"unknown source {unknown[0]!r}; known: {', '.join(SOURCE_NAMES)}")
+    return sources
 
 
 def _store_given(path: Path) -> Path:

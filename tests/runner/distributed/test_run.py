@@ -403,15 +403,22 @@ def _slow_run(run: RunSetup) -> Iterator[tuple[Path, Simulator]]:
         yield path, sim
 
 
+def _signalled(
+    driver: subprocess.Popen[str], sim: Simulator, sig: signal.Signals
+) -> tuple[object, str]:
+    """``sig`` sent to the driver once 20 answers are in; what it printed, and (for a failure's
+    message) whether it had the signal blocked or ignored, how far it was, and whether it had
+    already ended."""
+    until(lambda: sim.stats.answered >= 20 or driver.poll() is not None)
+    before = _signal_state(driver.pid), sim.stats.answered, driver.poll()
+    driver.send_signal(sig)
+    return before, driver.communicate(timeout=60)[0]
+
+
 def test_ctrl_c_ends_a_run_in_one_line_and_the_rerun_completes(run: RunSetup) -> None:
     with _slow_run(run) as (path, sim):
         driver = driver_process(path, run.ray_address, run.tmp)
-        until(lambda: sim.stats.answered >= 20 or driver.poll() is not None)
-        before = _signal_state(driver.pid), sim.stats.answered, driver.poll()
-        driver.send_signal(signal.SIGINT)
-        output = driver.communicate(timeout=60)[0]
-        # On failure: whether the driver had SIGINT blocked or ignored, how far it was, and
-        # whether it had already ended, then what it printed.
+        before, output = _signalled(driver, sim, signal.SIGINT)
         assert driver.returncode == 130, (before, output)
         assert output.strip().splitlines()[-1] == (
             f"groundbench: interrupted; everything stored is kept: run `groundbench run {path}` "
@@ -437,10 +444,7 @@ def test_sigterm_ends_a_run_as_ctrl_c_does_with_exit_status_143(run: RunSetup, r
             )  # fmt: skip
         else:
             driver = driver_process(path, run.ray_address, run.tmp)
-        until(lambda: sim.stats.answered >= 20 or driver.poll() is not None)
-        before = _signal_state(driver.pid), sim.stats.answered, driver.poll()
-        driver.send_signal(signal.SIGTERM)
-        output = driver.communicate(timeout=60)[0]
+        before, output = _signalled(driver, sim, signal.SIGTERM)
         assert driver.returncode == 143, (before, output)
         assert output.strip().splitlines()[-1] == (
             f"groundbench: terminated (SIGTERM); everything stored is kept: run `groundbench run "
