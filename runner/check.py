@@ -1,18 +1,19 @@
 """``groundbench check``, and a run's pre-flight: prove each configuration can be called, and
 say what the calls left will cost and take, before anything is paid for at scale.
 
-One call per configuration and decoding its conditions send (the base decoding, a thinking
-setting, a temperature): a real request of the grid still to make (at the budget nearest the
-mean of its condition's requests left, so that its tokens stand for theirs; its first question
-pending), so the endpoint, the key, the model, the image and every decoding setting are proved
-together. A run's pre-flight keeps each call as that request's attempt
-(:attr:`Probe.record`: the run stores it, and does not send it again), and hands on what the
-calls left on each backend's account (:attr:`CheckReport.accounts`: the run's limiters count
-them); ``groundbench check`` stores nothing, so a check never changes what a run will send,
-but notes the tokens its calls measured beside the store (:mod:`runner.calls_note`), which a
-run's pre-flight estimates from (:mod:`runner.estimate` is the one estimator). A call gets
-at most :data:`PROBE_RETRIES` transport retries within :data:`PROBE_RETRY_TIME_S`, so a check
-answers within a minute or two.
+A few calls per configuration and decoding its conditions send (the base decoding, a thinking
+setting, a temperature): real requests of the grid still to make, spread over its budgets,
+conditions and questions so that their tokens stand for theirs (one call's output stood for
+the grid's mean off by up to half: a question's output tokens spread by a third about it), so
+the endpoint, the key, the model, the image and every decoding setting are proved together.
+Each decoding's first call proves it; the rest follow when every first call has succeeded. A
+run's pre-flight keeps each call as that request's attempt (:attr:`Probe.record`: the run
+stores it, and does not send it again), and hands on what the calls left on each backend's
+account (:attr:`CheckReport.accounts`: the run's limiters count them); ``groundbench check``
+stores nothing, so a check never changes what a run will send, but notes the tokens its calls
+measured beside the store (:mod:`runner.calls_note`), which a run's pre-flight estimates from
+(:mod:`runner.estimate` is the one estimator). A call gets at most :data:`PROBE_RETRIES`
+transport retries within :data:`PROBE_RETRY_TIME_S`, so a check answers within a minute or two.
 
 Plain asyncio, no Ray: the CLI runs it before Ray starts. A simulated backend is checked
 against the built-in simulator, started here for the check.
@@ -24,6 +25,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import statistics
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -80,6 +82,10 @@ from runner.store import GridRow, Pending, Progress, Store
 PROBE_RETRIES = 2
 _T = TypeVar("_T")
 PROBE_RETRY_TIME_S = 60.0
+# Calls per decoding: the mean output of k requests drawn so from a stored demo grid's fell
+# outside ±25% of the grid's in 47% of draws at k=1, 12% at k=3 and 0.5% at k=6
+# (benchmarks/estimate_vs_spend.py measures the estimate against the spend).
+PROBES_PER_DECODING = 6
 
 
 @dataclass(frozen=True)
@@ -97,8 +103,9 @@ class Probe:
     latency_s: float | None = None
     dollars: float = 0.0  # its tokens at the backend's prices
     record: AttemptRecord | None = None  # the call as the grid's attempt (None: not sent)
+    parsed: bool = False  # the answer parses: had it not, the run would re-ask
     rough_input: int = 0  # the rough count of its request's input (runner.estimate)
-    weight: int = 1  # the requests left its tokens stand for (Asked.weight)
+    weight: float = 1.0  # the requests left its tokens stand for (Asked.weight)
 
     @property
     def ok(self) -> bool:
@@ -117,12 +124,13 @@ class CheckReport:
     traffic: Mapping[str, Traffic] = field(default_factory=dict)
     limit: int | None = None  # --limit: the costs are of its requests
     protocols: Mapping[str, str] = field(default_factory=dict)  # by configuration
+    attempts: Mapping[str, int] = field(default_factory=dict)  # a request's most, by configuration
 
     def measured(self) -> dict[str, NotedTokens]:
         """The tokens each configuration's calls reported, for the note a run reads."""
         noted = {}
         for configuration, protocol in self.protocols.items():
-            mine = _probed(configuration, self.probes)
+            mine = _probed(configuration, self.probes, self.attempts.get(configuration, 1))
             if mine is not None:
                 noted[configuration] = NotedTokens(
                     protocol=protocol,
@@ -167,13 +175,14 @@ Left = Mapping[str, Mapping[RequestKey, int]]
 @dataclass(frozen=True)
 class Asked:
     """One check call to make: the condition it proves, its request, and its attempt;
-    ``weight``: the requests left that its decoding sends (its conditions'), for which its
-    tokens stand in the estimate."""
+    ``weight``: its share of the requests left that its decoding sends (its conditions'),
+    for which its tokens stand in the estimate."""
 
     condition: str
     request: Request
     attempt: int = 0
-    weight: int = 1
+    weight: float = 1.0
+    nth: int = 0  # its place among its decoding's calls: the first proves the decoding
 
 
 async def check(
@@ -191,7 +200,8 @@ async def check(
     limit: int | None = None,
     noted: Mapping[str, NotedTokens] | None = None,
 ) -> CheckReport:
-    """Call each configuration once per decoding (unless ``call`` is false), then estimate
+    """Call each configuration a few times per decoding (:func:`probe_requests`; unless
+    ``call`` is false), then estimate
     the calls left from ``stored`` (the store's progress: what is complete, and the tokens of
     its answers). ``only_real``: call no simulated backend (a run's pre-flight). ``cap``: the
     run's spending cap, which the calls' worst case must fit before any is made. ``left``:
@@ -219,6 +229,7 @@ async def check(
             for c in configurations
         }
         protocols = {r.name: r.protocol for r in grid.registrations}
+        attempts = {r.name: r.attempts for r in grid.registrations}
         rows = _rows_of(grid)
         totals = {name: len(mine) for name, mine in rows.items()}
         rough_left, rough_stored = {}, {}
@@ -232,7 +243,7 @@ async def check(
                 done = _stored_sample(grid, rows[c.name], left[c.name], complete)
                 rough_stored[c.name] = _rough_mean(builder, c, done)
         measuring = _Measuring(
-            totals, sending, stored, protocols, noted or {}, rough_left, rough_stored
+            totals, sending, stored, protocols, attempts, noted or {}, rough_left, rough_stored
         )
         sim_key = experiment.simulator_key
         probes: list[Probe] = []
@@ -255,28 +266,41 @@ async def check(
                     limiters[name] = RateLimiter.for_transport(c.transport)
                     if accounts and name in accounts:
                         limiters[name].inherit(accounts[name])
-            calls = [
-                _probe(
-                    c,
-                    backend_of[c.name],
-                    asked,
-                    sim_key if experiment.backends[backend_of[c.name]].simulated else None,
-                    limiters[backend_of[c.name]],
-                    as_grid=as_grid,
-                )
-                for c, asked in chosen
-            ]
-            with _backend_log_quiet():
-                made = await asyncio.gather(*calls)
-            probes = [_priced(experiment, p) for p, _ in made]
-            for (c, _), (_, used) in zip(chosen, made, strict=True):
-                name = backend_of[c.name]
-                traffic[name] = traffic.get(name, Traffic()) + used
+
+            async def made(calls: list[tuple[Configuration, Asked]]) -> None:
+                with _backend_log_quiet():
+                    done = await asyncio.gather(
+                        *(
+                            _probe(
+                                c,
+                                backend_of[c.name],
+                                asked,
+                                sim_key
+                                if experiment.backends[backend_of[c.name]].simulated
+                                else None,
+                                limiters[backend_of[c.name]],
+                                as_grid=as_grid,
+                            )
+                            for c, asked in calls
+                        )
+                    )
+                probes.extend(_priced(experiment, p) for p, _ in done)
+                for (c, _), (_, used) in zip(calls, done, strict=True):
+                    name = backend_of[c.name]
+                    traffic[name] = traffic.get(name, Traffic()) + used
+
+            # Each decoding's first call proves it; the rest, which sharpen the estimate,
+            # follow only when every one succeeded: a failing check pays no more than it must.
+            await made([(c, asked) for c, asked in chosen if asked.nth == 0])
+            if all(p.ok for p in probes):
+                await made([(c, asked) for c, asked in chosen if asked.nth > 0])
     costs = _costs(experiment, configurations, requests, probes, measuring, stated_output)
-    latencies = {p.configuration: p.latency_s for p in probes if p.latency_s is not None}
+    latencies = _median_latencies(probes)
     walls = backend_walls(experiment.backends, costs, latencies)
     after = {**(accounts or {}), **{name: lim.account() for name, lim in limiters.items()}}
-    return CheckReport(tuple(probes), tuple(costs), tuple(walls), after, traffic, limit, protocols)
+    return CheckReport(
+        tuple(probes), tuple(costs), tuple(walls), after, traffic, limit, protocols, attempts
+    )
 
 
 class OverCap(RunnerError):
@@ -320,32 +344,32 @@ def probe_requests(
     builder: Builder,
     left: Mapping[RequestKey, int] | None = None,
 ) -> list[Asked]:
-    """One request per decoding the configuration sends: each condition's first request
-    still to make at the budget nearest the mean of its requests left (its tokens, the
-    output's above all, grow with the budget: the smallest budget's stood for the grid's at
-    two thirds of them), kept when its decoding is one not yet proved. ``left``: the requests
-    the store has left, with the attempt each makes next (``None``: every request, from
-    attempt 0); a decoding with none left is not proved, nor paid for."""
-    by_condition: dict[str, list[tuple[int, int, RequestKey]]] = {}
-    keys = task_of(questions).plan([configuration], experiment.budgets, experiment.box)
-    for i, key in enumerate(keys):
-        if left is not None and key not in left:
-            continue
-        by_condition.setdefault(key.condition, []).append((key.budget, i, key))
-    first: dict[str, tuple[int, RequestKey]] = {}
-    for condition, found in by_condition.items():
-        mean = sum(budget for budget, _, _ in found) / len(found)
-        _, i, key = min(found, key=lambda f: (abs(f[0] - mean), f[0], f[1]))
-        first[condition] = (min(i for _, i, _ in found), key)
-    chosen: dict[Decoding, Asked] = {}
-    weights: dict[Decoding, int] = {}
-    for condition, (_, key) in sorted(first.items(), key=lambda kv: kv[1][0]):
-        request = builder.build(key, configuration)
-        weights[request.decoding] = weights.get(request.decoding, 0) + len(by_condition[condition])
-        if request.decoding not in chosen:
+    """Up to :data:`PROBES_PER_DECODING` requests of each decoding the configuration sends,
+    evenly spread over its requests still to make, ordered by budget (its tokens, the output's
+    above all, grow with the budget), condition and question, so that their mean stands for
+    theirs. ``left``: the requests the store has left, with the attempt each makes next
+    (``None``: every request, from attempt 0); a decoding with none left is not proved, nor
+    paid for."""
+    plan = task_of(questions).plan([configuration], experiment.budgets, experiment.box)
+    by_condition: dict[str, list[tuple[int, str, int, RequestKey]]] = {}
+    for i, key in enumerate(plan):
+        if left is None or key in left:
+            by_condition.setdefault(key.condition, []).append((key.budget, key.condition, i, key))
+    # The conditions of one decoding pooled: a condition's requests share its decoding, so
+    # its first request tells it.
+    by_decoding: dict[Decoding, list[tuple[int, str, int, RequestKey]]] = {}
+    for found in by_condition.values():
+        decoding = builder.build(found[0][3], configuration).decoding
+        by_decoding.setdefault(decoding, []).extend(found)
+    asked = []
+    for found in by_decoding.values():
+        picked = _spread(sorted(found), PROBES_PER_DECODING)
+        weight = len(found) / len(picked)
+        for nth, (*_, key) in enumerate(picked):
             attempt = left[key] if left is not None else 0
-            chosen[request.decoding] = Asked(condition, request, attempt)
-    return [dataclasses.replace(a, weight=weights[d]) for d, a in chosen.items()]
+            request = builder.build(key, configuration)
+            asked.append(Asked(key.condition, request, attempt, weight, nth))
+    return asked
 
 
 async def _probe(
@@ -392,9 +416,9 @@ async def _probe(
         )
         return probe, Traffic.of([backend])
     usage = exchange.reply.usage
+    ok = parses(request, exchange.reply.answer)
     record = None
     if as_grid:
-        ok = parses(request, exchange.reply.answer)
         record = answer_record(Sender.of(backend), request, asked.attempt, exchange, ok)
     probe = Probe(
         configuration.name,
@@ -406,6 +430,7 @@ async def _probe(
         record=record,
         rough_input=rough_input_tokens(request),
         weight=asked.weight,
+        parsed=ok,
     )
     return probe, Traffic.of([backend])
 
@@ -420,6 +445,7 @@ class _Measuring:
     sending: Mapping[str, Mapping[RequestKey, int] | None]
     stored: Sequence[Progress]
     protocols: Mapping[str, str]
+    attempts: Mapping[str, int]  # the most a request makes, by configuration
     noted: Mapping[str, NotedTokens]
     # The rough count's mean input (runner.estimate.Measured.standing_for), by configuration:
     # of a sample of the requests the run sends, and of those the store has complete.
@@ -447,7 +473,7 @@ class _Measuring:
     def checked(self, configuration: str, probes: Sequence[Probe]) -> Measured | None:
         """The tokens of this check's calls of the configuration and of the check noted
         (a run's pre-flight after a check: two samples of the same requests), pooled."""
-        mine = _probed(configuration, probes)
+        mine = _probed(configuration, probes, self.attempts.get(configuration, 1))
         note = self.noted.get(configuration)
         if note is None or note.protocol != self.protocols.get(configuration) or not note.calls:
             return mine
@@ -520,24 +546,46 @@ def _costs(
     return costs
 
 
-def _probed(configuration: str, probes: Sequence[Probe]) -> Measured | None:
-    """The configuration's calls' tokens, each weighed by the requests left it stands for
-    (one decoding may send ten conditions' requests, another one's): as many calls, at the
-    weighted means."""
+def _probed(configuration: str, probes: Sequence[Probe], attempts: int) -> Measured | None:
+    """The configuration's calls' tokens per request, each call weighed by the requests left
+    it stands for (one decoding may send ten conditions' requests, another one's): as many
+    calls, at the weighted means, times the attempts a request makes (:func:`attempts_per`):
+    a request whose answer does not parse is asked again, at the same input."""
     mine = [p for p in probes if p.configuration == configuration and p.ok]
     if not mine:
         return None
-    n, total = len(mine), sum(max(p.weight, 1) for p in mine)
+    n, total = len(mine), sum(p.weight for p in mine)
 
     def mean(value: Callable[[Probe], float]) -> float:
-        return sum(max(p.weight, 1) * value(p) for p in mine) / total
+        return sum(p.weight * value(p) for p in mine) / total
 
+    per = attempts_per(mean(lambda p: float(not p.parsed)), attempts)
     return Measured(
         n,
-        round(n * mean(lambda p: p.input_tokens or 0)),
-        round(n * mean(lambda p: p.output_tokens or 0)),
+        round(n * per * mean(lambda p: p.input_tokens or 0)),
+        round(n * per * mean(lambda p: p.output_tokens or 0)),
         mean(lambda p: p.rough_input),
     )
+
+
+def attempts_per(unparsed: float, attempts: int) -> float:
+    """The mean attempts a request makes when a share ``unparsed`` of answers do not parse
+    and a request makes at most ``attempts``: the first, and each next while the last failed.
+
+    >>> attempts_per(0.0, 3), attempts_per(0.5, 3), attempts_per(1.0, 2)
+    (1.0, 1.75, 2.0)
+    """
+    return sum(unparsed**k for k in range(max(attempts, 1)))
+
+
+def _median_latencies(probes: Sequence[Probe]) -> dict[str, float]:
+    """Each configuration's median call latency: what a call of it takes, one slow call
+    aside."""
+    by_configuration: dict[str, list[float]] = {}
+    for p in probes:
+        if p.latency_s is not None:
+            by_configuration.setdefault(p.configuration, []).append(p.latency_s)
+    return {name: statistics.median(found) for name, found in by_configuration.items()}
 
 
 # Requests built for the rough count's mean input of a configuration's requests: a few ms
@@ -558,13 +606,14 @@ def _key(row: GridRow) -> RequestKey:
 
 
 def _spread(items: Sequence[_T], n: int) -> list[_T]:
-    """At most ``n`` of ``items``, evenly spread over them.
+    """At most ``n`` of ``items``, evenly spread over them: the middle one of each of ``n``
+    equal runs, so each stands for its run (in order of budget, say, its share of them).
 
     >>> _spread(list(range(10)), 3)
-    [0, 3, 6]
+    [1, 5, 8]
     """
     n = min(len(items), n)
-    return [items[i * len(items) // n] for i in range(n)]
+    return [items[(2 * i + 1) * len(items) // (2 * n)] for i in range(n)]
 
 
 def _stored_sample(
@@ -588,11 +637,13 @@ def _rough_mean(
 def _rough(asked: Sequence[Asked]) -> Tokens:
     if not asked:
         return Tokens(0.0, 0.0, "no request to count")
-    n = len(asked)
-    inputs = sum(rough_input_tokens(a.request) for a in asked) / n
-    outputs = sum(min(a.request.decoding.max_output_tokens, DEFAULT_OUTPUT_ESTIMATE) for a in asked)
+    n = sum(a.weight for a in asked)  # each request for its share of those left
+    inputs = sum(a.weight * rough_input_tokens(a.request) for a in asked)
+    outputs = sum(
+        a.weight * min(a.request.decoding.max_output_tokens, DEFAULT_OUTPUT_ESTIMATE) for a in asked
+    )
     return Tokens(
-        inputs,
+        inputs / n,
         outputs / n,
         f"rough: prompt/4 + 28-px patches in, {DEFAULT_OUTPUT_ESTIMATE:,} out, "
         "--output-tokens states it",
@@ -652,19 +703,9 @@ def cap_lines(costs: Sequence[CostEstimate], max_spend: float | None) -> list[st
 
 
 def check_lines(report: CheckReport, max_spend: float | None = None) -> list[str]:
-    """The check as a user reads it: each call's outcome, then each configuration's calls
+    """The check as a user reads it: the calls' outcomes, then each configuration's calls
     left with their tokens and cost, then each backend's wall time."""
-    lines = []
-    for p in report.probes:
-        where = f"{p.configuration} ({p.backend}, {p.condition})"
-        if p.ok:
-            latency = f"{p.latency_s:.1f} s" if p.latency_s is not None else "?"
-            lines.append(
-                f"ok      {where}: answered in {latency}, "
-                f"{p.input_tokens or 0:,} tokens in, {p.output_tokens or 0:,} out"
-            )
-        else:
-            lines.append(f"FAILED  {where}: {p.error} — {p.advice}")
+    lines = call_lines(report.probes)
     under = (
         f" (--limit {report.limit}: the first {report.limit} questions of every cell)"
         if report.limit is not None
@@ -691,6 +732,59 @@ def check_lines(report: CheckReport, max_spend: float | None = None) -> list[str
             f"(set by {w.bound}) ≈ {duration(w.seconds)}"
         )
     return lines
+
+
+def call_lines(probes: Sequence[Probe]) -> list[str]:
+    """The calls' outcomes: per configuration, a line for the calls that answered (how many,
+    the conditions they proved, the range of their latencies and tokens), and one for each
+    distinct failure, with the conditions and the number of calls it failed."""
+    lines = []
+    by_configuration: dict[tuple[str, str], list[Probe]] = {}
+    for p in probes:
+        by_configuration.setdefault((p.configuration, p.backend), []).append(p)
+    for (configuration, backend), mine in by_configuration.items():
+        answered = [p for p in mine if p.ok]
+        if answered:
+            latency = _span([p.latency_s for p in answered if p.latency_s is not None], "{:.1f}")
+            tokens_in = _span([p.input_tokens or 0 for p in answered], "{:,}")
+            tokens_out = _span([p.output_tokens or 0 for p in answered], "{:,}")
+            lines.append(
+                f"ok      {configuration} ({backend}; {_conditions(answered)}): "
+                f"{_calls(len(answered))} answered in {latency} s, "
+                f"{tokens_in} tokens in, {tokens_out} out"
+            )
+        failures: dict[tuple[str | None, str | None], list[Probe]] = {}
+        for p in mine:
+            if not p.ok:
+                failures.setdefault((p.error, p.advice), []).append(p)
+        for (error, advice), failed in failures.items():
+            count = f" ({_calls(len(failed))})" if len(failed) > 1 else ""
+            lines.append(
+                f"FAILED  {configuration} ({backend}; {_conditions(failed)}){count}: "
+                f"{error} — {advice}"
+            )
+    return lines
+
+
+def _calls(n: int) -> str:
+    return f"{n:,} call" if n == 1 else f"{n:,} calls"
+
+
+def _conditions(probes: Sequence[Probe]) -> str:
+    """The conditions of ``probes``, each once, in their order."""
+    return ", ".join(dict.fromkeys(p.condition for p in probes))
+
+
+def _span(values: Sequence[float], form: str) -> str:
+    """The range of ``values`` in ``form``: "low–high", or the one value ("?": none).
+
+    >>> _span([3, 1, 2], "{:,}")
+    '1–3'
+    """
+    if not values:
+        return "?"
+    low, high = form.format(min(values)), form.format(max(values))
+    return low if low == high else f"{low}–{high}"
 
 
 def note_real_calls(experiment: Experiment, report: CheckReport) -> str | None:

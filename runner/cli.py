@@ -417,8 +417,8 @@ def run(
         bool,
         typer.Option(
             "--check/--no-check",
-            help="First call each configuration of a real backend once per decoding, and "
-            "estimate the cost (see `groundbench check`).",
+            help="First call each configuration of a real backend a few times per decoding, "
+            "and estimate the cost (see `groundbench check`).",
         ),
     ] = True,
     output_tokens: Annotated[int | None, typer.Option(min=1, help=_OUTPUT_TOKENS_HELP)] = None,
@@ -469,12 +469,12 @@ def check_experiment(
 ) -> None:
     """Prove each configuration can be called, and say what the calls left cost and take.
 
-    One call per configuration and decoding (a real request of the grid, not stored), then,
-    per configuration, the requests left with their tokens and cost at the configured
-    prices, and per backend the wall time at its limits. Tokens per call are measured from
-    the stored answers and the check's calls. When each call left, and the tokens measured,
-    are noted beside the store, for a run's limiters and its estimate. Exit status 0 when
-    every call succeeded, 1 when one failed.
+    Six calls per configuration and decoding (real requests of the grid, spread over those
+    left; not stored), then, per configuration, the requests left with their tokens and cost
+    at the configured prices, and per backend the wall time at its limits. Tokens per call
+    are measured from the stored answers and the check's calls. When each call left, and the
+    tokens measured, are noted beside the store, for a run's limiters and its estimate. Exit
+    status 0 when every call succeeded, 1 when one failed.
     """
     from runner.calls_note import read_calls
     from runner.check import check, check_lines, note_real_calls, stored_state

@@ -20,5 +20,5 @@ class RunOptions:
     progress_every_s: float = 5.0
     max_spend: float | None = None  # US dollars this run may spend (None: no cap)
     limit: int | None = None  # only the first N questions of every cell (a smoke run)
-    preflight: bool = False  # one call per configuration and decoding first (the CLI: on)
+    preflight: bool = False  # a few calls per configuration and decoding first (the CLI: on)
     output_tokens: int | None = None  # the stated mean output per call, for the estimates

@@ -91,14 +91,14 @@ def preflight(
     echo: Echo,
     noted: Mapping[str, Account] | None = None,
 ) -> CheckReport:
-    """Call each configuration of a real backend once per decoding, and say what the calls
-    left will cost and take (a simulated backend costs nothing and is not called).
+    """Call each configuration of a real backend a few times per decoding
+    (:func:`runner.check.probe_requests`), and say what the calls left will cost and take (a
+    simulated backend costs nothing and is not called).
 
     Each call is a request the grid has left (under ``--limit``, one the limit sends), made as
-    its attempt: the run stores it and does
-    not send it again (:attr:`Probe.record`), and its backend's limiter goes on from the calls
-    made (:attr:`CheckReport.accounts`), so nothing is paid twice and the server's window and
-    the run's agree.
+    its attempt: the run stores it and does not send it again (:attr:`Probe.record`), and its
+    backend's limiter goes on from the calls made (:attr:`CheckReport.accounts`), so nothing
+    is paid twice and the server's window and the run's agree.
 
     Raises
     ------

@@ -17,10 +17,18 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conditions import Cohort, DataRoot, task_of, write_cohort
+from conditions import Cohort, DataRoot, RequestKey, VariantCache, task_of, write_cohort
 from runner.backends import Account
 from runner.calls_note import read_calls, write_calls
-from runner.check import CheckReport, OverCap, check, check_lines
+from runner.check import (
+    PROBES_PER_DECODING,
+    CheckReport,
+    OverCap,
+    attempts_per,
+    check,
+    check_lines,
+    probe_requests,
+)
 from runner.cli import app
 from runner.distributed import RunOptions
 from runner.distributed._prepare import prepared
@@ -79,7 +87,7 @@ def store(tmp_path: Path, small_cohort: Cohort) -> Path:
     return path
 
 
-def test_a_good_key_proves_each_decoding_once_and_estimates_from_the_measured_tokens(
+def test_a_good_key_proves_each_decoding_and_estimates_from_calls_spread_over_its_requests(
     tmp_path: Path, store: Path, small_root: DataRoot, small_cohort: Cohort, key: None
 ) -> None:
     with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec(api_key=KEY)) as (
@@ -92,24 +100,34 @@ def test_a_good_key_proves_each_decoding_once_and_estimates_from_the_measured_to
     configurations = [experiment.configuration(c, url) for c in experiment.configurations]
     grid = grid_of(experiment, prepare(experiment), configurations)
     per = Counter(r.condition for r in grid.rows)
+    probes = report.probes
     # base and no-image share a decoding; thinking-off and temperature each have their own.
-    assert [p.condition for p in report.probes] == ["base", "thinking-off", "temperature"]
-    assert report.ok and sim.stats.answered == 3
+    # Each decoding's first call proves it; then PROBES_PER_DECODING in all, for the estimate.
+    decodings = {"base": "base", "no-image": "base", "thinking-off": "thinking-off"}
+    decodings["temperature"] = "temperature"
+    assert [p.condition for p in probes[:3]] == ["base", "thinking-off", "temperature"]
+    called = Counter(decodings[p.condition] for p in probes)
+    assert called == dict.fromkeys(["base", "thinking-off", "temperature"], PROBES_PER_DECODING)
+    assert report.ok and sim.stats.answered == len(probes) == 3 * PROBES_PER_DECODING
     # Each a call of its own, not the grid's first attempt, which the run makes and pays for.
     assert all(":gb-check-" in call for call in sim.stats.paid)
     (cost,) = report.costs
-    probes = report.probes
-    # Each call stands for the requests its decoding sends: base's for no-image's too.
-    assert [p.weight for p in probes] == [
-        per["base"] + per["no-image"],
-        per["thinking-off"],
-        per["temperature"],
-    ]
+    # A decoding's calls stand, in equal shares, for the requests it sends (base's and
+    # no-image's together).
+    for decoding in ("base", "thinking-off", "temperature"):
+        mine = [p for p in probes if decodings[p.condition] == decoding]
+        sent = sum(n for condition, n in per.items() if decodings[condition] == decoding)
+        assert sum(p.weight for p in mine) == pytest.approx(sent)
     weighted = sum(p.weight * (p.output_tokens or 0) for p in probes) / cost.requests
-    assert cost.tokens.output == round(3 * weighted) / 3
+    n = len(probes)
+    # Times the attempts a request makes: an answer that does not parse is asked again.
+    unparsed = sum(p.weight * (not p.parsed) for p in probes) / cost.requests
+    made = attempts_per(unparsed, report.attempts["qwen-max"])
+    assert 1 <= made <= report.attempts["qwen-max"] == 3
+    assert cost.tokens.output == round(n * made * weighted) / n
     # The input scaled from the images called to those left (no-image's have none).
     assert 0 < cost.tokens.input < max(p.input_tokens or 0 for p in probes)
-    assert cost.tokens.basis == "measured over 3 check calls, input scaled to the images left"
+    assert cost.tokens.basis == f"measured over {n} check calls, input scaled to the images left"
     # Nothing stored yet: every request of the grid is left (2 budgets + the box question).
     assert cost.left == cost.requests > 0
     expected = (round(cost.tokens.input) * 2.0 + round(cost.tokens.output) * 10.0) / 1e6
@@ -120,8 +138,40 @@ def test_a_good_key_proves_each_decoding_once_and_estimates_from_the_measured_to
     (wall,) = report.walls
     assert wall.calls == cost.left and wall.calls_per_minute <= 120
     lines = check_lines(report, max_spend=report.dollars / 2)
-    assert sum(line.startswith("ok ") for line in lines) == 3
+    (ok,) = [line for line in lines if line.startswith("ok ")]  # one line per configuration
+    assert ok.startswith("ok      qwen-max (qwen; base, thinking-off, temperature, no-image): ")
+    assert f"{n} calls answered in " in ok
     assert any("above --max-spend" in line for line in lines)
+
+
+def test_a_decodings_calls_are_spread_over_its_budgets_conditions_and_questions(
+    tmp_path: Path, store: Path, small_root: DataRoot, key: None
+) -> None:
+    """Issue 39: one call per decoding put the check's estimate 27% under the spend (its
+    call's output tokens, a third off the mean). The calls are spread over the requests left,
+    each standing for an equal share of them; those the store has done are not among them."""
+    experiment = load_experiment(_experiment(tmp_path, store, small_root, "http://127.0.0.1:9"))
+    questions = prepare(experiment)
+    config = experiment.configuration(experiment.configurations[0], None)
+    builder = task_of(questions).builder(experiment.images, VariantCache(tmp_path / "v"))
+    keys = list(task_of(questions).plan([config], experiment.budgets, experiment.box))
+    base = [k for k in keys if k.condition in ("base", "no-image")]  # one decoding
+    low = min(k.budget for k in base)
+    left = {k: 0 for k in keys if k.condition != "temperature" and k.budget != low}
+    for given in (None, left):
+        asked = probe_requests(experiment, questions, config, builder, given)
+        sending = keys if given is None else list(given)
+        mine = [a.request.key for a in asked if a.condition in ("base", "no-image")]
+        pool = [k for k in sending if k.condition in ("base", "no-image")]
+        assert len(mine) == PROBES_PER_DECODING == len(set(mine))
+        assert set(mine) <= set(pool)
+        assert {k.budget for k in mine} == {k.budget for k in pool}
+        assert {k.condition for k in mine} == {"base", "no-image"}
+        assert len({k.qid for k in mine}) > 1
+        assert sum(a.weight for a in asked) == pytest.approx(len(sending))
+        assert sum(a.nth == 0 for a in asked) == len({a.request.decoding for a in asked})
+    # Nothing of temperature's left: its decoding is neither proved nor paid for.
+    assert "temperature" not in {a.condition for a in asked}
 
 
 def test_stored_answers_are_the_measure_and_complete_requests_are_not_left(
@@ -131,15 +181,17 @@ def test_stored_answers_are_the_measure_and_complete_requests_are_not_left(
     with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, _):
         report = _check(_experiment(tmp_path, store, small_root, url), stored)
     (cost,) = report.costs
-    # Pooled with the check's 3 calls (each weighed by the requests it stands for): the
-    # store's 40 requests outweigh them.
+    # Pooled with the check's calls (each weighed by the requests it stands for): the
+    # store's 40 requests count as many.
     probes = report.probes
-    weighted = sum(p.weight * (p.output_tokens or 0) for p in probes) / sum(
-        p.weight for p in probes
-    )
-    assert cost.tokens.output == (8_000 + round(3 * weighted)) / 43
+    n = len(probes)
+    weights = sum(p.weight for p in probes)
+    weighted = sum(p.weight * (p.output_tokens or 0) for p in probes) / weights
+    unparsed = sum(p.weight * (not p.parsed) for p in probes) / weights
+    per = attempts_per(unparsed, report.attempts["qwen-max"])
+    assert cost.tokens.output == (8_000 + round(n * per * weighted)) / (40 + n)
     assert cost.tokens.basis == (
-        "measured over 40 stored requests and 3 check calls, input scaled to the images left"
+        f"measured over 40 stored requests and {n} check calls, input scaled to the images left"
     )
     assert cost.left == cost.requests - 40
 
@@ -152,12 +204,14 @@ def test_a_wrong_key_fails_with_what_to_do_and_never_shows_the_key(
         path = _experiment(tmp_path, store, small_root, url)
         result = CliRunner().invoke(app, ["check", str(path)])
     assert result.exit_code == 1, result.output
-    failed = [line for line in result.output.splitlines() if line.startswith("FAILED")]
-    assert len(failed) == 3
-    assert "HTTP 401 invalid_api_key" in failed[0]
-    assert "check the backend's key variable (api_key_env)" in failed[0]
+    # One line for the one failure, naming the decodings it failed; no call past each
+    # decoding's first was sent.
+    (failed,) = [line for line in result.output.splitlines() if line.startswith("FAILED")]
+    assert failed.startswith("FAILED  qwen-max (qwen; base, thinking-off, temperature) (3 calls)")
+    assert "HTTP 401 invalid_api_key" in failed
+    assert "check the backend's key variable (api_key_env)" in failed
     assert KEY not in result.output and KEY[-8:] not in result.output
-    assert sim.stats.answered == 0
+    assert sim.stats.answered == 0 and sim.stats.statuses == {401: 3}
 
 
 def test_an_unknown_model_fails_with_what_to_do(
@@ -187,7 +241,7 @@ def test_a_run_whose_pre_flight_fails_sends_nothing_and_says_how_to_skip_it(
         )
     assert done.returncode == 2 and sim.stats.answered == 0
     out = done.stdout.splitlines()
-    assert sum(line.startswith("pre-flight: FAILED") for line in out) == 3
+    assert sum(line.startswith("pre-flight: FAILED") for line in out) == 1
     assert done.stderr.strip().splitlines() == [
         "groundbench: pre-flight: 3 of 3 calls failed (see above); nothing was run. Put it "
         "right and run again, or skip the pre-flight with --no-check"
@@ -206,13 +260,14 @@ def test_a_pre_flight_whose_worst_case_passes_the_cap_sends_nothing_and_says_so(
         (cost,) = rough.costs
         spec = experiment.configurations[0]
         max_output = experiment.configuration(spec, url).decoding.max_output_tokens
-        # Three calls (three decodings), each at 4x its estimated input and max_output_tokens.
+        # Every call (three decodings' each), at 4x its estimated input and max_output_tokens.
         one = (input_bound(cost.tokens.input) * 2.0 + max_output * 10.0) / 1e6
-        with pytest.raises(OverCap, match=r"its 3 calls could cost up to \$") as refused:
-            asyncio.run(check(experiment, questions, cap=3 * one * 0.99))
+        n = 3 * PROBES_PER_DECODING
+        with pytest.raises(OverCap, match=rf"its {n} calls could cost up to \$") as refused:
+            asyncio.run(check(experiment, questions, cap=n * one * 0.99))
         assert "--no-check" in str(refused.value) and sim.stats.answered == 0
-        report = asyncio.run(check(experiment, questions, cap=3 * one * 1.01))
-    assert report.ok and sim.stats.answered == 3 and report.spent <= 3 * one
+        report = asyncio.run(check(experiment, questions, cap=n * one * 1.01))
+    assert report.ok and sim.stats.answered == n and report.spent <= n * one
 
 
 def test_a_pre_flights_calls_are_requests_left_made_as_their_attempts(
@@ -225,33 +280,43 @@ def test_a_pre_flights_calls_are_requests_left_made_as_their_attempts(
         questions = prepare(experiment)
         config = experiment.configuration(experiment.configurations[0], url)
         keys = list(task_of(questions).plan([config], experiment.budgets, experiment.box))
-        # The budget nearest the mean of the condition's requests: its tokens stand for theirs.
-        budgets = [k.budget for k in keys if k.condition == "base"]
-        mean = sum(budgets) / len(budgets)
-        nearest = min(set(budgets), key=lambda b: (abs(b - mean), b))
-        base = [k for k in keys if k.condition == "base" and k.budget == nearest]
-        # The store has answered the first base request, and attempt 0 of the second did not
-        # parse; no thinking-off request is left; the temperature ones are all left.
-        left = {k: 0 for k in keys if k.condition in ("base", "temperature")}
-        del left[base[0]]
-        left[base[1]] = 1
+        answered = next(k for k in keys if k.condition == "base")
+        # The store has answered a base request, and attempt 0 of each other base request did
+        # not parse; no thinking-off request is left; the temperature ones are all left.
+        left = {
+            k: int(k.condition == "base") for k in keys if k.condition in ("base", "temperature")
+        }
+        del left[answered]
         report = asyncio.run(check(experiment, questions, left={"qwen-max": left}, as_grid=True))
-    assert [p.condition for p in report.probes] == ["base", "temperature"]
-    (first, _) = report.records
-    assert (first.qid, first.budget, first.attempt) == (base[1].qid, base[1].budget, 1)
-    assert first.outcome == "answer" and first.configuration == "qwen-max"
-    # The grid's ids, so the provider sees the grid's attempt, made once.
+    assert [p.condition for p in report.probes[:2]] == ["base", "temperature"]
+    assert {p.condition for p in report.probes} == {"base", "temperature"}
+    records = report.records
+    assert len(records) == len(report.probes) == 2 * PROBES_PER_DECODING
+    assert all(r.outcome == "answer" and r.configuration == "qwen-max" for r in records)
+    # Each a request left, made as its next attempt.
+    for r in records:
+        request = RequestKey(r.configuration, r.condition, r.qid, r.budget)
+        assert request in left and r.attempt == left[request]
+    # The grid's ids, so the provider sees the grid's attempts, each made once.
     ids = {call.split(":")[1] for call in sim.stats.paid}
-    assert len(ids) == 2 and f"gb-{first.fingerprint[:24]}-r{first.replicate}-a1" in ids
+    assert ids == {f"gb-{r.fingerprint[:24]}-r{r.replicate}-a{r.attempt}" for r in records}
+    assert sim.stats.paid_twice == 0
     (account,) = report.accounts.values()
-    assert len(account.sent) == 2 == report.traffic["qwen"].http_calls
+    assert len(account.sent) == len(records) == report.traffic["qwen"].http_calls
 
 
 def test_a_checks_calls_count_in_the_windows_of_the_run_that_follows(
-    tmp_path: Path, store: Path, small_root: DataRoot, small_cohort: Cohort, key: None
+    tmp_path: Path,
+    store: Path,
+    small_root: DataRoot,
+    small_cohort: Cohort,
+    key: None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Issue 38: ``check`` notes when its calls left; a run's pre-flight (and its backends)
     start from them, so the server's window and theirs agree."""
+    # Two calls per decoding, six in each: the windows are the matter here, half a second a call.
+    monkeypatch.setattr("runner.check.PROBES_PER_DECODING", 2)
     with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, sim):
         path = _experiment(tmp_path, store, small_root, url)
         # A note naming a backend the experiment has not (renamed since) is no matter.
@@ -259,11 +324,11 @@ def test_a_checks_calls_count_in_the_windows_of_the_run_that_follows(
         result = CliRunner().invoke(app, ["check", str(path)])
         assert result.exit_code == 0, result.output
         (checked,) = read_calls(store)[0].values()
-        assert len(checked.sent) == 3
+        assert len(checked.sent) == 6
         lines: list[str] = []
         ready = prepared(load_experiment(path), RunOptions(preflight=True), lines.append)
     sent = sorted(ready.accounts["qwen"].sent)
-    assert len(sent) == 6 and sim.stats.answered == 6
+    assert len(sent) == 12 and sim.stats.answered == 12
     # 120 a minute: every call, the check's and the pre-flight's, half a second apart, less
     # the slack the limiter allows a call its admitter woke late for (a tenth of the spacing:
     # it keeps to its schedule; a busy machine wakes it late) and a millisecond for two
@@ -289,7 +354,7 @@ def test_under_a_limit_the_calls_and_the_estimate_are_the_limits_requests(
     assert cost.left == len(allowed) == len(cells) < cost.requests
     assert all((r.configuration, r.condition, r.budget, r.qid) in allowed for r in report.records)
     lines = check_lines(report, max_spend=report.dollars / 2)
-    header = lines[len(report.probes)]
+    header = next(line for line in lines if line.startswith("calls left"))
     assert header.startswith("calls left (--limit 1: the first 1 questions of every cell)")
     spend = f"{report.dollars / 2:,.2f}"
     assert any(
@@ -315,12 +380,12 @@ def test_a_run_right_after_a_check_estimates_from_the_checks_tokens(
         # loopback port is reused, and under CI once 201 calls with a grid's call ids came
         # here too, from a run an earlier test of the same process had left sending.
         checks = sum(n for call, n in sim.stats.paid.items() if ":gb-check-" in call)
-        assert checks == 3
+        assert checks == 3 * PROBES_PER_DECODING
         changed = _experiment(tmp_path, store, small_root, url, model="qwen3-vl-max")
         again = prepared(load_experiment(changed), options, said.append)
     assert ready.estimate is not None and again.estimate is not None
     (cost,) = ready.estimate.costs
-    assert cost.tokens.basis.startswith("measured over 3 check calls")
+    assert cost.tokens.basis.startswith(f"measured over {checks} check calls")
     # The same figures as the check said.
     assert f"({cost.tokens.input:,.0f} in + {cost.tokens.output:,.0f} out tokens" in checked
     (other,) = again.estimate.costs

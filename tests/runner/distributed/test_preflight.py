@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from conditions import DataRoot
+from runner.check import PROBES_PER_DECODING
 from runner.distributed import RunOptions
 from runner.simulator import SimSpec
 from tests.runner.distributed.conftest import (
@@ -40,7 +41,11 @@ def test_the_pre_flights_calls_are_stored_as_the_grids_and_counted_as_sent(
         path = _experiment(run.tmp, run.store, run.root, url)
         report = run_once(path, lines, RunOptions(preflight=True, progress_every_s=0.5))
     assert report.complete
-    assert sum(line.startswith("pre-flight: ok") for line in lines) == 2  # two decodings
+    # One line for the configuration's calls: both decodings', each six requests of the grid.
+    (ok,) = [line for line in lines if line.startswith("pre-flight: ok")]
+    assert ok.startswith(
+        f"pre-flight: ok      qa (a; base, thinking-off): {2 * PROBES_PER_DECODING} calls answered"
+    )
     # Every answer the server made is in the store, once: none was made for the pre-flight
     # alone, and none again by the grid.
     (answers,) = query(run.store, "SELECT count(*) FROM responses WHERE outcome = 'answer'")[0]
