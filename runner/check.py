@@ -104,6 +104,7 @@ class Probe:
     dollars: float = 0.0  # its tokens at the backend's prices
     record: AttemptRecord | None = None  # the call as the grid's attempt (None: not sent)
     parsed: bool = False  # the answer parses: had it not, the run would re-ask
+    nth: int = 0  # its place among its decoding's calls (Asked.nth)
     rough_input: int = 0  # the rough count of its request's input (runner.estimate)
     weight: float = 1.0  # the requests left its tokens stand for (Asked.weight)
 
@@ -413,6 +414,7 @@ async def _probe(
             stops=exc.stops,
             latency_s=exc.latency_s,
             record=record,
+            nth=asked.nth,
         )
         return probe, Traffic.of([backend])
     usage = exchange.reply.usage
@@ -431,6 +433,7 @@ async def _probe(
         rough_input=rough_input_tokens(request),
         weight=asked.weight,
         parsed=ok,
+        nth=asked.nth,
     )
     return probe, Traffic.of([backend])
 
@@ -736,7 +739,7 @@ def check_lines(report: CheckReport, max_spend: float | None = None) -> list[str
 
 def call_lines(probes: Sequence[Probe]) -> list[str]:
     """The calls' outcomes: per configuration, a line for the calls that answered (how many,
-    the conditions they proved, the range of their latencies and tokens), and one for each
+    the decodings they proved, the range of their latencies and tokens), and one for each
     distinct failure, with the conditions and the number of calls it failed."""
     lines = []
     by_configuration: dict[tuple[str, str], list[Probe]] = {}
@@ -748,9 +751,10 @@ def call_lines(probes: Sequence[Probe]) -> list[str]:
             latency = _span([p.latency_s for p in answered if p.latency_s is not None], "{:.1f}")
             tokens_in = _span([p.input_tokens or 0 for p in answered], "{:,}")
             tokens_out = _span([p.output_tokens or 0 for p in answered], "{:,}")
+            decodings = sum(p.nth == 0 for p in answered)
             lines.append(
-                f"ok      {configuration} ({backend}; {_conditions(answered)}): "
-                f"{_calls(len(answered))} answered in {latency} s, "
+                f"ok      {configuration} ({backend}): {_calls(len(answered))}, "
+                f"{decodings} decoding{'s' * (decodings != 1)}, {latency} s each, "
                 f"{tokens_in} tokens in, {tokens_out} out"
             )
         failures: dict[tuple[str | None, str | None], list[Probe]] = {}

@@ -43,9 +43,8 @@ def test_the_pre_flights_calls_are_stored_as_the_grids_and_counted_as_sent(
     assert report.complete
     # One line for the configuration's calls: both decodings', each six requests of the grid.
     (ok,) = [line for line in lines if line.startswith("pre-flight: ok")]
-    assert ok.startswith(
-        f"pre-flight: ok      qa (a; base, thinking-off): {2 * PROBES_PER_DECODING} calls answered"
-    )
+    calls = 2 * PROBES_PER_DECODING
+    assert ok.startswith(f"pre-flight: ok      qa (a): {calls} calls, 2 decodings, ")
     # Every answer the server made is in the store, once: none was made for the pre-flight
     # alone, and none again by the grid.
     (answers,) = query(run.store, "SELECT count(*) FROM responses WHERE outcome = 'answer'")[0]
