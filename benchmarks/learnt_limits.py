@@ -9,8 +9,10 @@ window, fixed window on the minute, token bucket holding a second's calls), ``Re
 whole seconds, no rate headers (a limit told wrong must be learnt from the 429s), answers in
 0.5–1.5 s. The run begins at a random point of the server's minute. As a run does:
 
-1. the pre-flight makes its call through a limiter of the backend's account (``_probe`` of
-   :mod:`runner.check`: one call, the grid's first request, kept as its attempt);
+1. the pre-flight makes its calls through a limiter of the backend's account, as
+   :mod:`runner.check` makes them: :data:`~runner.check.PROBES_PER_DECODING` requests of each
+   of the grid's decodings (4 with the paper's Qwen conditions: 24 calls), each decoding's
+   first call together, then the rest together, each sent again after a throttle;
 2. Ray and the actors start: 6–9 s, drawn per run;
 3. the backend's worker (:class:`~runner.distributed._worker.BackendWorker`, as its actor runs
    it) goes on from the pre-flight's account and is leased the grid's other requests; it is
@@ -19,7 +21,7 @@ whole seconds, no rate headers (a limit told wrong must be learnt from the 429s)
 Client and server share one event loop in virtual time (:mod:`tests.virtual_time`): minutes of
 calls in seconds, over real HTTP on loopback, exact whatever the machine is doing. Counted at the
 server: the calls admitted in the worker's five minutes as a share of the limit (and from the
-pre-flight's call, the start-up gap included), and the 429s after the first minute. Run:
+pre-flight's first call, the start-up gap included), and the 429s after the first minute. Run:
 
     .venv/bin/python -m benchmarks.learnt_limits [--runs 5]
 """
@@ -35,8 +37,18 @@ from pathlib import Path
 
 from benchmarks._figures import record
 from benchmarks._sim import QWEN, small_cohort
-from conditions import Cohort, RequestBuilder, Transport, VariantCache, plan
+from conditions import (
+    Cohort,
+    Configuration,
+    Decoding,
+    RequestBuilder,
+    RequestKey,
+    Transport,
+    VariantCache,
+    plan,
+)
 from runner.backends import ApiKey, Backend, RateLimiter
+from runner.check import PROBE_RETRIES, PROBE_RETRY_TIME_S, PROBES_PER_DECODING, _through_throttles
 from runner.distributed._worker import BackendWorker
 from runner.simulator import Behaviour, Faults, LimiterKind, SimSpec, Simulator, serving
 from runner.store import Pending, ResponseRow
@@ -81,19 +93,41 @@ def _one(
             keys = sorted(plan(cohort, [conf]), key=lambda k: (k.qid, k.condition, k.budget))
             begun = clock()
             limiter = RateLimiter.for_transport(transport, clock=clock, wall=clock)
-            first = RequestBuilder(cohort, images, VariantCache(variants)).build(keys[0], conf)
-            async with Backend(conf, KEY, limiter=limiter, clock=clock) as preflight:
-                await preflight.send(first, 0)
+            builder = RequestBuilder(cohort, images, VariantCache(variants))
+            probed = _probe_keys(keys, conf, builder)
+            quick = conf.model_copy(
+                update={
+                    "transport": transport.model_copy(
+                        update={
+                            "max_transport_retries": PROBE_RETRIES,
+                            "max_retry_time_s": PROBE_RETRY_TIME_S,
+                        }
+                    )
+                }
+            )
+            async with Backend(quick, KEY, limiter=limiter, clock=clock) as preflight:
+                for phase in (probed[:1], probed[1:]):  # the first of each decoding, the rest
+                    sending = [builder.build(k, conf) for nth in phase for k in nth]
+                    await asyncio.gather(
+                        *(_through_throttles(preflight, r, 0, None) for r in sending),
+                        return_exceptions=True,  # a failed call is counted at the server
+                    )
             await asyncio.sleep(draw.uniform(6.0, 9.0))  # Ray and the actors start
             worker = BackendWorker(
                 [conf], cohort, images, variants, _nowhere, lambda _: KEY, clock=clock, wall=clock
             )
             worker.inherit(limiter.account())
-            calls = [Pending(k.configuration, k.condition, k.budget, k.qid, 0) for k in keys[1:]]
+            sent = {k for nth in probed for k in nth}
+            calls = [
+                Pending(k.configuration, k.condition, k.budget, k.qid, 0)
+                for k in keys
+                if k not in sent
+            ]
+            leased = clock()  # the pre-flight's calls are all back: what follows is the worker's
             leasing = asyncio.ensure_future(worker.lease(calls))
-            while not sim.stats.admitted_at or sim.stats.admitted_at[-1] <= begun + 1.0:
+            while not sim.stats.admitted_at or sim.stats.admitted_at[-1] <= leased:
                 await asyncio.sleep(0.1)  # until the worker's first call is admitted
-            start = min(t for t in sim.stats.admitted_at if t > begun + 1.0)
+            start = min(t for t in sim.stats.admitted_at if t > leased)
             await asyncio.sleep(max(0.0, start + MINUTES * 60 - clock()))
             worker.driver_gone("the benchmark's five minutes are over")
             learnt = (await leasing).learnt_per_minute
@@ -107,6 +141,27 @@ def _one(
         )  # fmt: skip
 
     return run_virtual(main)
+
+
+def _probe_keys(
+    keys: list[RequestKey], conf: Configuration, builder: RequestBuilder
+) -> list[list[RequestKey]]:
+    """The pre-flight's requests, as :func:`runner.check.probe_requests` picks them: of each
+    decoding, the middle one of each of PROBES_PER_DECODING equal runs of its requests in
+    order of budget, condition and question; by place (the first of every decoding first)."""
+    by_condition: dict[str, list[RequestKey]] = {}
+    for k in keys:
+        by_condition.setdefault(k.condition, []).append(k)
+    pools: dict[Decoding, list[RequestKey]] = {}
+    for found in by_condition.values():
+        pools.setdefault(builder.build(found[0], conf).decoding, []).extend(found)
+    places: list[list[RequestKey]] = [[] for _ in range(PROBES_PER_DECODING)]
+    for pool in pools.values():
+        ordered = sorted(pool, key=lambda k: (k.budget, k.condition, k.qid))
+        n = min(len(ordered), PROBES_PER_DECODING)
+        for i in range(n):
+            places[i].append(ordered[(2 * i + 1) * len(ordered) // (2 * n)])
+    return places
 
 
 async def _nowhere(rows: list[ResponseRow]) -> None:
@@ -137,7 +192,7 @@ def main() -> None:
         variants = Path(work) / "variants"
         print(
             f"told {TOLD:.0f}/min; Retry-After in whole seconds; answers in 0.5-1.5 s; the "
-            f"pre-flight's call, 6-9 s of start-up, then {MINUTES:g} minutes of the worker"
+            f"pre-flight's calls, 6-9 s of start-up, then {MINUTES:g} minutes of the worker"
         )
         print(HEADER)
         for real in (TOLD, TOLD / 4):

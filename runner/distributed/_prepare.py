@@ -118,9 +118,10 @@ def preflight(
     for line in check_lines(report, options.max_spend):
         echo(f"pre-flight: {line}")
     if not report.ok:
-        failed = sum(not p.ok for p in report.probes)
+        failed = len(report.failed)
+        proving = sum(p.nth == 0 for p in report.probes)
         raise PreflightFailed(
-            f"pre-flight: {failed} of {len(report.probes)} calls failed (see above); nothing "
+            f"pre-flight: {failed} of {proving} calls failed (see above); nothing "
             "was run. Put it right and run again, or skip the pre-flight with --no-check"
         )
     return report

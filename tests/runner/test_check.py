@@ -5,6 +5,7 @@ measured tokens, the prices and the limits. No Ray."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import os
 import subprocess
@@ -24,7 +25,9 @@ from runner.check import (
     PROBES_PER_DECODING,
     CheckReport,
     OverCap,
+    Probe,
     attempts_per,
+    call_lines,
     check,
     check_lines,
     probe_requests,
@@ -35,7 +38,7 @@ from runner.distributed._prepare import prepared
 from runner.estimate import input_bound
 from runner.experiment import load_experiment
 from runner.plan import first_questions, grid_of, prepare
-from runner.simulator import SimSpec
+from runner.simulator import Faults, SimSpec
 from runner.store import Progress, read_only
 from tests.runner.distributed.conftest import KEY, KEY_ENV, simulator_thread, write_experiment
 
@@ -389,3 +392,50 @@ def test_a_run_right_after_a_check_estimates_from_the_checks_tokens(
     assert f"({cost.tokens.input:,.0f} in + {cost.tokens.output:,.0f} out tokens" in checked
     (other,) = again.estimate.costs
     assert other.tokens.basis.startswith("rough")
+
+
+def test_a_later_call_that_fails_leaves_the_check_standing_and_says_so() -> None:
+    """Each decoding's first call proves it; a later one is for the estimate alone (a throttle
+    on it is the limiter's to learn from), so its failure is said, not a failed check."""
+    answered = Probe("qwen-max", "qwen", "base", input_tokens=900, output_tokens=80, latency_s=1.2)
+    throttled = Probe(
+        "qwen-max", "qwen", "no-image", error="HTTP 429 rate_limited", advice="wait", nth=3
+    )
+    report = CheckReport((answered, throttled, dataclasses.replace(throttled, nth=4)), (), ())
+    assert report.ok and report.failed == ()
+    assert call_lines(report.probes) == [
+        "ok      qwen-max (qwen): 1 call, 1 decoding, 1.2 s each, 900 tokens in, 80 out",
+        "missed  qwen-max (qwen; no-image) (2 calls): HTTP 429 rate_limited — left out of the "
+        "estimate",
+    ]
+    refused = dataclasses.replace(throttled, nth=0, error="HTTP 401 invalid_api_key")
+    failing = CheckReport((answered, refused), (), ())
+    assert not failing.ok and failing.failed == (refused,)
+    assert call_lines(failing.probes)[1] == (
+        "FAILED  qwen-max (qwen; no-image): HTTP 401 invalid_api_key — wait"
+    )
+
+
+def test_a_throttle_below_the_configured_limit_is_waited_out_not_a_failed_check(
+    tmp_path: Path,
+    store: Path,
+    small_root: DataRoot,
+    small_cohort: Cohort,
+    key: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 38: a limit set too high is learnt, never a failed pre-flight. The server admits
+    one call a second, the experiment says 120 a minute: the decodings' first calls, sent
+    together, are throttled, and each is sent again (here with no transport retry at all)."""
+    monkeypatch.setattr("runner.check.PROBES_PER_DECODING", 1)
+    monkeypatch.setattr("runner.check.PROBE_RETRIES", 0)
+    faults = Faults(
+        requests_per_minute=60, limiter="token-bucket", burst=1, ratelimit_headers=False
+    )
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec(faults=faults)) as (
+        url,
+        sim,
+    ):
+        report = _check(_experiment(tmp_path, store, small_root, url))
+    assert sim.stats.statuses[429] > 0
+    assert report.ok and len(report.probes) == 3 and sim.stats.answered == 3

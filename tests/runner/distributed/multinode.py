@@ -3,9 +3,12 @@
 Run by ``test_multinode.py`` in a process of its own (a process joins one Ray; the test
 session's is another): ``python -m tests.runner.distributed.multinode SETTINGS.json``. It
 starts the cluster (``ray.cluster_utils.Cluster``: a head and two worker nodes, one CPU each),
-a slow simulator on loopback, and the run in a thread; once a third of the answers are made it
-notes where every actor runs and kills a worker node that holds a backend; it writes what
-it saw as JSON to the settings' ``out`` for the test to judge.
+a slow simulator on loopback for each backend, and the run in a thread; it notes where every
+actor runs, and once the backend on a worker node has made ``kill_after`` answers (of its 135)
+kills that node; it writes what it saw as JSON to the settings' ``out`` for the test to judge.
+A simulator of its own per backend counts that backend's answers: had the kill waited on both
+backends' together, one that started late (a node slow to come up on a busy machine) left the
+other to finish its every call before the kill, and nothing was left to restart.
 """
 
 from __future__ import annotations
@@ -43,10 +46,14 @@ def main(settings: dict[str, Any]) -> dict[str, Any]:
     ray.init(address=cluster.address, logging_level=logging.ERROR, log_to_driver=False)
     head = ray.get_runtime_context().get_node_id()
     cohort = load_cohort(store)
-    spec = SimSpec(seed=settings["seed"], faults=Faults(latency_s=(0.1, 0.3)))
+    spec = SimSpec(seed=settings["seed"], faults=Faults(latency_s=(0.2, 0.4)))
     try:
-        with simulator_thread(cohort, root, tmp / "v", spec) as (url, sim):
-            path = _experiment(tmp, store, root, url)
+        with (
+            simulator_thread(cohort, root, tmp / "va", spec) as (url_a, sim_a),
+            simulator_thread(cohort, root, tmp / "vb", spec) as (url_b, sim_b),
+        ):
+            sims = {"a": sim_a, "b": sim_b}
+            path = _experiment(tmp, store, root, url_a, url_b)
             result: list[RunReport] = []
             lines: list[str] = []
             failure: list[str] = []
@@ -60,12 +67,13 @@ def main(settings: dict[str, Any]) -> dict[str, Any]:
             runner = threading.Thread(target=go, daemon=True)
             runner.start()
             placement = _placement(store)
-            until(lambda: sim.stats.answered >= settings["kill_after"])
             # SPREAD puts the two backends on two nodes: kill a worker node that holds one.
             killed = next(b for b in ("a", "b") if placement[f"backend-{b}"] != head)
             victim = next(n for n in workers if n.node_id == placement[f"backend-{killed}"])
-            cluster.remove_node(victim, allow_graceful=False)
+            sim = sims[killed]
+            until(lambda: sim.stats.answered >= settings["kill_after"])
             killed_at = sim.stats.answered
+            cluster.remove_node(victim, allow_graceful=False)
             runner.join(240)
             report = result[0] if result else None
             return {
@@ -79,7 +87,7 @@ def main(settings: dict[str, Any]) -> dict[str, Any]:
                 "complete": report is not None and report.complete,
                 "restarts": {b.name: b.restarts for b in report.backends} if report else {},
                 "unscored": report.unscored if report else None,
-                "paid_twice": sim.stats.paid_twice,
+                "paid_twice": sim_a.stats.paid_twice + sim_b.stats.paid_twice,
                 "lines": lines,
                 "failure": failure,
                 "in_flight": IN_FLIGHT * 2,
@@ -89,8 +97,8 @@ def main(settings: dict[str, Any]) -> dict[str, Any]:
         cluster.shutdown()  # type: ignore[no-untyped-call]
 
 
-def _experiment(tmp: Path, store: Path, root: DataRoot, url: str) -> Path:
-    def backend(model: str) -> dict[str, object]:
+def _experiment(tmp: Path, store: Path, root: DataRoot, url_a: str, url_b: str) -> Path:
+    def backend(model: str, url: str) -> dict[str, object]:
         return {
             "provider": "qwen", "model": model, "base_url": url, "api_key_env": KEY_ENV,
             "requests_per_minute": 60000, "max_concurrency": IN_FLIGHT,
@@ -98,7 +106,7 @@ def _experiment(tmp: Path, store: Path, root: DataRoot, url: str) -> Path:
 
     return write_experiment(
         tmp / "exp.toml", store, root,
-        {"a": backend("qwen3-vl-plus"), "b": backend("qwen3-vl-max")},
+        {"a": backend("qwen3-vl-plus", url_a), "b": backend("qwen3-vl-max", url_b)},
         [{"name": "qa", "backend": "a", "conditions": ["base"]},
          {"name": "qb", "backend": "b", "conditions": ["base"]}],
     )  # fmt: skip

@@ -33,7 +33,7 @@ def test_a_run_spread_over_nodes_survives_a_worker_node_killed_mid_run(
         json.dumps(
             {"store": str(experiment_store), "root": str(small_root.root),
              "images": str(small_root.images), "tmp": str(tmp_path), "seed": 11,
-             "kill_after": 60, "out": str(out)}
+             "kill_after": 30, "out": str(out)}
         )
     )  # fmt: skip
     # A Ray directory of its own (short, for Ray's socket paths): ray.cluster_utils.Cluster
@@ -58,7 +58,8 @@ def test_a_run_spread_over_nodes_survives_a_worker_node_killed_mid_run(
     assert placement["backend-a"] != placement["backend-b"]  # spread, one node each
     assert len({placement[s] for s in scorers}) == 2
     assert seen["killed"] in seen["workers"]
-    assert 60 <= seen["killed_at"] < seen["answered"] * 0.8  # mid-run
+    # Mid-run: the killed backend had made 30 of its answers, most were yet to come.
+    assert 30 <= seen["killed_at"] < seen["answered"] * 0.8
     assert not seen["failure"], seen["failure"]
     assert seen["complete"] and seen["unscored"] == 0, "\n".join(seen["lines"])
     killed = seen["killed_backend"]
