@@ -214,12 +214,12 @@ async def check(
     noted: Mapping[str, NotedTokens] | None = None,
 ) -> CheckReport:
     """Call each configuration a few times per decoding (:func:`probe_requests`; unless
-    ``call`` is false), then estimate
-    the calls left from ``stored`` (the store's progress: what is complete, and the tokens of
-    its answers). ``only_real``: call no simulated backend (a run's pre-flight). ``cap``: the
-    run's spending cap, which the calls' worst case must fit before any is made. ``left``:
-    the requests the store has left, among which the calls are chosen. ``as_grid``: each
-    call is the grid's attempt, under its id, and its record is kept (a run's pre-flight).
+    ``call`` is false), then estimate the calls left from ``stored`` (the store's progress:
+    what is complete, and the tokens of its answers). ``only_real``: call no simulated
+    backend (a run's pre-flight). ``cap``: the run's spending cap, which the calls' worst case
+    must fit before any is made. ``left``: the requests the store has left, among which the
+    calls are chosen. ``as_grid``: each call is the grid's attempt, under its id, and its
+    record is kept (a run's pre-flight; a throttled one's is not: its attempt is unspent).
     ``accounts``: calls made on the backends' accounts before (a check's, noted): their
     limiters count them, and the report's accounts hold them. ``limit``: the run sends only
     the first ``limit`` questions of every cell (``--limit``): the calls are among those, and
@@ -415,7 +415,9 @@ async def _probe(
             exchange = await _through_throttles(backend, request, asked.attempt, call)
     except CallError as exc:
         record = None
-        if as_grid and exc.sent:
+        # A throttle did no work at the server: no attempt is spent on it, and the grid sends
+        # the request with a run's patience (its retries over minutes, not a check's minute).
+        if as_grid and exc.sent and exc.kind != "rate-limited":
             record = error_record(Sender.of(backend), request, asked.attempt, exc, started)
         probe = Probe(
             configuration.name,

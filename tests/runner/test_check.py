@@ -57,7 +57,12 @@ def key() -> Iterator[None]:
 
 
 def _experiment(
-    tmp: Path, store: Path, root: DataRoot, url: str, model: str = "qwen3-vl-plus"
+    tmp: Path,
+    store: Path,
+    root: DataRoot,
+    url: str,
+    model: str = "qwen3-vl-plus",
+    conditions: tuple[str, ...] = ("base", "no-image", "thinking-off", "temperature"),
 ) -> Path:
     backend = {
         "provider": "qwen",
@@ -68,13 +73,12 @@ def _experiment(
         "max_concurrency": 4,
         "prices": PRICES,
     }
-    conditions = ["base", "no-image", "thinking-off", "temperature"]
     return write_experiment(
         tmp / "exp.toml",
         store,
         root,
         {"qwen": backend},
-        [{"name": "qwen-max", "backend": "qwen", "conditions": conditions}],
+        [{"name": "qwen-max", "backend": "qwen", "conditions": list(conditions)}],
     )
 
 
@@ -439,3 +443,37 @@ def test_a_throttle_below_the_configured_limit_is_waited_out_not_a_failed_check(
         report = _check(_experiment(tmp_path, store, small_root, url))
     assert sim.stats.statuses[429] > 0
     assert report.ok and len(report.probes) == 3 and sim.stats.answered == 3
+
+
+def test_a_pre_flights_later_call_throttled_is_missed_and_spends_no_attempt(
+    tmp_path: Path,
+    store: Path,
+    small_root: DataRoot,
+    small_cohort: Cohort,
+    key: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A later call, for the estimate alone, throttled past the check's patience (none here):
+    the check stands, the call is said as missed, and no attempt is recorded for it, so the
+    grid sends that request with a run's patience."""
+    monkeypatch.setattr("runner.check.PROBES_PER_DECODING", 3)
+    monkeypatch.setattr("runner.check.PROBE_RETRIES", 0)
+    monkeypatch.setattr("runner.check.PROBE_RETRY_TIME_S", 0.0)
+    faults = Faults(
+        requests_per_minute=30, limiter="token-bucket", burst=1, ratelimit_headers=False
+    )
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec(faults=faults)) as (
+        url,
+        sim,
+    ):
+        path = _experiment(tmp_path, store, small_root, url, conditions=("base",))
+        experiment = load_experiment(path)
+        report = asyncio.run(check(experiment, prepare(experiment), as_grid=True))
+    assert report.ok and report.probes[0].ok  # base's one decoding, proved
+    missed = [p for p in report.probes if not p.ok]
+    assert missed and all(p.nth > 0 and "rate-limited" in (p.error or "") for p in missed)
+    assert sim.stats.statuses[429] >= len(missed)
+    assert len(report.records) == sim.stats.answered == len(report.probes) - len(missed)
+    assert all(r.outcome == "answer" for r in report.records)
+    lines = check_lines(report)
+    assert any(line.startswith("missed  qwen-max (qwen; base)") for line in lines)
