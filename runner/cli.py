@@ -474,7 +474,7 @@ def check_experiment(
     at the configured prices, and per backend the wall time at its limits. Tokens per call
     are measured from the stored answers and the check's calls. When each call left, and the
     tokens measured, are noted beside the store, for a run's limiters and its estimate. Exit
-    status 0 when every call succeeded, 1 when one failed.
+    status 0 when every decoding was proved, 1 when the first call of one failed.
     """
     from runner.calls_note import read_calls
     from runner.check import check, check_lines, note_real_calls, stored_state
