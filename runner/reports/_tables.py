@@ -400,25 +400,50 @@ def table4(data: ReportData) -> ReportTable:
 
 
 def table5(data: ReportData) -> ReportTable:
-    """Slices: pooled fixed (and parseable-only) IoU by difficulty, D, Q, RS and group."""
-    rows = []
+    """Slices: pooled fixed (and parseable-only) IoU by difficulty, D, Q, RS and group; per
+    slice label, the best and second configuration marked (:func:`_slice_marks`)."""
+    rows: list[tuple[str, ...]] = []
+    ranked: dict[tuple[str, str], dict[int, float]] = {}  # (slice, label): row -> fixed IoU
     for configuration in data.configurations:
         for slicer, label_of, best_effort in SLICES:
             view = data.best_effort if best_effort else data.headline
             answers = pooled(view, configuration, "base")
+            complete = all(
+                view.complete(Cell(configuration, "base", n))
+                for n in data.budgets_of(configuration)
+            )
             by_label: dict[str, list[PolygonScore | None]] = {}
             for (_, qid), score in sorted(answers.items()):
                 by_label.setdefault(label_of(data.questions[qid]), []).append(score)
             for label, scores in sorted(by_label.items(), key=lambda item: _natural(item[0])):
                 s = summarise_cell(scores)
+                if complete:
+                    ranked.setdefault((slicer, label), {})[len(rows)] = s.iou.fixed
                 rows.append((configuration, slicer, label, str(s.questions), _pair(s.iou)))
     return ReportTable(
         "table5",
         "Table 5: pooled fixed-IoU slices (base; IoU2, groups best-effort)",
         ("Configuration", "Slice", "Label", "Answers", "IoU"),
         tuple(rows),
-        ("answers pool the budgets of each question",),
+        (
+            "answers pool the budgets of each question",
+            "bold / underline: best / second configuration per slice label by the fixed IoU as "
+            "printed; ties all get the mark; a configuration with an incomplete base cell never",
+        ),
+        _slice_marks(ranked),
     )
+
+
+def _slice_marks(
+    ranked: Mapping[tuple[str, str], Mapping[int, float]],
+) -> dict[tuple[int, int], Mark]:
+    """Best and second per slice label, over the configurations ranked there, on the IoU
+    column (Table 5's last)."""
+    return {
+        (row, 4): mark
+        for values in ranked.values()
+        for row, mark in best_and_second(values).items()
+    }
 
 
 # -- helpers ----------------------------------------------------------------------------------

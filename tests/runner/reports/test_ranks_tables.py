@@ -3,6 +3,7 @@ subdivision-only slice, against figures computed by hand on hand-made scores."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from rich.console import Console
@@ -10,6 +11,7 @@ from rich.console import Console
 from conditions import BOX
 from runner.reports import (
     Cell,
+    Question,
     ReportData,
     ReportTable,
     ViewScores,
@@ -23,6 +25,7 @@ from runner.reports import (
     subdivision_contrasts,
     subdivision_table,
     table1,
+    table5,
 )
 from scoring import BoxScore, PolygonScore
 
@@ -161,6 +164,30 @@ def test_incomplete_cells_are_neither_marked_nor_averaged() -> None:
     assert rows["Mean", "8"]["IoU"] == "50.0 / 50.0"  # x alone
     assert t.marks == {}  # one complete configuration: nothing to compare
     assert "Mean rows leave out N=8: y (incomplete); Pooled: y (incomplete)" in t.notes
+
+
+def test_table5_marks_best_and_second_per_slice_label_over_complete_configurations() -> None:
+    """q0 is easy, q1 hard. Fixed IoU on easy: a 60, b 50, c 20, d 99; on hard: a 40, b 90,
+    c 10, d 99. d has a question running: never marked, however high."""
+    data = _data(
+        {("a", 8): [0.6, 0.4], ("b", 8): [0.5, 0.9], ("c", 8): [0.2, 0.1], ("d", 8): [0.99, 0.99]},
+        running={("d", 8): 1},
+    )
+    questions = {
+        "q0": Question("easy", "D1", "Q1", "RS1", "animal"),
+        "q1": Question("hard", "D2", "Q2", "RS2", "animal"),
+    }
+    t = table5(dataclasses.replace(data, questions=questions))
+    marked = {(t.rows[i][0], t.rows[i][2]): m for (i, j), m in t.marks.items()}
+    assert {j for _, j in t.marks} == {t.columns.index("IoU")}
+    assert {k: m for k, m in marked.items() if k[1] in ("easy", "hard")} == {
+        ("a", "easy"): "best", ("b", "easy"): "second",
+        ("b", "hard"): "best", ("a", "hard"): "second",
+    }  # fmt: skip
+    # Each label of each slice is ranked on its own: D1 as easy, D2 as hard.
+    assert marked["a", "D1"] == "best" and marked["b", "D2"] == "best"
+    assert not any(k[0] in ("c", "d") for k in marked)
+    assert any("best / second configuration per slice label" in note for note in t.notes)
 
 
 def test_best_and_second_ties_on_the_printed_value() -> None:
