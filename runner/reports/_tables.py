@@ -70,6 +70,8 @@ TABLE1_FIGURES = ("IoU", "IoU_p", "IoU_n", *(f"Acc@{t:g}" for t in THRESHOLDS), 
                   "Legal IoU", "Box Acc@0.5", "Box control IoU")  # fmt: skip
 """Table 1's figure columns, after Configuration, N and Questions: the ones marks rank."""
 NO_CONDITIONS = "the grid has no condition but base (a base-only run): nothing to contrast"
+BASE = "base"
+OFF = "thinking-off"  # Table 1's ablation rows: the paper's "Qwen-off" (PROTOCOL §9)
 POOLED = "Pooled"
 MEAN = "Mean"
 
@@ -77,18 +79,26 @@ MEAN = "Mean"
 def table1(data: ReportData) -> ReportTable:
     """Configuration × budget: IoU, IoU_p, IoU_n, Acc@τ, legality, box Acc@.5 and control.
 
-    Each configuration's budget rows are followed by its Pooled row, and the table ends with
-    the Mean block (one row per budget and one for Pooled); see :func:`_table1_notes`.
+    Each configuration's budget rows are followed by its Pooled row, then, where it runs
+    ``thinking-off``, by the same rows of that condition (the paper's same-endpoint ablation,
+    "Qwen-off"), and the table ends with the Mean block (one row per budget and one for
+    Pooled); see :func:`_table1_notes`.
     """
-    lines = [line for c in data.configurations for line in _configuration_lines(data, c)]
+    lines = [
+        line
+        for c in data.configurations
+        for condition in (BASE, *([OFF] if OFF in data.conditions_of(c) else []))
+        for line in _configuration_lines(data, c, condition)
+    ]
     labels = [*(str(n) for n in _all_budgets(data)), POOLED]
-    means, left_out = _mean_lines(lines, labels, data.configurations)
+    main = [line for line in lines if not line.ablation]
+    means, left_out = _mean_lines(main, labels, data.configurations)
     return ReportTable(
         "table1",
         "Table 1: filled-region results under IoU2 (fixed / parseable-only, points)",
         ("Configuration", "N", "Questions", *TABLE1_FIGURES),
         tuple(line.cells() for line in [*lines, *means]),
-        _notes(data.headline, *_table1_notes(left_out)),
+        _notes(data.headline, *_table1_notes(left_out, len(main) < len(lines))),
         _line_marks(lines),
     )
 
@@ -121,6 +131,7 @@ class _Line:
     label: str
     questions: str
     figures: tuple[_Figure | None, ...]  # None: no such cell ("—")
+    ablation: bool = False  # a thinking-off row: shown, never marked nor averaged
 
     @property
     def complete(self) -> bool:
@@ -131,40 +142,45 @@ class _Line:
         return (self.configuration, self.label, self.questions, *figures)
 
 
-def _configuration_lines(data: ReportData, configuration: str) -> list[_Line]:
-    """A configuration's budget rows, then its Pooled row."""
+def _configuration_lines(data: ReportData, configuration: str, condition: str) -> list[_Line]:
+    """A configuration's budget rows of ``condition``, then its Pooled row; named
+    ``configuration (thinking-off)`` for the ablation's."""
     view = data.headline
+    ablation = condition != BASE
+    name = f"{configuration} ({condition})" if ablation else configuration
     lines = []
-    for n in data.budgets_of(configuration):
-        cell = Cell(configuration, "base", n)
+    for n in data.budgets_of(configuration, condition):
+        cell = Cell(configuration, condition, n)
         s = summarise_cell(list(view.polygons.get(cell, {}).values()), data.fidelity.get(n))
-        figures = _polygon_figures(s, view.complete(cell)) + _box_figures(view, configuration, [n])
-        lines.append(_Line(configuration, str(n), _count(view, cell), figures))
-    lines.append(_pooled_line(data, configuration))
+        boxes = _box_figures(view, configuration, [n], condition)
+        figures = _polygon_figures(s, view.complete(cell)) + boxes
+        lines.append(_Line(name, str(n), _count(view, cell), figures, ablation))
+    pooled_line = _pooled_line(data, configuration, condition)
+    lines.append(replace(pooled_line, configuration=name, ablation=ablation))
     return lines
 
 
-def _pooled_line(data: ReportData, configuration: str) -> _Line:
-    """Every base (budget, question) answer of a configuration as one summary.
+def _pooled_line(data: ReportData, configuration: str, condition: str = BASE) -> _Line:
+    """Every (budget, question) answer of a configuration's ``condition`` as one summary.
 
     ``IoU_n`` normalises each answer by its own budget's ``C_N`` (pooling answers, not budget
     means), so it is the per-budget ``IoU_n`` weighted by the answers behind each.
     """
     view = data.headline
-    budgets = data.budgets_of(configuration)
-    cells = [Cell(configuration, "base", n) for n in budgets]
+    budgets = data.budgets_of(configuration, condition)
+    cells = [Cell(configuration, condition, n) for n in budgets]
     per_budget = [
         summarise_cell(list(view.polygons.get(c, {}).values()), data.fidelity.get(c.budget))
         for c in cells
     ]
     s = replace(
-        summarise_cell(list(pooled(view, configuration, "base").values())),
+        summarise_cell(list(pooled(view, configuration, condition).values())),
         iou_n=_pooled_iou_n(per_budget),
     )
     complete = all(view.complete(c) for c in cells)
     settled = sum(len(view.polygons.get(c, {})) for c in cells)
     count = _count_text(settled, sum(view.grid.get(c, 0) for c in cells))
-    figures = _polygon_figures(s, complete) + _box_figures(view, configuration, budgets)
+    figures = _polygon_figures(s, complete) + _box_figures(view, configuration, budgets, condition)
     return _Line(configuration, POOLED, count, figures)
 
 
@@ -175,11 +191,11 @@ def _polygon_figures(s: CellSummary, complete: bool) -> tuple[_Figure, ...]:
 
 
 def _box_figures(
-    view: ViewScores, configuration: str, budgets: Sequence[int]
+    view: ViewScores, configuration: str, budgets: Sequence[int], condition: str = BASE
 ) -> tuple[_Figure | None, _Figure | None]:
-    """Box Acc@.5 (one box cell per configuration) and the box control pooled over
-    ``budgets``; none without a box cell."""
-    box_cell = Cell(configuration, "base", BOX)
+    """Box Acc@.5 (one box cell per configuration and condition) and the box control pooled
+    over ``budgets``; none without a box cell."""
+    box_cell = Cell(configuration, condition, BOX)
     if box_cell not in view.grid:
         return None, None
     boxes = list(view.boxes.get(box_cell, {}).values())
@@ -260,7 +276,7 @@ def _line_marks(lines: Sequence[_Line]) -> dict[tuple[int, int], Mark]:
     marks: dict[tuple[int, int], Mark] = {}
     first = 3  # Configuration, N, Questions come first
     for label in dict.fromkeys(line.label for line in lines):
-        rows = [i for i, line in enumerate(lines) if line.label == label]
+        rows = [i for i, line in enumerate(lines) if line.label == label and not line.ablation]
         for j in range(len(TABLE1_FIGURES)):
             values = {i: f.value.fixed for i in rows if (f := lines[i].figures[j]) and f.complete}
             marks.update(((i, first + j), m) for i, m in best_and_second(values).items())
@@ -286,8 +302,9 @@ def best_and_second(values: Mapping[K, float]) -> dict[K, Mark]:
     return {k: mark[v] for k, v in shown.items() if v in mark}
 
 
-def _table1_notes(left_out: Mapping[str, Sequence[str]]) -> list[str]:
-    """What Pooled, Mean and the marks are, and which configurations a Mean row leaves out."""
+def _table1_notes(left_out: Mapping[str, Sequence[str]], ablation: bool) -> list[str]:
+    """What Pooled, Mean and the marks are, which configurations a Mean row leaves out, and
+    (``ablation``: the table has thinking-off rows) what those rows are."""
     notes = [
         "base condition; IoU_n = 100·IoU_p / C_N; the box control is the box answer as an "
         "N-vertex polygon",
@@ -300,6 +317,11 @@ def _table1_notes(left_out: Mapping[str, Sequence[str]]) -> list[str]:
         "bold / underline: best / second configuration per N (and per Pooled) and column by "
         "the fixed value as printed; ties all get the mark; incomplete and Mean rows never",
     ]
+    if ablation:
+        notes.append(
+            f"a configuration's ({OFF}) rows: the same endpoint with reasoning off (the "
+            "paper's Qwen-off ablation), shown beside it, never marked nor in Mean"
+        )
     if left_out:
         listed = "; ".join(
             f"{'N=' if label.isdigit() else ''}{label}: {', '.join(names)}"

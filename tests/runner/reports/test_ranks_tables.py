@@ -156,6 +156,35 @@ def test_marks_go_to_best_and_second_by_the_fixed_value() -> None:
     assert not any(key[0] == "Mean" for key in index if (index[key], 3) in t.marks)
 
 
+def test_a_thinking_off_ablation_gets_rows_of_its_own_never_marked_nor_averaged() -> None:
+    """Issue 40: the paper's Qwen-off row. a runs thinking-off at N=8 ([.9, .7]: IoU 80.0,
+    above every base cell) with a box cell; its rows follow a's Pooled."""
+    data = _data({("a", 8): [0.6, 0.4], ("b", 8): [0.5, 0.3]})
+    view = data.headline
+    off = Cell("a", "thinking-off", 8)
+    view.polygons[off] = {"q0": _score(0.9), "q1": _score(0.7)}
+    view.grid[off] = 2
+    box = Cell("a", "thinking-off", BOX)
+    view.boxes[box] = {"q0": _box(0.6, 0.5, 0.3), "q1": None}
+    view.grid[box] = 2
+    t = table1(data)
+    keys = [r[:2] for r in t.rows]
+    assert keys == [
+        ("a", "8"), ("a", "Pooled"), ("a (thinking-off)", "8"), ("a (thinking-off)", "Pooled"),
+        ("b", "8"), ("b", "Pooled"), ("Mean", "8"), ("Mean", "Pooled"),
+    ]  # fmt: skip
+    rows = _rows(t)
+    assert rows["a (thinking-off)", "8"]["IoU"] == "80.0 / 80.0"
+    assert rows["a (thinking-off)", "Pooled"]["Box Acc@0.5"] == "50.0 / 100.0"
+    assert rows["Mean", "8"]["IoU"] == "45.0 / 45.0"  # a 50.0 and b 40.0; not the ablation
+    iou = t.columns.index("IoU")
+    marked = {keys[i]: m for (i, j), m in t.marks.items() if j == iou}
+    assert marked == {("a", "8"): "best", ("b", "8"): "second",
+                      ("a", "Pooled"): "best", ("b", "Pooled"): "second"}  # fmt: skip
+    assert any("Qwen-off ablation" in note for note in t.notes)
+    assert not any("Qwen-off" in note for note in table1(_three()).notes)
+
+
 def test_incomplete_cells_are_neither_marked_nor_averaged() -> None:
     """x/8 [.5] is complete; y/8 has [.9] settled and one question running."""
     t = table1(_data({("x", 8): [0.5], ("y", 8): [0.9]}, running={("y", 8): 1}))
