@@ -97,6 +97,9 @@ class ReportData:
     fidelity: dict[int, float]  # C_N in points
     rescored: Rescored = field(default_factory=Rescored)
     part_vertices: dict[str, int] = field(default_factory=dict)  # V of the selected part
+    # The views before the headline's (PROTOCOL §6): iou0 (attempt 0 alone) and iou1, for
+    # Table 1's IoU0 and IoU1 columns; a view not read is "—" there.
+    earlier: dict[View, ViewScores] = field(default_factory=dict)
 
     @property
     def configurations(self) -> list[str]:
@@ -114,8 +117,8 @@ class ReportData:
 
 
 def load_report_data(con: duckdb.DuckDBPyConnection, where: object = "the store") -> ReportData:
-    """Read the ``iou2`` and best-effort views, the questions, ``C_N``, the re-scored
-    references and each question's part size from a store.
+    """Read the ``iou2``, ``iou0``, ``iou1`` and best-effort views, the questions, ``C_N``,
+    the re-scored references and each question's part size from a store.
 
     Raises
     ------
@@ -129,6 +132,9 @@ def load_report_data(con: duckdb.DuckDBPyConnection, where: object = "the store"
         raise StoreError(
             f"{where}: no run results to report ({first_line(exc)}); run the experiment first"
         ) from None
+
+
+EARLIER_VIEWS: tuple[View, ...] = ("iou0", "iou1")
 
 
 def _load(con: duckdb.DuckDBPyConnection) -> ReportData:
@@ -150,6 +156,7 @@ def _load(con: duckdb.DuckDBPyConnection) -> ReportData:
         fidelity=fidelity,
         rescored=_rescored(con, headline.grid),
         part_vertices=_part_vertices(con),
+        earlier={v: _view(con, v, controls, open_requests) for v in EARLIER_VIEWS},
     )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 from conditions import BOX, CONDITION_NAMES
-from runner.reports._data import Cell, Question, ReportData, ViewScores
+from runner.reports._data import EARLIER_VIEWS, Cell, Question, ReportData, ViewScores
 from scoring import (
     THRESHOLDS,
     CellSummary,
@@ -66,8 +66,8 @@ class ReportTable:
         return self.empty_because or "; ".join(self.notes) or "nothing to show"
 
 
-TABLE1_FIGURES = ("IoU", "IoU_p", "IoU_n", *(f"Acc@{t:g}" for t in THRESHOLDS), "Legal %",
-                  "Legal IoU", "Box Acc@0.5", "Box control IoU")  # fmt: skip
+TABLE1_FIGURES = ("IoU", "IoU0", "IoU1", "IoU_p", "IoU_n", *(f"Acc@{t:g}" for t in THRESHOLDS),
+                  "Legal %", "Legal IoU", "Box Acc@0.5", "Box control IoU")  # fmt: skip
 """Table 1's figure columns, after Configuration, N and Questions: the ones marks rank."""
 NO_CONDITIONS = "the grid has no condition but base (a base-only run): nothing to contrast"
 BASE = "base"
@@ -153,7 +153,7 @@ def _configuration_lines(data: ReportData, configuration: str, condition: str) -
         cell = Cell(configuration, condition, n)
         s = summarise_cell(list(view.polygons.get(cell, {}).values()), data.fidelity.get(n))
         boxes = _box_figures(view, configuration, [n], condition)
-        figures = _polygon_figures(s, view.complete(cell)) + boxes
+        figures = _polygon_figures(s, view.complete(cell), _earlier(data, [cell])) + boxes
         lines.append(_Line(name, str(n), _count(view, cell), figures, ablation))
     pooled_line = _pooled_line(data, configuration, condition)
     lines.append(replace(pooled_line, configuration=name, ablation=ablation))
@@ -180,14 +180,33 @@ def _pooled_line(data: ReportData, configuration: str, condition: str = BASE) ->
     complete = all(view.complete(c) for c in cells)
     settled = sum(len(view.polygons.get(c, {})) for c in cells)
     count = _count_text(settled, sum(view.grid.get(c, 0) for c in cells))
-    figures = _polygon_figures(s, complete) + _box_figures(view, configuration, budgets, condition)
+    boxes = _box_figures(view, configuration, budgets, condition)
+    figures = _polygon_figures(s, complete, _earlier(data, cells)) + boxes
     return _Line(configuration, POOLED, count, figures)
 
 
-def _polygon_figures(s: CellSummary, complete: bool) -> tuple[_Figure, ...]:
-    pairs = (s.iou, s.iou_p, s.iou_n, *(s.acc[t] for t in THRESHOLDS), s.legal_coverage,
-             s.legal_iou)  # fmt: skip
-    return tuple(_Figure(p, complete) for p in pairs)
+def _polygon_figures(
+    s: CellSummary, complete: bool, earlier: tuple[_Figure | None, ...]
+) -> tuple[_Figure | None, ...]:
+    """The headline summary's figures, with ``earlier`` (IoU0, IoU1) after its IoU."""
+    rest = (s.iou_p, s.iou_n, *(s.acc[t] for t in THRESHOLDS), s.legal_coverage, s.legal_iou)
+    return (_Figure(s.iou, complete), *earlier, *(_Figure(p, complete) for p in rest))
+
+
+def _earlier(data: ReportData, cells: Sequence[Cell]) -> tuple[_Figure | None, ...]:
+    """IoU0 and IoU1 of ``cells`` pooled: the fixed / parseable-only IoU under attempt 0
+    alone and under attempts 0-1, each complete where its view has every question of every
+    cell settled; "—" (None) where the view was not read."""
+    figures: list[_Figure | None] = []
+    for name in EARLIER_VIEWS:
+        view = data.earlier.get(name)
+        if view is None:
+            figures.append(None)
+            continue
+        scores = [s for c in cells for s in view.polygons.get(c, {}).values()]
+        complete = all(view.complete(c) for c in cells)
+        figures.append(_Figure(summarise_cell(scores).iou, complete))
+    return tuple(figures)
 
 
 def _box_figures(
@@ -308,6 +327,8 @@ def _table1_notes(left_out: Mapping[str, Sequence[str]], ablation: bool) -> list
     notes = [
         "base condition; IoU_n = 100·IoU_p / C_N; the box control is the box answer as an "
         "N-vertex polygon",
+        "IoU: the headline view, IoU2 (the first parseable of attempts 0-2); IoU0 and IoU1: "
+        "the same under attempt 0 alone and attempts 0-1 (PROTOCOL §6)",
         "Pooled: all of a configuration's base (budget, question) answers as one cell; its "
         "IoU_n normalises each answer by its own budget's C_N, and its box control pools "
         "the controls of every budget",

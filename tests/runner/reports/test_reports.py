@@ -50,6 +50,10 @@ def test_table1_equals_the_hand_computed_cell(data: ReportData) -> None:
     assert n8["Legal IoU"] == "27.5 / 36.7"  # (50 + 60) / 4; / 3
     assert n8["Acc@0.5"] == "75.0 / 100.0"  # three of four at ≥ 0.5
     assert n8["Acc@0.75"] == "25.0 / 33.3"
+    # Issue 40: the views before the headline's. Attempt 0 alone: q2 and q3 unparseable (q3's
+    # 0.6 is its attempt 1), so (50 + 80) / 4; / 2. Attempts 0-1 lock q3's 0.6, as IoU2 does.
+    assert n8["IoU0"] == "32.5 / 65.0"
+    assert n8["IoU1"] == "47.5 / 63.3"
     # The box cell: q1 answered 0.75, q0 three unparseable answers, q2 and q3 not yet.
     assert n8["Box Acc@0.5"] == "50.0 / 100.0*"
     assert n8["Box control IoU"] == "20.0*"  # q1's control 0.4 over the 2 settled
@@ -59,6 +63,22 @@ def test_table1_equals_the_hand_computed_cell(data: ReportData) -> None:
     # A report never reads a running store: it says what stopped the unsettled questions.
     assert "4 requests not sent yet, 1 stopped on spent quota; `groundbench run` again" in note
     assert "running" not in note
+
+
+def test_table1s_iou0_and_iou1_are_the_stores_cell_summary(store: Path, data: ReportData) -> None:
+    """Issue 40: IoU0 and IoU1 were only in the store's cell_summary view; Table 1 prints
+    the same figures."""
+    t = table1(data)
+    rows = {(r[0], r[1]): dict(zip(t.columns, r, strict=True)) for r in t.rows}
+    with read_only(store) as con:
+        summary = con.execute(
+            "SELECT budget, view, fixed_iou, parseable_iou FROM cell_summary "
+            "WHERE condition = 'base' AND budget > 0 AND view IN ('iou0', 'iou1')"
+        ).fetchall()
+    assert len(summary) == 4
+    for budget, view, fixed, parseable in summary:
+        shown = rows["cfg", str(budget)]["IoU0" if view == "iou0" else "IoU1"]
+        assert shown == f"{_fmt(fixed)} / {_fmt(parseable)}"
 
 
 def test_table1_pools_budgets_and_averages_only_complete_cells(data: ReportData) -> None:
