@@ -86,8 +86,9 @@ def _part_table(title: str) -> NewTable:
 
 
 def _labels(table: ReportTable) -> int:
-    """The columns that name a row (and are repeated in each part): the first two."""
-    return min(2, len(table.columns) - 1) if len(table.columns) > 1 else 1
+    """The columns that name a row (and are repeated in each part): the table's first
+    :attr:`~ReportTable.label_columns`, a figure column at least left after them."""
+    return min(table.label_columns, len(table.columns) - 1) if len(table.columns) > 1 else 1
 
 
 def _fit_columns(table: ReportTable) -> list[Column]:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
-from conditions import BOX, CONDITION_NAMES
+from conditions import BOX
 from runner.reports._data import EARLIER_VIEWS, Cell, Question, ReportData, ViewScores
 from scoring import (
     THRESHOLDS,
@@ -59,6 +59,7 @@ class ReportTable:
     notes: tuple[str, ...] = ()
     marks: Mapping[tuple[int, int], Mark] = field(default_factory=dict)
     empty_because: str = ""  # why a table has no rows, said where it is left out
+    label_columns: int = 2  # the first columns name a row: a narrow layout repeats them
 
     def why_empty(self) -> str:
         """Why the table has no rows: its own reason, else its notes (a table with nothing to
@@ -380,39 +381,81 @@ def table2(data: ReportData) -> ReportTable:
     )
 
 
+# Table 3's three parts (the paper's three tables of the 13-condition grid), each led by base,
+# the reference its rows are read against.
+TABLE3_PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("reasoning", ("thinking-off", "thinking-budget", "temperature", "repeat")),
+    ("image", ("no-image", "half-res", "greyscale")),
+    ("cues", ("cue-spatial-true", "cue-spatial-wrong", "cue-colour-true", "cue-colour-wrong",
+              "cue-both-wrong")),
+)  # fmt: skip
+
+
 def table3(data: ReportData) -> ReportTable:
-    """The 13-condition grid: fixed IoU per condition and budget, and Δ against base."""
+    """The 13-condition grid in its three parts (reasoning and decoding, image evidence,
+    cues), each led by base: fixed IoU per budget, then pooled over budgets the parse
+    coverage and the parseable-only IoU (the split of a fixed-IoU difference into answers
+    made and their geometry), and Δ fixed IoU against base."""
     view = data.headline
     budgets = sorted({n for c in data.configurations for n in data.budgets_of(c)})
     rows = []
     for configuration in data.configurations:
-        conditions = [c for c in CONDITION_NAMES if c in data.conditions_of(configuration)]
-        if len(conditions) < 2:
-            continue
-        base = pooled(view, configuration, "base")
-        for condition in conditions:
-            per_budget = []
-            for n in budgets:
-                cell = Cell(configuration, condition, n)
-                if cell not in view.grid:
-                    per_budget.append("—")
-                    continue
-                s = summarise_cell(list(view.polygons.get(cell, {}).values()))
-                per_budget.append(_fmt(s.iou.fixed) + _mark(view, cell))
-            delta = (
-                "—"
-                if condition == "base"
-                else _contrast(paired(pooled(view, configuration, condition), base))
-            )
-            rows.append((configuration, condition, *per_budget, delta))
+        ran = set(data.conditions_of(configuration))
+        base = pooled(view, configuration, BASE)
+        for part, conditions in TABLE3_PARTS:
+            mine = [c for c in conditions if c in ran]
+            if BASE not in ran or not mine:
+                continue
+            for condition in (BASE, *mine):
+                figures = _per_budget(view, configuration, condition, budgets)
+                figures += _coverage(view, configuration, condition)
+                scores = pooled(view, configuration, condition)
+                delta = "—" if condition == BASE else _contrast(paired(scores, base))
+                rows.append((configuration, part, condition, *figures, delta))
     return ReportTable(
         "table3",
-        "Table 3: the 13-condition grid, fixed IoU (IoU2) and Δ against base",
-        ("Configuration", "Condition", *(f"N={n}" for n in budgets), "Δ vs base [95% CI]"),
+        "Table 3: the 13-condition grid in three parts, fixed IoU (IoU2) and Δ against base",
+        (
+            "Configuration",
+            "Part",
+            "Condition",
+            *(f"N={n}" for n in budgets),
+            "Parse %",
+            "Parseable IoU",
+            "Δ vs base [95% CI]",
+        ),
         tuple(rows),
-        _notes(view, "Δ pools budgets over the (question, budget) pairs both cells answered"),
+        _notes(
+            view,
+            "parts: reasoning and decoding, image evidence, cues; each led by base",
+            "Parse % and Parseable IoU pool the budgets: the answers parsed, and the IoU of "
+            "those (a fixed-IoU difference is coverage, geometry or both)",
+            "Δ pools budgets over the (question, budget) pairs both cells answered",
+        ),
         empty_because=NO_CONDITIONS,
+        label_columns=3,  # Configuration, Part, Condition
     )
+
+
+def _per_budget(
+    view: ViewScores, configuration: str, condition: str, budgets: Sequence[int]
+) -> list[str]:
+    """A condition's fixed IoU at each budget, with its cell's mark ("—": no such cell)."""
+    out = []
+    for n in budgets:
+        cell = Cell(configuration, condition, n)
+        if cell not in view.grid:
+            out.append("—")
+            continue
+        s = summarise_cell(list(view.polygons.get(cell, {}).values()))
+        out.append(_fmt(s.iou.fixed) + _mark(view, cell))
+    return out
+
+
+def _coverage(view: ViewScores, configuration: str, condition: str) -> list[str]:
+    """A condition's parse coverage and parseable-only IoU, its budgets pooled."""
+    s = summarise_cell(list(pooled(view, configuration, condition).values()))
+    return [_fmt(s.parse_rate), _fmt(s.iou.parseable)]
 
 
 def table4(data: ReportData) -> ReportTable:

@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from conditions import Cohort, write_cohort
+from conditions import CONDITION_NAMES, Cohort, write_cohort
 from runner._tables import print_whole
 from runner.cli import app
 from runner.reports import (
@@ -35,7 +35,7 @@ from runner.reports import (
     write_figures,
 )
 from runner.reports._render import csv_columns
-from runner.reports._tables import _contrast, _fmt, _natural
+from runner.reports._tables import TABLE3_PARTS, _contrast, _fmt, _natural
 from runner.store import StoreError, read_only
 from scoring import Contrast
 
@@ -110,9 +110,28 @@ def test_table1_pools_budgets_and_averages_only_complete_cells(data: ReportData)
 def test_contrasts_are_paired_on_the_common_questions(data: ReportData) -> None:
     (row,) = table2(data).rows
     assert row == ("cfg", "no-image", "2", "15.0", "65.0", "-50.0 [-60.0, -40.0]")
-    base, no_image = table3(data).rows
-    assert base[1] == "base" and base[-1] == "—"
-    assert no_image[1:] == ("no-image", "15.0", "—", "-50.0 [-60.0, -40.0]")
+    t = table3(data)
+    base, no_image = t.rows
+    assert base[1:3] == ("image", "base") and base[-1] == "—"
+    # Its budgets (8; no 16 cell), then pooled: parse coverage and parseable-only IoU.
+    assert no_image[1:] == (
+        "image",
+        "no-image",
+        "15.0",
+        "—",
+        "100.0",
+        "15.0",
+        "-50.0 [-60.0, -40.0]",
+    )
+    assert t.columns[-3:] == ("Parse %", "Parseable IoU", "Δ vs base [95% CI]")
+    # base over both budgets: q0-q3 at 8 (q2 unparseable) and q0 at 16: 4 of 5 parsed, and
+    # (50 + 80 + 60 + 70) / 4 their IoU.
+    assert base[-3:-1] == ("80.0", "65.0")
+
+
+def test_table3s_parts_cover_the_13_conditions_each_once() -> None:
+    parts = [c for _, conditions in TABLE3_PARTS for c in conditions]
+    assert sorted(["base", *parts]) == sorted(CONDITION_NAMES)
 
 
 LONG_NAMES = ("gemini-2.5-pro-preview-high", "qwen-vl-max-latest", "doubao-seed-1-6-vision")
@@ -336,3 +355,16 @@ def load(store: Path) -> ReportData:
 
 def _cells(text: str) -> list[str]:
     return [cell.strip() for line in text.splitlines() for cell in line.split("┃")]
+
+
+def test_a_narrow_table3_repeats_its_three_row_labels_in_every_part(data: ReportData) -> None:
+    """Table 3's rows are named by Configuration, Part and Condition (base leads each part):
+    a part of the table that does not fit carries all three, or its rows could not be told
+    apart."""
+    console = Console(record=True, width=60, force_terminal=True)
+    console.print(fitting_table(table3(data), console))
+    headers = [
+        line for line in console.export_text().splitlines() if line.startswith("┃ Configuration")
+    ]
+    assert len(headers) > 1  # split into parts at 60 columns
+    assert all("Part" in h and "Condition" in h for h in headers)
