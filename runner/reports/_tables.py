@@ -78,7 +78,8 @@ MEAN = "Mean"
 
 
 def table1(data: ReportData) -> ReportTable:
-    """Configuration × budget: IoU, IoU_p, IoU_n, Acc@τ, legality, box Acc@.5 and control.
+    """Configuration × budget: IoU (IoU2, then IoU0 and IoU1), IoU_p, IoU_n, Acc@τ,
+    legality, box Acc@.5 and control.
 
     Each configuration's budget rows are followed by its Pooled row, then, where it runs
     ``thinking-off``, by the same rows of that condition (the paper's same-endpoint ablation,
