@@ -420,6 +420,15 @@ def test_a_later_call_that_fails_leaves_the_check_standing_and_says_so() -> None
     )
 
 
+def _bucket(per_minute: int) -> SimSpec:
+    """A server admitting ``per_minute`` calls a minute from a bucket of one, stating no
+    limit: calls sent together beyond the first are throttled."""
+    faults = Faults(
+        requests_per_minute=per_minute, limiter="token-bucket", burst=1, ratelimit_headers=False
+    )
+    return SimSpec(faults=faults)
+
+
 def test_a_throttle_below_the_configured_limit_is_waited_out_not_a_failed_check(
     tmp_path: Path,
     store: Path,
@@ -433,13 +442,7 @@ def test_a_throttle_below_the_configured_limit_is_waited_out_not_a_failed_check(
     together, are throttled, and each is sent again (here with no transport retry at all)."""
     monkeypatch.setattr("runner.check.PROBES_PER_DECODING", 1)
     monkeypatch.setattr("runner.check.PROBE_RETRIES", 0)
-    faults = Faults(
-        requests_per_minute=60, limiter="token-bucket", burst=1, ratelimit_headers=False
-    )
-    with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec(faults=faults)) as (
-        url,
-        sim,
-    ):
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", _bucket(60)) as (url, sim):
         report = _check(_experiment(tmp_path, store, small_root, url))
     assert sim.stats.statuses[429] > 0
     assert report.ok and len(report.probes) == 3 and sim.stats.answered == 3
@@ -459,13 +462,7 @@ def test_a_pre_flights_later_call_throttled_is_missed_and_spends_no_attempt(
     monkeypatch.setattr("runner.check.PROBES_PER_DECODING", 3)
     monkeypatch.setattr("runner.check.PROBE_RETRIES", 0)
     monkeypatch.setattr("runner.check.PROBE_RETRY_TIME_S", 0.0)
-    faults = Faults(
-        requests_per_minute=30, limiter="token-bucket", burst=1, ratelimit_headers=False
-    )
-    with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec(faults=faults)) as (
-        url,
-        sim,
-    ):
+    with simulator_thread(small_cohort, small_root, tmp_path / "c", _bucket(30)) as (url, sim):
         path = _experiment(tmp_path, store, small_root, url, conditions=("base",))
         experiment = load_experiment(path)
         report = asyncio.run(check(experiment, prepare(experiment), as_grid=True))
