@@ -408,9 +408,9 @@ def table3(data: ReportData) -> ReportTable:
             if BASE not in ran or not mine:
                 continue
             for condition in (BASE, *mine):
-                figures = _per_budget(view, configuration, condition, budgets)
-                figures += _coverage(view, configuration, condition)
                 scores = pooled(view, configuration, condition)
+                figures = _per_budget(view, configuration, condition, budgets)
+                figures += _coverage(scores)
                 delta = "—" if condition == BASE else _contrast(paired(scores, base))
                 rows.append((configuration, part, condition, *figures, delta))
     return ReportTable(
@@ -453,9 +453,9 @@ def _per_budget(
     return out
 
 
-def _coverage(view: ViewScores, configuration: str, condition: str) -> list[str]:
+def _coverage(scores: Pooled) -> list[str]:
     """A condition's parse coverage and parseable-only IoU, its budgets pooled."""
-    s = summarise_cell(list(pooled(view, configuration, condition).values()))
+    s = summarise_cell(list(scores.values()))
     return [_fmt(s.parse_rate), _fmt(s.iou.parseable)]
 
 
