@@ -124,6 +124,9 @@ class Simulator:
         # While True, an admitted call waits before it is answered: a test holds a run going
         # for as long as it needs (another process to attach), then lets it end.
         self.paused = False
+        # Pause once this many answers are made: a test acts at that point of a run whatever
+        # the machine's speed (a poll of the count may come late, and the run be over by then).
+        self.pause_after: int | None = None
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -211,6 +214,8 @@ class Simulator:
         reply, image_tokens = self._reply(parsed, image, rng)
         self.stats.answered += 1
         self.stats.paid[call] += 1  # the model did the work: billed, whatever reaches the client
+        if self.pause_after is not None and self.stats.answered >= self.pause_after:
+            self.paused = True
         return _reply_doc(wire, parsed, reply, self.stats.answered, image_tokens)
 
     def _authorised(self, request: web.Request, wire: WireFormat) -> bool:

@@ -6,9 +6,10 @@ starts the cluster (``ray.cluster_utils.Cluster``: a head and two worker nodes, 
 a slow simulator on loopback for each backend, and the run in a thread; it notes where every
 actor runs, and once the backend on a worker node has made ``kill_after`` answers (of its 135)
 kills that node; it writes what it saw as JSON to the settings' ``out`` for the test to judge.
-A simulator of its own per backend counts that backend's answers: had the kill waited on both
-backends' together, one that started late (a node slow to come up on a busy machine) left the
-other to finish its every call before the kill, and nothing was left to restart.
+Each simulator pauses at ``kill_after`` answers of its backend until the kill is done: on a
+busy machine, a backend had answered all its calls by the time the actors were located (or
+the other had started late, and the two's count reached the mark only then), and nothing was
+left to restart.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def main(settings: dict[str, Any]) -> dict[str, Any]:
             simulator_thread(cohort, root, tmp / "vb", spec) as (url_b, sim_b),
         ):
             sims = {"a": sim_a, "b": sim_b}
+            for each in sims.values():
+                each.pause_after = settings["kill_after"]
             path = _experiment(tmp, store, root, url_a, url_b)
             result: list[RunReport] = []
             lines: list[str] = []
@@ -74,6 +77,8 @@ def main(settings: dict[str, Any]) -> dict[str, Any]:
             until(lambda: sim.stats.answered >= settings["kill_after"])
             killed_at = sim.stats.answered
             cluster.remove_node(victim, allow_graceful=False)
+            for other in sims.values():  # the killed node's calls too: their client is gone
+                other.pause_after, other.paused = None, False
             runner.join(240)
             report = result[0] if result else None
             return {
