@@ -27,6 +27,7 @@ from scoring._aggregate import (
     per_question,
     summarise_box_cell,
     summarise_cell,
+    unpaired_contrast,
 )
 from scoring._box_finders import Box, ReaderName, find_box
 from scoring._box_tables import (
@@ -194,4 +195,5 @@ __all__ = [
     "summarise_box_cell",
     "summarise_cell",
     "to_pixels",
+    "unpaired_contrast",
 ]

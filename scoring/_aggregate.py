@@ -171,6 +171,35 @@ def paired_contrast(
     )
 
 
+def unpaired_contrast(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    resamples: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Contrast:
+    """Mean of ``a`` minus mean of ``b`` for two groups of different questions (Table 5's
+    slices), with a bootstrap percentile interval that resamples each group on its own.
+
+    ``questions`` counts both groups. With either group empty, every figure is NaN.
+    """
+    if not a or not b:
+        return Contrast(questions=len(a) + len(b), delta=NAN, low=NAN, high=NAN)
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    rng = np.random.default_rng(seed)
+    means_x = x[rng.integers(0, len(x), size=(resamples, len(x)))].mean(axis=1)
+    means_y = y[rng.integers(0, len(y), size=(resamples, len(y)))].mean(axis=1)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(means_x - means_y, [tail, 1.0 - tail])
+    return Contrast(
+        questions=len(x) + len(y),
+        delta=float(x.mean() - y.mean()),
+        low=float(low),
+        high=float(high),
+    )
+
+
 def group_by(
     scores: Mapping[K, PolygonScore | None], labels: Mapping[K, str]
 ) -> dict[str, list[PolygonScore | None]]:

@@ -19,6 +19,7 @@ from scoring import (
     per_question,
     summarise_box_cell,
     summarise_cell,
+    unpaired_contrast,
 )
 
 
@@ -134,3 +135,19 @@ def test_group_by_slices_a_cell() -> None:
         {"a": answer(1.0), "b": None, "c": answer(0.0)}, {"a": "easy", "b": "hard", "c": "easy"}
     )
     assert {k: len(v) for k, v in slices.items()} == {"easy": 2, "hard": 1}
+
+
+def test_an_unpaired_contrast_of_two_constant_groups_is_exact() -> None:
+    c = unpaired_contrast([60.0, 60.0, 60.0], [40.0, 40.0])
+    assert (c.questions, c.delta, c.low, c.high) == (5, 20.0, 20.0, 20.0)
+
+
+def test_an_unpaired_contrast_resamples_each_group_on_its_own() -> None:
+    # Two groups whose means differ by 10, each spread over ±20: the interval holds the
+    # difference, lies inside the extreme resamples, and is the same for the same seed.
+    a, b = [40.0, 80.0] * 20, [30.0, 70.0] * 25
+    c = unpaired_contrast(a, b)
+    assert c.delta == pytest.approx(10.0)
+    assert -30.0 < c.low < 10.0 < c.high < 50.0
+    assert unpaired_contrast(a, b) == c
+    assert math.isnan(unpaired_contrast([], b).delta)

@@ -1,0 +1,391 @@
+"""The paper's ablation and diagnostic claims (§4.3: F3, F4, Tables 4 and 5) as tests.
+
+A claim about a condition grid is tested on every configuration that ran the conditions it
+needs, and holds only if it holds for each. Losses are against base, per (budget, question).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import partial
+from itertools import pairwise
+
+from runner.reports._data import Cell, ReportData
+from runner.reports._tables import _contrast, paired, pooled
+from runner.reports._verdicts import (
+    Finding,
+    Judged,
+    above,
+    at_most,
+    base_cells,
+    by_budget,
+    cell_contrast,
+    cells_of,
+    fixed,
+    has_curve,
+    moderate_budgets,
+    moderate_mean,
+    running,
+    verdict,
+    within,
+)
+from scoring import (
+    Contrast,
+    PolygonScore,
+    paired_contrast,
+    per_question,
+    summarise_cell,
+    unpaired_contrast,
+)
+
+INPUT_PRESERVING = ("thinking-budget", "temperature", "repeat")
+"""The conditions that change neither image nor text, besides thinking-off (Table 3's
+reasoning and decoding part): F3's "second-order" ones."""
+IMAGE_CONDITIONS = ("no-image", "half-res", "greyscale")
+DIFFICULTY = ("easy", "medium", "hard")
+
+
+# -- F3 -----------------------------------------------------------------------------------------
+
+
+def f3_reasoning(data: ReportData) -> Finding:
+    """F3: the configuration's own thinking beats thinking-off at every budget, through both
+    broader parse coverage and better geometry (pooled over budgets)."""
+    view = data.headline
+
+    def check(name: str, pairs: list[tuple[Cell, Cell]]) -> tuple[str, list[Judged]]:
+        steps = [(a.budget, cell_contrast(view, a, b)) for a, b in pairs]
+        on, off = pooled(view, name, "base"), pooled(view, name, "thinking-off")
+        coverage = paired_contrast(per_question(on, "parseable"), per_question(off, "parseable"))
+        both = {k for k in on.keys() & off.keys() if _parsed(on[k]) and _parsed(off[k])}
+        geometry = paired_contrast(
+            per_question({k: on[k] for k in both}), per_question({k: off[k] for k in both})
+        )
+        text = (
+            f"{name}: "
+            + ", ".join(f"N={n} {_contrast(c)}" for n, c in steps)
+            + f"; parse % {_contrast(coverage)}, parseable IoU {_contrast(geometry)}"
+        )
+        judged = [Judged(f"{name} N={n}", above(c)) for n, c in steps]
+        judged += [Judged(f"{name} parse %", above(coverage))]
+        return text, [*judged, Judged(f"{name} parseable IoU", above(geometry))]
+
+    checks = []
+    for name in running(data, ("thinking-off",)):
+        pairs = [(c, Cell(name, "thinking-off", c.budget)) for c in base_cells(view, name)]
+        pairs = [(a, b) for a, b in pairs if b in view.grid]
+        checks.append((name, [c for p in pairs for c in p], partial(check, name, pairs)))
+    return verdict(
+        data,
+        "F3 reasoning: thinking on beats thinking-off at every budget, in coverage and geometry",
+        "Qwen max-thinking > thinking-off at every N, via parse coverage and geometry",
+        "paired Δ(base − off) > 0 at each N; pooled Δ parse % > 0 and Δ parseable-only IoU "
+        "(keys both parsed) > 0",
+        "base and thinking-off cells",
+        [c for c in checks if c[1]],
+    )
+
+
+def f3_largest(data: ReportData) -> Finding:
+    """F3: thinking-off's loss is the largest input-preserving effect: larger than every
+    other such condition's loss (x − off > 0) and gain (2·base − off − x > 0)."""
+    view = data.headline
+
+    def check(name: str, others: Sequence[str]) -> tuple[str, list[Judged]]:
+        base, off = _points(data, name, "base"), _points(data, name, "thinking-off")
+        parts, judged = [], []
+        for other in others:
+            x = _points(data, name, other)
+            keys = base.keys() & off.keys() & x.keys()
+            loss = paired_contrast({k: x[k] for k in keys}, {k: off[k] for k in keys})
+            gain = paired_contrast(
+                {k: 2 * base[k] - off[k] - x[k] for k in keys}, dict.fromkeys(keys, 0.0)
+            )
+            parts.append(f"{other} − off {_contrast(loss)}, loss − gain {_contrast(gain)}")
+            judged += [
+                Judged(f"{name} {other}", above(loss)),
+                Judged(f"{name} {other}", above(gain)),
+            ]
+        return f"{name}: " + ", ".join(parts), judged
+
+    checks = []
+    for name in running(data, ("thinking-off",)):
+        others = [c for c in INPUT_PRESERVING if c in data.conditions_of(name)]
+        if others:
+            cells = cells_of(view, name, ("base", "thinking-off", *others))
+            checks.append((name, cells, partial(check, name, others)))
+    return verdict(
+        data,
+        "F3 largest: thinking-off's loss exceeds every other input-preserving effect",
+        "the thinking setting is the largest input-preserving difference",
+        "per other input-preserving condition x: paired Δ(x − off) > 0 and Δ(2·base − off − x) > 0",
+        "base, thinking-off and thinking-budget/temperature/repeat cells",
+        checks,
+    )
+
+
+def f3_no_image(data: ReportData) -> Finding:
+    """F3: removing the image is comparably damaging: its loss is within a factor of two of
+    thinking-off's, either way (a rule fixed before the data; the paper gives no ratio)."""
+    view = data.headline
+
+    def check(name: str) -> tuple[str, list[Judged]]:
+        base, off = _points(data, name, "base"), _points(data, name, "thinking-off")
+        blind = _points(data, name, "no-image")
+        keys = base.keys() & off.keys() & blind.keys()
+        lost = {k: base[k] - blind[k] for k in keys}
+        lost_off = {k: base[k] - off[k] for k in keys}
+        zero = dict.fromkeys(keys, 0.0)
+        more = paired_contrast({k: lost[k] - lost_off[k] / 2 for k in keys}, zero)
+        less = paired_contrast({k: 2 * lost_off[k] - lost[k] for k in keys}, zero)
+        text = (
+            f"{name}: no-image loss − ½ off loss {_contrast(more)}, "
+            f"2 × off loss − no-image loss {_contrast(less)}"
+        )
+        return text, [Judged(f"{name} ≥ ½", above(more)), Judged(f"{name} ≤ 2×", above(less))]
+
+    needed = ("base", "thinking-off", "no-image")
+    return verdict(
+        data,
+        "F3 no-image: removing the image is comparably damaging (within 2× of thinking-off)",
+        "removing the image is comparably damaging",
+        "paired Δ(no-image loss − ½ off loss) > 0 and Δ(2 × off loss − no-image loss) > 0",
+        "base, thinking-off and no-image cells",
+        [(n, cells_of(view, n, needed), partial(check, n)) for n in running(data, needed)],
+    )
+
+
+def f3_evidence(data: ReportData) -> Finding:
+    """F3: removing the image costs more than halving it, which costs more than greyscale."""
+    return _ordered_conditions(
+        data,
+        "F3 evidence ≫ resolution ≫ colour",
+        "no-image ≫ half-res ≫ greyscale (losses vs base)",
+        IMAGE_CONDITIONS,
+    )
+
+
+def f3_second_order(data: ReportData) -> Finding:
+    """F3: thinking-budget, temperature and a repeat run stay second-order: each within
+    ±2 points of base (an equivalence test, so a small store is not testable, not a pass)."""
+    view = data.headline
+
+    def check(name: str, condition: str) -> tuple[str, list[Judged]]:
+        c = paired(pooled(view, name, condition), pooled(view, name, "base"))
+        return f"{name} {condition} − base {_contrast(c)}", [
+            Judged(f"{name} {condition}", within(c))
+        ]
+
+    return verdict(
+        data,
+        "F3 second-order: thinking-budget, temperature and repeat within ±2 of base",
+        "thinking-budget, temperature and a repeat run all stay second-order",
+        "paired Δ(condition − base) within ±2 (TOST)",
+        "base and thinking-budget/temperature/repeat cells",
+        [
+            (f"{n} {c}", cells_of(view, n, ("base", c)), partial(check, n, c))
+            for n in data.configurations
+            for c in INPUT_PRESERVING
+            if c in data.conditions_of(n)
+        ],
+    )
+
+
+# -- F4 -----------------------------------------------------------------------------------------
+
+
+def f4_spatial_over_colour(data: ReportData) -> Finding:
+    """F4: a wrong spatial hint hurts more than a wrong colour."""
+    return _ordered_conditions(
+        data,
+        "F4 wrong spatial hurts more than wrong colour",
+        "spatial-wrong loss > colour-wrong loss",
+        ("cue-spatial-wrong", "cue-colour-wrong"),
+    )
+
+
+def f4_sub_additive(data: ReportData) -> Finding:
+    """F4: both wrong hints together keep more than the single losses added up predict.
+
+    The additive prediction of a (budget, question) is ``spatial + colour − base``; IoU
+    cannot go below 0, so the test is against the prediction floored at 0: an answer to
+    both-wrong that scores 0 can never pass it, whatever the single losses are."""
+    needed = ("base", "cue-spatial-wrong", "cue-colour-wrong", "cue-both-wrong")
+    view = data.headline
+
+    def check(name: str) -> tuple[str, list[Judged]]:
+        base, spatial, colour, both = (_points(data, name, c) for c in needed)
+        keys = base.keys() & spatial.keys() & colour.keys() & both.keys()
+        excess = {k: both[k] - max(0.0, spatial[k] + colour[k] - base[k]) for k in keys}
+        c = paired_contrast(excess, dict.fromkeys(keys, 0.0))
+        return f"{name}: both − max(0, additive) {_contrast(c)}", [Judged(name, above(c))]
+
+    return verdict(
+        data,
+        "F4 wrong cues combine sub-additively",
+        "both-wrong loss < spatial-wrong + colour-wrong losses",
+        "paired mean of both-wrong − max(0, spatial + colour − base) > 0",
+        f"cells of {', '.join(needed)}",
+        [(n, cells_of(view, n, needed), partial(check, n)) for n in running(data, needed)],
+    )
+
+
+def f4_truthful_cues(data: ReportData) -> Finding:
+    """F4: truthful hints give no reliable gain over base: any gain is under the margin."""
+    cues = ("cue-spatial-true", "cue-colour-true")
+    view = data.headline
+
+    def check(name: str, cue: str) -> tuple[str, list[Judged]]:
+        c = paired(pooled(view, name, cue), pooled(view, name, "base"))
+        return f"{name} {cue} − base {_contrast(c)}", [Judged(f"{name} {cue}", at_most(c))]
+
+    return verdict(
+        data,
+        "F4 truthful cues: no reliable gain",
+        "spatial-true and colour-true: no reliable gain",
+        "paired Δ(cue − base) ≤ +2 (its interval's upper end; one-sided TOST)",
+        "base and cue-*-true cells",
+        [
+            (f"{n} {cue}", cells_of(view, n, ("base", cue)), partial(check, n, cue))
+            for n in running(data, cues)
+            for cue in cues
+        ],
+    )
+
+
+# -- Tables 4 and 5 -------------------------------------------------------------------------------
+
+
+def table4_selection(data: ReportData) -> Finding:
+    """Table 4: target preference stays high until the densest budget (Sel falls only at 64),
+    while conditional tracing differentiates (the strongest configuration's Con above the
+    weakest's at every budget, on the questions both selected)."""
+    view = data.headline
+    curves = [n for n in data.configurations if has_curve(view, n)]
+
+    def check() -> tuple[str, list[Judged]]:
+        parts, judged = [], []
+        for name in curves:
+            sel = by_budget(view, name, fixed("sel"))
+            c = paired_contrast(moderate_mean(sel, moderate_budgets(view, name)), sel[64])
+            parts.append(f"{name} Sel moderate − 64 {_contrast(c)}")
+            judged.append(Judged(f"{name} Sel", above(c)))
+        strong, weak = _extremes(data, curves)
+        for cell in base_cells(view, strong):
+            c = _tracing(data, cell, Cell(weak, "base", cell.budget))
+            parts.append(f"Con {strong} − {weak} N={cell.budget} {_contrast(c)}")
+            judged.append(Judged(f"Con N={cell.budget}", above(c)))
+        return "; ".join(parts), judged
+
+    cells = [c for n in curves for c in base_cells(view, n)]
+    return verdict(
+        data,
+        "Table 4: Sel stays high until N = 64; tracing (Con) separates configurations",
+        "target preference high until the densest budget; tracing the differentiator",
+        "per curve paired Δ Sel(moderate − 64) > 0; Con(strongest − weakest) > 0 at each N",
+        "≥ 2 configurations with base curves (≥ 3 budgets incl. 64)",
+        [("selection", cells, check)] if len(curves) >= 2 else [],
+    )
+
+
+def table5_difficulty(data: ReportData) -> Finding:
+    """Table 5: easy > medium > hard for each configuration, in fixed and in parseable-only
+    IoU (different questions, so each step is an unpaired bootstrap contrast)."""
+    view = data.headline
+
+    def check(name: str) -> tuple[str, list[Judged]]:
+        scores = pooled(view, name, "base")
+        parts, judged = [], []
+        for kind, parsed_only in (("fixed", False), ("parseable", True)):
+            groups = _difficulty_groups(data, scores, parsed_only)
+            steps = [
+                (a, b, unpaired_contrast(groups[a], groups[b])) for a, b in pairwise(DIFFICULTY)
+            ]
+            parts += [f"{kind} {a} − {b} {_contrast(c)}" for a, b, c in steps]
+            judged += [Judged(f"{name} {kind} {a} > {b}", above(c)) for a, b, c in steps]
+        return f"{name}: " + ", ".join(parts), judged
+
+    return verdict(
+        data,
+        "Table 5: easy > medium > hard, in fixed and parseable-only IoU",
+        "consistent easy-to-hard declines, matched parseable-only losses",
+        "per configuration and step, bootstrap Δ(easier − harder) > 0, both denominators",
+        "complete base cells and the cohort's difficulty labels",
+        [
+            (n, base_cells(view, n), partial(check, n))
+            for n in data.configurations
+            if base_cells(view, n) and data.questions
+        ],
+    )
+
+
+# -- shared -------------------------------------------------------------------------------------
+
+
+def _ordered_conditions(data: ReportData, claim: str, paper: str, order: Sequence[str]) -> Finding:
+    """Each condition of ``order`` loses more than the next: paired Δ(next − this) > 0."""
+    view = data.headline
+
+    def check(name: str) -> tuple[str, list[Judged]]:
+        steps = [
+            (f"{b} − {a}", paired(pooled(view, name, b), pooled(view, name, a)))
+            for a, b in pairwise(order)
+        ]
+        text = f"{name}: " + ", ".join(f"{what} {_contrast(c)}" for what, c in steps)
+        return text, [Judged(f"{name} {what}", above(c)) for what, c in steps]
+
+    return verdict(
+        data,
+        claim,
+        paper,
+        "paired Δ between neighbours > 0",
+        f"cells of {', '.join(order)}",
+        [(n, cells_of(view, n, order), partial(check, n)) for n in running(data, order)],
+    )
+
+
+def _points(data: ReportData, name: str, condition: str) -> dict[tuple[int, str], float]:
+    """A configuration's fixed IoU per (budget, question) under one condition, in points."""
+    return per_question(pooled(data.headline, name, condition))
+
+
+def _parsed(score: PolygonScore | None) -> bool:
+    return score is not None and score.parseable
+
+
+def _extremes(data: ReportData, names: Sequence[str]) -> tuple[str, str]:
+    """The configurations with the highest and lowest pooled fixed IoU (base)."""
+    means = {
+        n: summarise_cell(list(pooled(data.headline, n, "base").values())).iou.fixed for n in names
+    }
+    ranked = sorted(names, key=lambda n: (-means[n], n))
+    return ranked[0], ranked[-1]
+
+
+def _tracing(data: ReportData, a: Cell, b: Cell) -> Contrast:
+    """Paired Δ Con(a − b): IoU on the questions both cells' answers selected."""
+    mine, theirs = data.headline.polygons.get(a, {}), data.headline.polygons.get(b, {})
+    both = [q for q in mine.keys() & theirs.keys() if _selected(mine[q]) and _selected(theirs[q])]
+    return paired_contrast(
+        per_question({q: mine[q] for q in both}), per_question({q: theirs[q] for q in both})
+    )
+
+
+def _selected(score: PolygonScore | None) -> bool:
+    return score is not None and score.parseable and score.sel
+
+
+def _difficulty_groups(
+    data: ReportData, scores: Mapping[tuple[int, str], PolygonScore | None], parsed_only: bool
+) -> dict[str, list[float]]:
+    """Fixed (or parseable-only) IoU in points per difficulty label, one value per key."""
+    groups: dict[str, list[float]] = {label: [] for label in DIFFICULTY}
+    for (_, q), s in scores.items():
+        question = data.questions.get(q)
+        if question is None or question.difficulty not in groups:
+            continue
+        if s is not None and s.parseable:
+            groups[question.difficulty].append(100.0 * s.iou)
+        elif not parsed_only:
+            groups[question.difficulty].append(0.0)
+    return groups

@@ -1,0 +1,475 @@
+"""The paper's main-result claims (§4.2: F1, F2, rank stability; §4.3's references) as tests.
+
+Each function reads one claim off a store and returns its :class:`Finding`; how contrasts are
+read (holds, fails, open) is :mod:`runner.reports._verdicts`'.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from functools import partial
+from itertools import combinations, pairwise
+
+from conditions import BOX
+from runner.reports._data import Cell, ReportData, ViewScores
+from runner.reports._ranks import rank_stability
+from runner.reports._robustness import (
+    Unscored,
+    alternate_reference_figures,
+    phase_audit_figures,
+)
+from runner.reports._slices import subdivision_contrasts
+from runner.reports._tables import _contrast, _fmt, paired, pooled
+from runner.reports._verdicts import (
+    PAPER_ORDER,
+    TOP,
+    Finding,
+    Judged,
+    above,
+    base_cells,
+    below,
+    by_budget,
+    cell_contrast,
+    correct,
+    fixed,
+    has_curve,
+    judge,
+    missing_cells,
+    moderate_budgets,
+    moderate_mean,
+    named,
+    scores_of,
+    untestable,
+    verdict,
+    within,
+)
+from scoring import (
+    PHASE_REFERENCES,
+    BoxScore,
+    Contrast,
+    PolygonScore,
+    control_scores,
+    ordering,
+    paired_contrast,
+    per_question,
+    summarise_cell,
+)
+
+BOUND = 1.1  # points: the paper's largest shift under an alternate reference (§4.3)
+_NEEDS_BOX = "a configuration with complete base/box and base/N cells"
+_NEEDS_CURVES = "≥ 2 configurations, one with base cells at ≥ 3 budgets incl. N = 64"
+
+
+# -- F1 -----------------------------------------------------------------------------------------
+
+
+def f1_ordering(data: ReportData) -> Finding:
+    """F1: Gemini > Qwen-max > Doubao > Kimi on pooled fixed IoU (base, all budgets)."""
+    claim = "F1 ordering: " + " > ".join(PAPER_ORDER)
+    paper = "pooled fixed IoU in that order"
+    view = data.headline
+    missing = missing_cells(view, [c for name in PAPER_ORDER for c in base_cells(view, name)])
+    absent = [name for name in PAPER_ORDER if not base_cells(view, name)]
+    if absent or missing:
+        return untestable(claim, paper, [*(f"{n}/base" for n in absent), *named(view, missing)])
+    steps = [(a, b, pooled_contrast(view, a, b)) for a, b in pairwise(PAPER_ORDER)]
+    here = "; ".join(f"{a} − {b} {_contrast(c)}" for a, b, c in steps)
+    judged = [Judged(f"{a} > {b}", above(c)) for a, b, c in steps]
+    return judge(claim, paper, here, judged, "each adjacent pair: pooled paired Δ > 0")
+
+
+def f1_box_gap(data: ReportData) -> Finding:
+    """F1: even the strongest configuration's polygons fall far short of its boxes."""
+    claim = "F1 gap: box IoU > polygon IoU (strongest configuration with box answers)"
+    paper = "box Acc@.5 near 90; pooled Gemini polygon IoU 57.7"
+    view = data.headline
+    strongest = _strongest_with_box(data)
+    if strongest is None:
+        return untestable(claim, paper, [_NEEDS_BOX])
+    best, boxes = strongest
+    box_iou = {
+        q: 100.0 * s.box_iou if s is not None and s.parseable else 0.0 for q, s in boxes.items()
+    }
+    # One box per question against that question's polygons averaged over its budgets:
+    # the question is the unit resampled, not each (budget, question) copy of one box.
+    by_question: dict[str, list[float]] = {}
+    for (_, q), iou in per_question(pooled(view, best, "base")).items():
+        by_question.setdefault(q, []).append(iou)
+    polygons = {q: sum(v) / len(v) for q, v in by_question.items()}
+    c = paired_contrast(box_iou, polygons)
+    here = f"{best}: box − polygon {_contrast(c)}"
+    return judge(claim, paper, here, [Judged(best, above(c))], "paired Δ > 0 per question")
+
+
+def f1_box_control(data: ReportData) -> Finding:
+    """F1: direct polygons score like the box answer drawn as an N-gon (the matched control)."""
+    claim = "F1 control: direct polygons ≈ the box-derived N-gon (same configuration)"
+    paper = "pooled Gemini direct 57.7, box-derived 57.3"
+    view = data.headline
+    strongest = _strongest_with_box(data)
+    if strongest is None:
+        return untestable(claim, paper, [_NEEDS_BOX])
+    best, boxes = strongest
+    direct = pooled(view, best, "base")
+    qids = list(boxes)
+    control: dict[tuple[int, str], PolygonScore | None] = {}
+    for n in sorted({n for n, _ in direct}):
+        scores = control_scores([boxes[q] for q in qids], n)
+        control.update(zip([(n, q) for q in qids], scores, strict=True))
+    c = paired(direct, control)
+    here = f"{best}: direct − control {_contrast(c)}"
+    return judge(claim, paper, here, [Judged(best, within(c))], "paired Δ within ±2 (TOST)")
+
+
+def f1_thresholds(data: ReportData) -> Finding:
+    """F1: thresholds tell Kimi's low-budget object finding from Gemini's conditional geometry
+    (Gemini's lead grows from Acc@.25 to Acc@.75 at the smallest budget), and both lose
+    high-N reliability (Acc@.5 at 64 below the moderate budgets')."""
+    strong, weak = PAPER_ORDER[0], PAPER_ORDER[-1]
+    view = data.headline
+
+    def check() -> tuple[str, list[Judged]]:
+        low = min({c.budget for c in base_cells(view, strong)}
+                  & {c.budget for c in base_cells(view, weak)})  # fmt: skip
+        lead = {
+            t: _lead(view, Cell(strong, "base", low), Cell(weak, "base", low), t)
+            for t in (0.25, 0.75)
+        }
+        common = lead[0.25].keys() & lead[0.75].keys()
+        grows = paired_contrast(
+            {q: lead[0.75][q] for q in common}, {q: lead[0.25][q] for q in common}
+        )
+        judged = [Judged(f"lead at N={low}", above(grows))]
+        parts = [f"N={low}: {strong} lead at .75 − at .25 {_contrast(grows)}"]
+        for name in (strong, weak):
+            c = _fall_to_top(view, name, correct(0.5))
+            parts.append(f"{name} Acc@.5 moderate − 64 {_contrast(c)}")
+            judged.append(Judged(f"{name} at 64", above(c)))
+        return "; ".join(parts), judged
+
+    needs = [c for n in (strong, weak) for c in base_cells(view, n)]
+    ready = all(has_curve(view, n) for n in (strong, weak))
+    return verdict(
+        data,
+        "F1 thresholds: Gemini's lead grows with τ at low N; both lose Acc@.5 at 64",
+        "Kimi finds objects at low N, Gemini traces better; both lose high-N reliability",
+        "paired Δ[lead@.75 − lead@.25] > 0 at the smallest N; Acc@.5(moderate − 64) > 0",
+        f"{strong} and {weak} base curves (≥ 3 budgets incl. 64)",
+        [(strong, needs, check)] if ready else [],
+    )
+
+
+def _lead(view: ViewScores, a: Cell, b: Cell, threshold: float) -> dict[str, float]:
+    """Per question, ``a``'s correct@τ minus ``b``'s (100, 0 or −100)."""
+    hit = correct(threshold)
+    mine, theirs = view.polygons.get(a, {}), view.polygons.get(b, {})
+    return {q: hit(mine[q]) - hit(theirs[q]) for q in mine.keys() & theirs.keys()}
+
+
+# -- F2 -----------------------------------------------------------------------------------------
+
+
+def f2_non_monotone(data: ReportData) -> Finding:
+    """F2: IoU peaks at moderate budgets: above both the smallest budget and N = 64."""
+    view = data.headline
+
+    def check(name: str) -> tuple[str, list[Judged]]:
+        curve = by_budget(view, name, fixed("iou"))
+        mid = moderate_mean(curve, moderate_budgets(view, name))
+        low = min(curve)
+        rise = paired_contrast(mid, curve[low])
+        fall = paired_contrast(mid, curve[TOP])
+        text = f"{name}: moderate − {low} {_contrast(rise)}, moderate − {TOP} {_contrast(fall)}"
+        return text, [Judged(f"{name} rise", above(rise)), Judged(f"{name} fall", above(fall))]
+
+    return verdict(
+        data,
+        "F2 non-monotone: IoU peaks at moderate budgets, above the smallest N and N = 64",
+        "peaks at moderate N, falls at 64 (Gemini 37.7 at 64)",
+        "paired Δ(moderate − smallest N) > 0 and Δ(moderate − 64) > 0; moderate: the "
+        "per-question mean over the budgets between them",
+        "base cells at ≥ 3 budgets incl. 64",
+        [
+            (name, base_cells(view, name), partial(check, name))
+            for name in data.configurations
+            if has_curve(view, name)
+        ],
+    )
+
+
+def f2_legal_collapse(data: ReportData) -> Finding:
+    """F2: legal-polygon coverage collapses at N = 64 (it falls from N = 32), while the
+    filled region keeps more: filled IoU at 64 above legal IoU."""
+    view = data.headline
+
+    def check(name: str, low: Cell, high: Cell) -> tuple[str, list[Judged]]:
+        drop = cell_contrast(view, high, low, "legal")
+        scores = view.polygons.get(high, {})
+        gap = paired_contrast(per_question(scores), per_question(scores, "legal_iou"))
+        summary = summarise_cell(scores_of(view, high))
+        text = (
+            f"{name}: at 64 IoU/legal %/legal IoU {_fmt(summary.iou.fixed)}/"
+            f"{_fmt(summary.legal_coverage.fixed)}/{_fmt(summary.legal_iou.fixed)}, "
+            f"legal % 64 − 32 {_contrast(drop)}, IoU − legal IoU at 64 {_contrast(gap)}"
+        )
+        return text, [Judged(f"{name} legal %", below(drop)), Judged(f"{name} IoU", above(gap))]
+
+    pairs = [(n, Cell(n, "base", 32), Cell(n, "base", TOP)) for n in data.configurations]
+    return verdict(
+        data,
+        "F2 collapse: legal coverage falls from N = 32 to 64; filled IoU stays above legal IoU",
+        "Gemini at 64: IoU 37.7, legal coverage/IoU 7.5 / 4.2",
+        "paired Δ legal %(64 − 32) < 0; paired Δ(IoU − legal IoU) at 64 > 0",
+        "base cells at N = 32 and 64",
+        [
+            (n, [lo, hi], partial(check, n, lo, hi))
+            for n, lo, hi in pairs
+            if lo in view.grid and hi in view.grid
+        ],
+    )
+
+
+def f2_subdivision(data: ReportData) -> Finding:
+    """F2: the fall from 32 to 64 persists where G_64 only subdivides G_32's edges."""
+    claim = "F2 subdivision: IoU falls from 32 to 64 when extra vertices only subdivide edges"
+    paper = "the decline persists on such questions"
+    found = subdivision_contrasts(data)
+    unsettled = [f"{c}/base/N=32,64 (incomplete)" for c, s in found.items() if not s.complete]
+    judged = {c: s.subdivision for c, s in found.items() if s.subdivision.questions}
+    if unsettled or not judged:
+        return untestable(
+            claim, paper, unsettled or ["base N=32 and 64 cells, parts ≤ 32 vertices"]
+        )
+    parts = [f"{c}: 64 − 32 {_contrast(s.contrast)} ({s.questions} q)" for c, s in judged.items()]
+    outcomes = [Judged(c, below(s.contrast)) for c, s in judged.items()]
+    return judge(claim, paper, "; ".join(parts), outcomes, "paired Δ(64 − 32) < 0, V ≤ 32")
+
+
+def f2_phases(data: ReportData) -> Finding:
+    """F2: the ordering and the high-budget reversal hold under each of the eight phases,
+    judged per phase with F2's own paired contrasts: each adjacent pair of phase 0's ordering
+    at each N, and each curve's fall from its moderate budgets to N = 64."""
+    claim = "F2 phases: ordering and reversal hold under all 8 sampling phases"
+    paper = "eight starting phases preserve both"
+    audit = phase_audit_figures(data)
+    unsettled = [p.cell for p in audit.cells if not p.complete]
+    gaps = _not_rescored(audit.rescored, audit.unscored) + named(data.headline, unsettled)
+    curves = [n for n in data.configurations if has_curve(data.headline, n)]
+    if gaps or audit.ordering_holds is None or not curves:
+        return untestable(claim, paper, gaps or [_NEEDS_CURVES])
+    judged: list[Judged] = []
+    worst: dict[str, Contrast] = {}  # per kind of test, the contrast nearest failing
+    for phase in PHASE_REFERENCES:
+        for j, c, kind in _phase_tests(data, phase, curves):
+            judged.append(j)
+            if kind not in worst or c.low < worst[kind].low:
+                worst[kind] = c
+    here = "; ".join(f"weakest {kind} {_contrast(c)}" for kind, c in sorted(worst.items()))
+    test = (
+        "in every phase: each adjacent pair of phase 0's ordering paired Δ > 0 at each N, "
+        "and each curve's Δ(moderate − 64) > 0"
+    )
+    return judge(claim, paper, here, judged, test)
+
+
+def _phase_tests(
+    data: ReportData, phase: str, curves: Sequence[str]
+) -> list[tuple[Judged, Contrast, str]]:
+    """One phase's contrasts: the ordering's adjacent pairs per budget, then the reversals."""
+    budgets = sorted({n for name in data.configurations for n in data.budgets_of(name)})
+    out = []
+    for n in budgets:
+        values = {
+            name: _phase_values(data, "phase0", Cell(name, "base", n))
+            for name in data.configurations
+            if Cell(name, "base", n) in data.headline.grid
+        }
+        if len(values) < 2:
+            continue
+        means = {name: sum(v.values()) / max(len(v), 1) for name, v in values.items()}
+        for a, b in pairwise(ordering(means)):
+            c = paired_contrast(
+                _phase_values(data, phase, Cell(a, "base", n)),
+                _phase_values(data, phase, Cell(b, "base", n)),
+            )
+            out.append((Judged(f"{a} > {b} at N={n} in {phase}", above(c)), c, "order"))
+    for name in curves:
+        curve = {c.budget: _phase_values(data, phase, c) for c in base_cells(data.headline, name)}
+        c = paired_contrast(moderate_mean(curve, moderate_budgets(data.headline, name)), curve[TOP])
+        out.append((Judged(f"{name} reversal in {phase}", above(c)), c, "reversal"))
+    return out
+
+
+def _phase_values(data: ReportData, reference: str, cell: Cell) -> dict[str, float]:
+    """A cell's answers re-scored under ``reference``, in points, 0 where none parsed."""
+    ious = data.rescored.ious.get(reference, {}).get(cell, {})
+    return {
+        q: 100.0 * ious[q] if s is not None and s.parseable and q in ious else 0.0
+        for q, s in data.headline.polygons.get(cell, {}).items()
+    }
+
+
+def alternate_references(data: ReportData) -> Finding:
+    """§4.3: other references move five-budget means by at most 1.1 points, order unchanged."""
+    claim = "§4.3 references: part, union, continuous shift means ≤ 1.1, same ordering"
+    paper = "shifts ≤ 1.1 points, ordering unchanged"
+    figures = alternate_reference_figures(data)
+    unsettled = [f"{m.configuration}/base (incomplete)" for m in figures.configurations
+                 if not m.complete]  # fmt: skip
+    gaps = _not_rescored(figures.rescored, figures.unscored) + unsettled
+    shift = figures.largest_shift
+    if gaps or shift is None or figures.ordering_holds is None:
+        return untestable(claim, paper, gaps or ["≥ 2 configurations with base cells"])
+    name = shift.configuration
+    c = paired_contrast(_rescored(data, name, shift.reference), _rescored(data, name, "phase0"))
+    swaps = [f"{a}/{b} under {r}" for r, pairs in figures.swaps.items() for a, b in pairs]
+    here = (
+        f"largest shift {shift.configuration}, {shift.reference} {_contrast(c)}; "
+        f"ordering {'unchanged' if not swaps else 'inverted: ' + ', '.join(swaps)}"
+    )
+    judged = [*(Judged(s, "fails") for s in swaps), Judged(name, within(c, BOUND))]
+    return judge(claim, paper, here, judged, f"no inversion; paired shift within ±{BOUND}")
+
+
+# -- rank stability -----------------------------------------------------------------------------
+
+
+def rank_stability_accuracy(data: ReportData) -> Finding:
+    """§4.2: Acc@.5 keeps one ordering across every budget."""
+    return _rank_claim(
+        data,
+        "Acc@0.5",
+        "Rank stability (Acc@.5): one ordering across all budgets",
+        "Acc@.5 preserves one ordering across all five budgets",
+        correct(0.5),
+        swapped=None,
+    )
+
+
+def rank_stability_iou(data: ReportData) -> Finding:
+    """§4.2: fixed IoU keeps the ordering except one Qwen–Gemini inversion at N = 64."""
+    return _rank_claim(
+        data,
+        "IoU",
+        "Rank stability (IoU): one Qwen–Gemini inversion, at N = 64 only",
+        "fixed IoU: one Qwen–Gemini inversion at N = 64",
+        fixed("iou"),
+        swapped=(PAPER_ORDER[0], PAPER_ORDER[1]),
+    )
+
+
+def _rank_claim(
+    data: ReportData,
+    metric: str,
+    claim: str,
+    paper: str,
+    value: Callable[[PolygonScore | None], float],
+    swapped: tuple[str, str] | None,
+) -> Finding:
+    """Each budget's expected ordering (the reference by the mean over budgets, with the
+    ``swapped`` pair exchanged at N = 64) must hold pair by adjacent pair as a reliable
+    paired contrast; any pair reliably the other way fails the claim."""
+    result = rank_stability(data)[metric]
+    if result.left_out or len(result.reference) < 2:
+        needs = [f"{name} ({why})" for name, why in result.left_out.items()]
+        return untestable(claim, paper, needs or ["≥ 2 configurations at every budget"])
+    if swapped is not None and not set(swapped) <= set(result.reference):
+        return untestable(claim, paper, [f"{'/'.join(swapped)}/base at every budget"])
+    judged = [
+        j
+        for o in result.budgets
+        for j in _budget_pairs(data, o.budget, result.reference, value, swapped)
+    ]
+    held = sum(j.outcome == "holds" for j in judged)
+    swaps = [f"{b} above {a} at N={o.budget}" for o in result.budgets for a, b in o.inversions]
+    here = f"{held} of {len(judged)} pairs reliably in order; " + "; ".join(
+        [f"{result.total_inversions} inversion(s) of the means", *swaps]
+    )
+    test = "every budget's adjacent pairs paired Δ > 0, none reliably inverted (expected " + (
+        f"order: the reference, {swapped[0]}/{swapped[1]} exchanged at N={TOP})"
+        if swapped
+        else "order: the reference)"
+    )
+    return judge(claim, paper, here, judged, test)
+
+
+def _budget_pairs(
+    data: ReportData,
+    budget: int,
+    reference: Sequence[str],
+    value: Callable[[PolygonScore | None], float],
+    swapped: tuple[str, str] | None,
+) -> list[Judged]:
+    """One budget's pairs against its expected order: every adjacent pair judged, and any
+    other pair that is reliably inverted (a failure the neighbours may not show)."""
+    expected = list(reference)
+    if swapped is not None and budget == TOP:
+        i, j = (expected.index(s) for s in swapped)
+        expected[i], expected[j] = expected[j], expected[i]
+    scores = {n: data.headline.polygons.get(Cell(n, "base", budget), {}) for n in expected}
+    per = {n: {q: value(s) for q, s in scores[n].items()} for n in expected}
+    out = []
+    for a, b in combinations(expected, 2):
+        c = paired_contrast(per[a], per[b])
+        label = f"{a} > {b} at N={budget} {_contrast(c)}"
+        if expected.index(b) == expected.index(a) + 1:
+            out.append(Judged(label, above(c)))
+        elif below(c) == "holds":
+            out.append(Judged(label, "fails"))
+    return out
+
+
+# -- shared -------------------------------------------------------------------------------------
+
+
+def pooled_contrast(view: ViewScores, a: str, b: str) -> Contrast:
+    return paired(pooled(view, a, "base"), pooled(view, b, "base"))
+
+
+def _fall_to_top(
+    view: ViewScores, name: str, value: Callable[[PolygonScore | None], float]
+) -> Contrast:
+    """Paired Δ(moderate budgets' mean − N = 64) of a per-question ``value``."""
+    curve = by_budget(view, name, value)
+    return paired_contrast(moderate_mean(curve, moderate_budgets(view, name)), curve[TOP])
+
+
+def _not_rescored(rescored: bool, unscored: Sequence[Unscored]) -> list[str]:
+    """What a re-scored audit lacks: the re-scoring itself, or cells not (yet) re-scored."""
+    if not rescored:
+        return ["`groundbench rescore STORE`"]
+    return [
+        f"{u.cell.configuration}/base/N={u.cell.budget} "
+        + (f"({u.answers} answers not re-scored)" if u.answers else "(nothing settled yet)")
+        for u in unscored
+    ]
+
+
+def _rescored(data: ReportData, name: str, reference: str) -> dict[tuple[int, str], float]:
+    """A configuration's base answers under ``reference``, in points, keyed (budget, qid):
+    0 where no answer parsed (the fixed denominator)."""
+    out: dict[tuple[int, str], float] = {}
+    for cell in base_cells(data.headline, name):
+        for q, v in _phase_values(data, reference, cell).items():
+            out[(cell.budget, q)] = v
+    return out
+
+
+def _strongest_with_box(data: ReportData) -> tuple[str, dict[str, BoxScore | None]] | None:
+    """The configuration with the highest pooled fixed IoU among those with a complete box
+    cell and complete base cells (the paper's "strongest configuration"), with its box
+    answers' scores."""
+    view = data.headline
+    ready = [
+        name
+        for name in data.configurations
+        if Cell(name, "base", BOX) in view.grid
+        and base_cells(view, name)
+        and not missing_cells(view, [Cell(name, "base", BOX), *base_cells(view, name)])
+    ]
+    means = {
+        name: summarise_cell(list(pooled(view, name, "base").values())).iou.fixed for name in ready
+    }
+    ranked = sorted((n for n in means if not math.isnan(means[n])), key=lambda n: -means[n])
+    return (ranked[0], view.boxes.get(Cell(ranked[0], "base", BOX), {})) if ranked else None
