@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from runner._fit import Column, NewTable, fitted, whole_width
+from runner._tables import PIPED_WIDTH
 from runner.reports._tables import INCOMPLETE, Mark, ReportTable
 
 T = TypeVar("T")
@@ -24,22 +25,46 @@ SUFFIX = {"markdown": "md", "csv": "csv", "latex": "tex"}
 
 
 def rich_table(table: ReportTable) -> Table:
-    """``table`` for a terminal: a cell that does not fit wraps at its spaces, and a word that
-    does not fit folds onto a second line rather than end in ``…`` (names like
-    ``cue-colour-true`` and ``-wrong`` would otherwise read alike)."""
+    """``table`` for a terminal: a cell that does not fit wraps at its spaces, no column
+    narrower than its longest word, and a word that does not fit even so folds onto a second
+    line rather than end in ``…`` (names like ``cue-colour-true`` and ``-wrong`` would
+    otherwise read alike)."""
     out = Table(title=table.title, caption="\n".join(table.notes) or None)
     for i, column in enumerate(table.columns):
-        out.add_column(column, justify="left" if i < 2 else "right", overflow="fold")
+        out.add_column(column, justify="left" if i < 2 else "right", overflow="fold",
+                       min_width=_longest_word(column, [row[i] for row in table.rows]))  # fmt: skip
     for row in _styled(table, _rich_cell):
         out.add_row(*row)
     return out
 
 
+def _longest_word(header: str, cells: list[str]) -> int:
+    """The column's longest word (header or cell, ``*`` included): rich may wrap a cell at its
+    spaces but never narrows the column below this, so a word folds only where it alone is
+    wider than the console (a table wider than ``print_whole``'s 240 characters, Table 1's 18
+    columns, had ``Configurati`` over ``on``)."""
+    return max((len(word) for text in (header, *cells) for word in text.split()), default=1)
+
+
 def fitting_table(table: ReportTable, console: Console) -> RenderableType:
     """``table`` for ``console``: on a terminal, laid out to its width when printed
     (:func:`terminal_tables`); not on a terminal, :func:`rich_table` whole, which
-    ``print_whole`` draws at the table's own width (rows whole)."""
-    return _Terminal(table) if console.is_terminal else rich_table(table)
+    ``print_whole`` draws at the table's own width (rows whole) — unless its rows of
+    ``fixed / parseable`` pairs are wider than :data:`PIPED_WIDTH` on one line: then laid out
+    at that width as on a terminal (rich would fold its headers, ``Configurati`` / ``on``)."""
+    if console.is_terminal or _pairs_too_wide(table, console):
+        return _Terminal(table)
+    return rich_table(table)
+
+
+def _pairs_too_wide(table: ReportTable, console: Console) -> bool:
+    """Whether ``table`` has ``fixed / parseable`` pairs to take apart and its rows, on one
+    line each, are wider than a piped table is drawn (Table 1's 18 columns); a wide table of
+    prose (the findings) is left to wrap at its spaces."""
+    if fixed_and_parseable(table) is None:
+        return False
+    rows = _styled(table, _rich_cell)
+    return whole_width(_fit_columns(table), rows, console, _part_table(table.title)) > PIPED_WIDTH
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,9 @@ class ReportTable:
         return self.empty_because or "; ".join(self.notes) or "nothing to show"
 
 
-TABLE1_FIGURES = ("IoU", "IoU0", "IoU1", "IoU_p", "IoU_n", *(f"Acc@{t:g}" for t in THRESHOLDS),
-                  "Legal %", "Legal IoU", "Box Acc@0.5", "Box control IoU")  # fmt: skip
+TABLE1_FIGURES = ("IoU", "IoU0", "IoU1", "IoU_p", "IoU_n", "IoU union", "IoU cont",
+                  *(f"Acc@{t:g}" for t in THRESHOLDS), "Legal %", "Legal IoU", "Box Acc@0.5",
+                  "Box control IoU")  # fmt: skip
 """Table 1's figure columns, after Configuration, N and Questions: the ones marks rank."""
 NO_CONDITIONS = "the grid has no condition but base (a base-only run): nothing to contrast"
 BASE = "base"
@@ -78,7 +79,8 @@ MEAN = "Mean"
 
 
 def table1(data: ReportData) -> ReportTable:
-    """Configuration × budget: IoU (IoU2, then IoU0 and IoU1), IoU_p, IoU_n, Acc@τ,
+    """Configuration × budget: IoU (IoU2, then IoU0 and IoU1), the alternate references
+    (IoU_p against the unreduced part, IoU_n, the union of parts, continuous area), Acc@τ,
     legality, box Acc@.5 and control.
 
     Each configuration's budget rows are followed by its Pooled row, then, where it runs
@@ -191,7 +193,8 @@ def _polygon_figures(
     s: CellSummary, complete: bool, earlier: tuple[_Figure | None, ...]
 ) -> tuple[_Figure | None, ...]:
     """The headline summary's figures, with ``earlier`` (IoU0, IoU1) after its IoU."""
-    rest = (s.iou_p, s.iou_n, *(s.acc[t] for t in THRESHOLDS), s.legal_coverage, s.legal_iou)
+    rest = (s.iou_p, s.iou_n, s.iou_union, s.iou_cont, *(s.acc[t] for t in THRESHOLDS),
+            s.legal_coverage, s.legal_iou)  # fmt: skip
     return (_Figure(s.iou, complete), *earlier, *(_Figure(p, complete) for p in rest))
 
 
@@ -327,8 +330,10 @@ def _table1_notes(left_out: Mapping[str, Sequence[str]], ablation: bool) -> list
     """What Pooled, Mean and the marks are, which configurations a Mean row leaves out, and
     (``ablation``: the table has thinking-off rows) what those rows are."""
     notes = [
-        "base condition; IoU_n = 100·IoU_p / C_N; the box control is the box answer as an "
-        "N-vertex polygon",
+        "base condition; the alternate references (PROTOCOL §5): IoU_p against the unreduced "
+        "selected part A_i, IoU_n = 100·IoU_p / C_N, IoU union against the union of the "
+        "referent's parts, IoU cont the continuous-area IoU against G_N; the box control is "
+        "the box answer as an N-vertex polygon",
         "IoU: the headline view, IoU2 (the first parseable of attempts 0-2); IoU0 and IoU1: "
         "the same under attempt 0 alone and attempts 0-1 (PROTOCOL §6)",
         "Pooled: all of a configuration's base (budget, question) answers as one cell; its "

@@ -26,7 +26,6 @@ from runner.reports import (
     load_report_data,
     omitted_note,
     render,
-    rich_table,
     shown_and_omitted,
     table1,
     table2,
@@ -183,7 +182,7 @@ def test_a_terminal_report_fits_its_width_and_breaks_no_number_or_word(
 
 def test_a_narrow_terminal_splits_pairs_and_repeats_the_row_labels(data: ReportData) -> None:
     """At 80 columns Table 1's pairs are two tables, fixed then parseable-only, each in parts
-    that start with Configuration and N; with room for every pair whole (240), one table."""
+    that start with Configuration and N; with room for every pair whole (300), one table."""
     t = table1(data)
     console = Console(file=io.StringIO(), width=80, force_terminal=True, record=True)
     console.print(fitting_table(t, console))
@@ -197,7 +196,7 @@ def test_a_narrow_terminal_splits_pairs_and_repeats_the_row_labels(data: ReportD
         c.strip() for line in text.splitlines() if line.startswith("│ cfg") for c in line.split("│")
     ]
     assert "47.5" in cells and "63.3" in cells  # the pair's two values, each in its own table
-    console = Console(file=io.StringIO(), width=240, force_terminal=True, record=True)
+    console = Console(file=io.StringIO(), width=300, force_terminal=True, record=True)
     console.print(fitting_table(t, console))
     assert "47.5 / 63.3" in console.export_text()
 
@@ -239,7 +238,8 @@ def test_a_piped_report_cuts_nothing(data: ReportData) -> None:
     """Redirected to a file at rich's default 80 columns: no '…', every name and header whole."""
     for table in all_tables(data):
         out = io.StringIO()  # not a terminal
-        print_whole(Console(file=out, width=80), rich_table(table))
+        console = Console(file=out, width=80)
+        print_whole(console, fitting_table(table, console))
         text = out.getvalue()
         assert "…" not in text, table.name
         words = set(text.split())
