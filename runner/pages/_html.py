@@ -26,6 +26,8 @@ from runner.overlays._palette import (
 RAW_SHOWN = 600  # characters of an answer's raw text shown; the rest is counted
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
+# A figure cell never wraps (td.num): Table 1's pairs, squeezed to the window, broke as
+# "42.2 /" over "42.2" (three lines each at 800 px); a wide table scrolls in its .scroll box.
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1400px;padding:0 16px 40px;
 color:#1a1a1a}
@@ -34,7 +36,7 @@ h3{font-size:15px;margin:20px 0 6px}
 table{border-collapse:collapse;margin:8px 0}caption{text-align:left;font-weight:600;
 padding:4px 0}
 th,td{border:1px solid #ccc;padding:3px 7px;vertical-align:top}th{background:#f3f3f3}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.incomplete{background:#fff6e0}ul.notes{margin:2px 0 14px;color:#444;font-size:13px}
 .scroll{overflow-x:auto}
 svg.ov{display:block;width:100%;height:auto;background:#fff}

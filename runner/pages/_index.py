@@ -41,6 +41,11 @@ URL_PARAMETERS = {"c": "configuration", "d": "condition", "n": "budget", "k": "g
 PAGE_PARAMETER = "page"  # 1-based; left out on the first
 _HATCHED = " A hatched point is an incomplete cell: answered/questions beside it."
 FIGURES = {
+    "target_construction": "Figure 1: target construction. One referent's COCO contour (all its "
+    "parts; the selected part, the one with the most listed vertices, filled), then the "
+    "canonical target G_N at each budget over the selected part: its listed vertices as grey "
+    "dots, the target's vertices kept from it filled, the midpoints up-sampling inserted "
+    "hollow; a dot no target vertex covers was simplified away.",
     "iou_by_n": "Fixed IoU against N per configuration, with 95% bootstrap intervals." + _HATCHED,
     "legal_by_n": "Legal coverage against N per configuration." + _HATCHED,
     "condition_deltas": "Each condition's paired change in fixed IoU against base." + _HATCHED,

@@ -7,7 +7,9 @@ re-scored answers: :func:`phase_audit_figures`, :func:`alternate_reference_figur
 :func:`render` writes one as Markdown, CSV (:func:`csv_columns`: one number a column) or LaTeX
 (:func:`render_html`: as HTML, for the HTML report),
 :func:`write_results` every cell's figures as one tidy long table (CSV and Parquet), and
-:func:`write_figures` draws the figures.
+:func:`write_figures` draws the figures (Figure 1, target construction, from the cohort
+:func:`load_report_data` reads with the scores: :class:`StoredCohort`; the cohort section's
+tables are :func:`cohort_tables`).
 The rank-stability and subdivision-only analyses are plain values too (:func:`rank_stability`,
 :func:`subdivision_contrasts`), and :func:`findings` states the paper's §4 claims as verdicts
 from all of them.
@@ -15,6 +17,19 @@ from all of them.
 
 from runner.reports._all import all_tables, omitted_note, shown_and_omitted
 from runner.reports._box_tables import BoxReport, BoxRun, box_benchmark_table, load_box_report
+from runner.reports._cohort import (
+    Allowance,
+    Example,
+    LongestAnswer,
+    PartShare,
+    PartStatistics,
+    Shape,
+    StoredCohort,
+    example_qid,
+    part_share,
+    part_statistics,
+)
+from runner.reports._cohort_tables import cohort_tables, parts_table, slices_table, targets_table
 from runner.reports._data import (
     ALTERNATE_REFERENCES,
     PHASE_REFERENCES,
@@ -85,6 +100,7 @@ __all__ = [
     "PHASE_REFERENCES",
     "RANK_METRICS",
     "SUFFIX",
+    "Allowance",
     "AlternateReferences",
     "BoxReport",
     "BoxRun",
@@ -92,8 +108,12 @@ __all__ = [
     "BudgetOrdering",
     "Cell",
     "CsvColumn",
+    "Example",
     "Finding",
+    "LongestAnswer",
     "Mark",
+    "PartShare",
+    "PartStatistics",
     "PhaseAudit",
     "PhaseCell",
     "PhaseOrdering",
@@ -105,7 +125,9 @@ __all__ = [
     "ReportTable",
     "Rescored",
     "Result",
+    "Shape",
     "Shift",
+    "StoredCohort",
     "SubdivisionContrast",
     "Unscored",
     "ViewScores",
@@ -114,7 +136,9 @@ __all__ = [
     "alternate_references_table",
     "best_and_second",
     "box_benchmark_table",
+    "cohort_tables",
     "csv_columns",
+    "example_qid",
     "findings",
     "findings_table",
     "fitting_table",
@@ -122,6 +146,9 @@ __all__ = [
     "load_box_report",
     "load_report_data",
     "omitted_note",
+    "part_share",
+    "part_statistics",
+    "parts_table",
     "phase_audit_figures",
     "phase_audit_table",
     "phase_claims_table",
@@ -132,6 +159,7 @@ __all__ = [
     "results",
     "rich_table",
     "shown_and_omitted",
+    "slices_table",
     "subdivision_contrast",
     "subdivision_contrasts",
     "subdivision_table",
@@ -140,6 +168,7 @@ __all__ = [
     "table3",
     "table4",
     "table5",
+    "targets_table",
     "write_figures",
     "write_results",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from runner.reports._cohort_tables import cohort_tables
 from runner.reports._data import ReportData
 from runner.reports._findings import findings_table
 from runner.reports._ranks import rank_stability_table
@@ -15,7 +16,8 @@ from runner.reports._tables import ReportTable, table1, table2, table3, table4, 
 
 
 def all_tables(data: ReportData) -> list[ReportTable]:
-    """The paper's Tables 1–5, then the analyses its text rests on."""
+    """The paper's Tables 1–5, then the analyses its text rests on, then the cohort section
+    (what the answers were asked about: the diagnostics of the paper's §3)."""
     return [
         table1(data),
         table2(data),
@@ -28,6 +30,7 @@ def all_tables(data: ReportData) -> list[ReportTable]:
         phase_claims_table(data),
         alternate_references_table(data),
         findings_table(data),
+        *cohort_tables(data),
     ]
 
 

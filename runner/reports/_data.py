@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import duckdb
 
 from conditions import BOX, has_table
+from runner.reports._cohort import StoredCohort, load_cohort
 from runner.store import SNAPSHOT_TABLE, StoreError
 from runner.store._errors import first_line
 from scoring import ALTERNATE_REFERENCES as ALTERNATE_REFERENCES
@@ -25,7 +26,6 @@ from scoring import (
     BoxScore,
     PolygonScore,
     View,
-    select_part,
 )
 
 _POLYGON = ("iou", "iou_part", "iou_union", "iou_cont", "iou_distractor", "legal", "legal_iou",
@@ -89,7 +89,8 @@ class Rescored:
 @dataclass(frozen=True)
 class ReportData:
     """Everything the tables and figures read: two views, the questions, ``C_N``, the
-    re-scored references and each question's selected-part vertex count."""
+    re-scored references, each question's selected-part vertex count and the cohort's
+    referents as stored (the cohort section and Figure 1)."""
 
     headline: ViewScores  # iou2
     best_effort: ViewScores
@@ -100,6 +101,7 @@ class ReportData:
     # The views before the headline's (PROTOCOL §6): iou0 (attempt 0 alone) and iou1, for
     # Table 1's IoU0 and IoU1 columns; a view not read is "—" there.
     earlier: dict[View, ViewScores] = field(default_factory=dict)
+    cohort: StoredCohort = field(default_factory=StoredCohort)
 
     @property
     def configurations(self) -> list[str]:
@@ -118,7 +120,8 @@ class ReportData:
 
 def load_report_data(con: duckdb.DuckDBPyConnection, where: object = "the store") -> ReportData:
     """Read the ``iou2``, ``iou0``, ``iou1`` and best-effort views, the questions, ``C_N``,
-    the re-scored references and each question's part size from a store.
+    the re-scored references, each question's part size and the cohort's referents (with
+    the longest legal answer and the output allowances: :func:`load_cohort`) from a store.
 
     Raises
     ------
@@ -149,14 +152,16 @@ def _load(con: duckdb.DuckDBPyConnection) -> ReportData:
     controls = _controls(con)
     open_requests = _open_requests(con)
     headline = _view(con, "iou2", controls, open_requests)
+    cohort = load_cohort(con)
     return ReportData(
         headline=headline,
         best_effort=_view(con, "best_effort", controls, open_requests),
         questions=questions,
         fidelity=fidelity,
         rescored=_rescored(con, headline.grid),
-        part_vertices=_part_vertices(con),
+        part_vertices={qid: shape.vertices for qid, shape in cohort.shapes.items()},
         earlier={v: _view(con, v, controls, open_requests) for v in EARLIER_VIEWS},
+        cohort=cohort,
     )
 
 
@@ -248,16 +253,6 @@ _JOINED = """r.reference, r.iou FROM question_scores q LEFT JOIN reference_score
     ON r.configuration = q.configuration AND r.condition = q.condition
     AND r.budget = q.budget AND r.qid = q.qid AND r.attempt = q.attempt"""
 _UNJOINED = "NULL AS reference, NULL AS iou FROM question_scores q"
-
-
-def _part_vertices(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    """Each question's selected part (§2.1): how many vertices it lists."""
-    return {
-        qid: len(parts[select_part(parts)]) // 2
-        for qid, parts in con.execute(
-            "SELECT qid, parts FROM instances WHERE role = 'target'"
-        ).fetchall()
-    }
 
 
 def _controls(

@@ -1,4 +1,5 @@
-"""The paper's figures as PNG, PDF and SVG files (matplotlib, no display needed).
+"""The paper's figures as PNG, PDF and SVG files (matplotlib, no display needed): Figure 1
+(target construction, :mod:`._construction`) and the results against N and by condition.
 
 A point drawn from an incomplete cell (fewer settled questions than its grid has: a run still
 to finish, or one stopped) is hatched and labelled "answered/questions", with a legend entry
@@ -22,6 +23,7 @@ from matplotlib.typing import ColorType
 
 from conditions import BOX, CONDITION_NAMES
 from runner._output import whole
+from runner.reports._construction import construction_figure
 from runner.reports._data import Cell, ReportData, ViewScores
 from runner.reports._results import against_zero
 from runner.reports._tables import paired, pooled
@@ -51,9 +53,10 @@ class Shortfall:
 
 
 def write_figures(data: ReportData, out: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
-    """IoU against N per configuration (with intervals), legal coverage against N, and the
-    condition deltas, each in every one of ``formats`` (default PNG, PDF and SVG; the HTML
-    report asks for SVG alone); returns the files written."""
+    """Figure 1 (target construction), IoU against N per configuration (with intervals),
+    legal coverage against N, and the condition deltas, each in every one of ``formats``
+    (default PNG, PDF and SVG; the HTML report asks for SVG alone); returns the files
+    written."""
     out.mkdir(parents=True, exist_ok=True)
     # Text stays text: SVG labels searchable and editable, PDF fonts TrueType (Type 42), which
     # publishers accept where they refuse Type 3.
@@ -66,8 +69,12 @@ def write_figures(data: ReportData, out: Path, formats: tuple[str, ...] = FORMAT
 
 
 def draw_figures(data: ReportData) -> dict[str, Figure]:
-    """Each figure by its file's stem, drawn and not yet saved (the caller closes them)."""
+    """Each figure by its file's stem, drawn and not yet saved (the caller closes them);
+    Figure 1 where the store holds a cohort to draw it from."""
+    example = data.cohort.example
+    first = {"target_construction": construction_figure(example)} if example else {}
     return {
+        **first,
         "iou_by_n": _iou_by_n(data),
         "legal_by_n": _legal_by_n(data),
         "condition_deltas": _condition_deltas(data),

@@ -90,3 +90,25 @@ def _why(folder: Path) -> str:
     except OSError as exc:
         return str(exc.strerror)
     raise AssertionError(f"{folder} is writable")
+
+
+def test_the_report_prints_the_cohort_section_and_writes_figure_1(
+    store: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The cohort section in the terminal (piped: each table whole) and in --out, with
+    Figure 1 beside the other figures; no images folder is needed for either."""
+    out = tmp_path / "report"
+    code, printed, err = _groundbench(capfd, monkeypatch, "report", str(store), "--out", str(out))
+    assert code is None or code == 0, err
+    for title in ("Cohort: canonical targets G_N", "Cohort: questions per slice",
+                  "Cohort: multi-part referents and answer length"):  # fmt: skip
+        assert title in printed
+    assert "Figure 1 (target_construction" in " ".join(printed.split())
+    for name in ("cohort_targets.csv", "cohort_slices.md", "cohort_parts.tex",
+                 "target_construction.png", "target_construction.pdf",
+                 "target_construction.svg"):  # fmt: skip
+        assert (out / name).stat().st_size > 0, name
+    rows = (out / "cohort_targets.csv").read_text().splitlines()
+    assert rows[0] == "N,C_N,Paper C_N,Simplified,Up-sampled,As listed"
+    assert [r.split(",")[0] for r in rows[1:]] == ["8", "16", "24", "32", "64"]

@@ -278,7 +278,7 @@ def test_figures_are_written_as_png_pdf_and_svg_on_a_budget_axis(
     data: ReportData, tmp_path: Path
 ) -> None:
     paths = write_figures(data, tmp_path)
-    stems = ["iou_by_n", "legal_by_n", "condition_deltas"]
+    stems = ["target_construction", "iou_by_n", "legal_by_n", "condition_deltas"]
     assert [p.name for p in paths] == [f"{s}.{k}" for s in stems for k in ("png", "pdf", "svg")]
     for p in paths:
         assert p.stat().st_size > 5000, p.name
