@@ -30,12 +30,13 @@ BATCH = ("qwen-max", "gemini-high")  # the paper's configurations whose provider
 PRICES = "prices = { input_per_mtok = 1.0, output_per_mtok = 4.0 }"
 
 
-def experiment(turnaround_s: float, poll_s: float) -> str:
-    """The paper grid's demo file, flat out, with the batch-capable backends in batch mode."""
-    simulator = {"seed": 0, "batch": {"turnaround_s": turnaround_s}}
-    text = experiment_text(
-        500, store="paper.duckdb", limits=FLAT_OUT, concurrency=64, simulator=simulator
-    )
+def experiment(
+    turnaround_s: float, poll_s: float, store: str = "paper.duckdb", profile: str = "default"
+) -> str:
+    """The paper grid's demo file, flat out, with the batch-capable backends in batch mode;
+    the simulator answers by ``profile`` (``benchmarks.paper_recovery`` runs ``paper``)."""
+    simulator = {"seed": 0, "profile": profile, "batch": {"turnaround_s": turnaround_s}}
+    text = experiment_text(500, store=store, limits=FLAT_OUT, concurrency=64, simulator=simulator)
     for name in ("doubao", "kimi", *BATCH):
         settings = [PRICES]
         if name in BATCH:

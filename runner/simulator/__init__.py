@@ -7,24 +7,33 @@ and benchmarks, a server on loopback with behaviour profiles and fault injection
 from runner.simulator._boxes import box_answer
 from runner.simulator._limiters import LimiterKind, Limits, Verdict, make_limiter
 from runner.simulator._model import Answer, Seen, answer
+from runner.simulator._profiles import PROFILES, Effects, Hardness, Profile, ProfileName, Tracing
 from runner.simulator._server import SimStats, Simulator, serving
 from runner.simulator._spec import BatchFaults, Behaviour, BoxBehaviour, Faults, SimSpec
+from runner.simulator._traced import profile_answer
 
 __all__ = [
+    "PROFILES",
     "Answer",
     "BatchFaults",
     "Behaviour",
     "BoxBehaviour",
+    "Effects",
     "Faults",
+    "Hardness",
     "LimiterKind",
     "Limits",
+    "Profile",
+    "ProfileName",
     "Seen",
     "SimSpec",
     "SimStats",
     "Simulator",
+    "Tracing",
     "Verdict",
     "answer",
     "box_answer",
     "make_limiter",
+    "profile_answer",
     "serving",
 ]

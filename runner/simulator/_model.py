@@ -23,7 +23,7 @@ from runner.simulator._spec import Behaviour
 from scoring import PHASES, SCALE, Point, canonical_target, select_part
 
 Truth = Literal["true", "wrong"]
-_COLOUR_WORDS = re.compile(r"\b(" + "|".join([*COLOURS, "gray"]) + r")\b", re.IGNORECASE)
+COLOUR_WORDS = re.compile(r"\b(" + "|".join([*COLOURS, "gray"]) + r")\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -52,14 +52,14 @@ def answer(seen: Seen, cohort: Cohort, behaviour: Behaviour, rng: random.Random)
         return Answer("I'm sorry, but I cannot outline that object in this image.", "")
     q = cohort.question(seen.qid) if seen.qid is not None else None
     if q is None or seen.variant == "none":
-        ring = _guess(seen.expression, max(seen.budget, 4), rng)
+        ring = guess_ring(seen.expression, max(seen.budget, 4), rng)
         why = "There is no image I can see, so I place the shape where the words suggest."
     else:
         ring, why = _look(seen, q, cohort, behaviour, rng)
     if seen.budget == 0:
-        return Answer(_box_text(ring, rng, behaviour), _reasoning(seen, why))
+        return Answer(_box_text(ring, rng, behaviour), reasoning_text(seen, why))
     ring = _spoil(ring, seen.budget, behaviour, rng)
-    return Answer(_polygon_text(ring, seen.expression, rng, behaviour), _reasoning(seen, why))
+    return Answer(_polygon_text(ring, seen.expression, rng, behaviour), reasoning_text(seen, why))
 
 
 def _look(
@@ -68,7 +68,7 @@ def _look(
     """The outline in 0–999 units of the object the model settles on, and why."""
     n = seen.budget or 8
     p_other = behaviour.distractor
-    if seen.variant == "grey" and _COLOUR_WORDS.search(seen.expression):
+    if seen.variant == "grey" and COLOUR_WORDS.search(seen.expression):
         p_other += behaviour.greyscale_colour_confusion
     if "wrong" in (seen.spatial, seen.colour):
         p_other += behaviour.wrong_cue_follow
@@ -102,7 +102,7 @@ def _noise_factor(seen: Seen, behaviour: Behaviour) -> float:
     return factor * (1.0 + behaviour.temperature_noise * temperature)
 
 
-def _guess(expression: str, n: int, rng: random.Random) -> list[Point]:
+def guess_ring(expression: str, n: int, rng: random.Random) -> list[Point]:
     """An ellipse where the words point (left, right, top, bottom), or near the centre."""
     words = expression.lower()
     cx = 0.25 if "left" in words else 0.75 if "right" in words else 0.5
@@ -139,7 +139,12 @@ def _clamp(v: float) -> float:
 
 
 def _numbers(values: list[float], rng: random.Random, behaviour: Behaviour) -> list[str]:
-    if rng.random() < behaviour.decimals:
+    return numbers(values, rng.random() < behaviour.decimals)
+
+
+def numbers(values: list[float], decimals: bool = False) -> list[str]:
+    """Coordinates as the model writes them, clamped to 0–999: integers, or one decimal."""
+    if decimals:
         return [f"{_clamp(v):.1f}" for v in values]
     return [str(round(_clamp(v))) for v in values]
 
@@ -147,8 +152,14 @@ def _numbers(values: list[float], rng: random.Random, behaviour: Behaviour) -> l
 def _polygon_text(
     ring: list[Point], expression: str, rng: random.Random, behaviour: Behaviour
 ) -> str:
-    values = _numbers([c for point in ring for c in point], rng, behaviour)
-    if rng.random() < behaviour.prose:
+    decimals = rng.random() < behaviour.decimals  # drawn first, as ever: the same answers
+    return polygon_text(ring, expression, rng.random() < behaviour.prose, decimals)
+
+
+def polygon_text(ring: list[Point], expression: str, prose: bool, decimals: bool = False) -> str:
+    """A ring as an answer: a bracketed list of pairs in sentences, or one bare line."""
+    values = numbers([c for point in ring for c in point], decimals)
+    if prose:
         pairs = ", ".join(f"[{values[i]}, {values[i + 1]}]" for i in range(0, len(values), 2))
         return (
             f'The object "{expression}" is outlined by {len(ring)} vertices:\n'
@@ -162,7 +173,7 @@ def _box_text(ring: list[Point], rng: random.Random, behaviour: Behaviour) -> st
     return " ".join(_numbers([min(xs), min(ys), max(xs), max(ys)], rng, behaviour))
 
 
-def _reasoning(seen: Seen, why: str) -> str:
+def reasoning_text(seen: Seen, why: str) -> str:
     """Reasoning text, with numbers in it: a parser that read it would be caught out."""
     if not seen.thinking:
         return ""

@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -47,8 +48,10 @@ from runner.simulator._gemini_batches import GeminiBatchService
 from runner.simulator._limiters import Limits, Verdict, make_limiter
 from runner.simulator._model import Answer, Seen, Truth, answer
 from runner.simulator._openai_batches import OpenAIBatchService
+from runner.simulator._profiles import PROFILES
 from runner.simulator._prompts import BOX_PROMPTS, COLOUR, SPATIAL, expression_and_budget
 from runner.simulator._spec import Faults, SimSpec
+from runner.simulator._traced import profile_answer
 from runner.simulator._wires import (
     WIRES,
     BadRequest,
@@ -211,7 +214,7 @@ class Simulator:
         self, wire: WireFormat, parsed: Parsed, image: str | None, call: str, rng: random.Random
     ) -> Doc:
         """The model's answer to ``parsed``, as ``wire`` writes it; counted as paid."""
-        reply, image_tokens = self._reply(parsed, image, rng)
+        reply, image_tokens = self._reply(parsed, image, call, rng)
         self.stats.answered += 1
         self.stats.paid[call] += 1  # the model did the work: billed, whatever reaches the client
         if self.pause_after is not None and self.stats.answered >= self.pause_after:
@@ -230,12 +233,24 @@ class Simulator:
         masked = f"{given[:5]}***{given[-2:]}" if len(given) > 8 else "***"
         return f"Incorrect API key provided: {masked}. You can find your API key in the console."
 
-    def _reply(self, parsed: Parsed, image: str | None, rng: random.Random) -> tuple[Answer, int]:
+    def _reply(
+        self, parsed: Parsed, image: str | None, call: str, rng: random.Random
+    ) -> tuple[Answer, int]:
         """The model's answer, and the tokens its image cost."""
         if isinstance(self.questions, BoxSet):
             return self._box_reply(self.questions, parsed, image, rng)
         seen = self._see(self.questions, parsed, image)
-        reply = answer(seen, self.questions, self.spec.behaviour, rng)
+        profile = PROFILES[self.spec.profile]
+        tracing = profile.tracing(parsed.model)
+        if tracing is None:
+            reply = answer(seen, self.questions, self.spec.behaviour, rng)
+        else:
+            # Common random numbers: the luck of (question, budget, attempt), whatever the
+            # condition or model, so a paired contrast between cells carries only the effect.
+            replicate, attempt = replicate_and_attempt(call)
+            reply = profile_answer(
+                seen, self.questions, profile, tracing, self.spec.seed, attempt, replicate
+            )
         return reply, self._image_tokens(seen.qid, seen.variant)
 
     def _box_reply(
@@ -436,6 +451,28 @@ def _limits(faults: Faults) -> Limits | None:
         if rate is not None
     ]
     return Limits(made) if made else None
+
+
+# The runner's call id ends in its replicate and attempt (runner.backends.call_id:
+# ``gb-<fingerprint>-r<replicate>-a<attempt>``); a call named by its content ends in how often
+# that content was seen before, which is its attempt when a client retries as the runner does.
+_RUNNER_CALL = re.compile(r"-r(\d+)-a(\d+)$")
+_SEEN_BEFORE = re.compile(r":(\d+)$")
+
+
+def replicate_and_attempt(call: str) -> tuple[int, int]:
+    """The replicate and attempt a call's name says (0 and 0 when it says neither).
+
+    >>> replicate_and_attempt("ab12:gb-0123456789abcdef01234567-r1-a2")
+    (1, 2)
+    >>> replicate_and_attempt("ab12:3")
+    (0, 3)
+    """
+    if m := _RUNNER_CALL.search(call):
+        return int(m[1]), int(m[2])
+    if m := _SEEN_BEFORE.search(call):
+        return 0, int(m[1])
+    return 0, 0
 
 
 def _truth(same: bool) -> Truth:

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from runner.simulator._limiters import LimiterKind
+from runner.simulator._profiles import ProfileName
 from scoring import Convention
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -108,9 +109,15 @@ class BatchFaults(_Frozen):
 class SimSpec(_Frozen):
     """A simulator: seed, behaviour, faults, the key it accepts (None: any key) and the models
     it serves (None: any model; another is answered 404, as the providers answer a model they
-    do not know)."""
+    do not know).
+
+    ``profile`` names per-model behaviour (:mod:`runner.simulator._profiles`): ``paper`` makes
+    the paper's four configurations' models reproduce its §4 effects, with common random
+    numbers; a model the profile does not name, and every model under ``default``, answers by
+    ``behaviour``."""
 
     seed: int = 0
+    profile: ProfileName = "default"
     behaviour: Behaviour = Behaviour()
     faults: Faults = Faults()
     batch: BatchFaults = BatchFaults()
