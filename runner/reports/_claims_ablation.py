@@ -21,10 +21,10 @@ from runner.reports._verdicts import (
     by_budget,
     cell_contrast,
     cells_of,
+    fall_to_top,
     fixed,
     has_curve,
     moderate_budgets,
-    moderate_mean,
     running,
     verdict,
     within,
@@ -74,7 +74,7 @@ def f3_reasoning(data: ReportData) -> Finding:
     for name in running(data, ("thinking-off",)):
         pairs = [(c, Cell(name, "thinking-off", c.budget)) for c in base_cells(view, name)]
         pairs = [(a, b) for a, b in pairs if b in view.grid]
-        checks.append((name, [c for p in pairs for c in p], partial(check, name, pairs)))
+        checks.append(([c for p in pairs for c in p], partial(check, name, pairs)))
     return verdict(
         data,
         "F3 reasoning: thinking on beats thinking-off at every budget, in coverage and geometry",
@@ -82,7 +82,7 @@ def f3_reasoning(data: ReportData) -> Finding:
         "paired Δ(base − off) > 0 at each N; pooled Δ parse % > 0 and Δ parseable-only IoU "
         "(keys both parsed) > 0",
         "base and thinking-off cells",
-        [c for c in checks if c[1]],
+        [c for c in checks if c[0]],
     )
 
 
@@ -113,7 +113,7 @@ def f3_largest(data: ReportData) -> Finding:
         others = [c for c in INPUT_PRESERVING if c in data.conditions_of(name)]
         if others:
             cells = cells_of(view, name, ("base", "thinking-off", *others))
-            checks.append((name, cells, partial(check, name, others)))
+            checks.append((cells, partial(check, name, others)))
     return verdict(
         data,
         "F3 largest: thinking-off's loss exceeds every other input-preserving effect",
@@ -151,7 +151,7 @@ def f3_no_image(data: ReportData) -> Finding:
         "removing the image is comparably damaging",
         "paired Δ(no-image loss − ½ off loss) > 0 and Δ(2 × off loss − no-image loss) > 0",
         "base, thinking-off and no-image cells",
-        [(n, cells_of(view, n, needed), partial(check, n)) for n in running(data, needed)],
+        [(cells_of(view, n, needed), partial(check, n)) for n in running(data, needed)],
     )
 
 
@@ -183,7 +183,7 @@ def f3_second_order(data: ReportData) -> Finding:
         "paired Δ(condition − base) within ±2 (TOST)",
         "base and thinking-budget/temperature/repeat cells",
         [
-            (f"{n} {c}", cells_of(view, n, ("base", c)), partial(check, n, c))
+            (cells_of(view, n, ("base", c)), partial(check, n, c))
             for n in data.configurations
             for c in INPUT_PRESERVING
             if c in data.conditions_of(n)
@@ -226,7 +226,7 @@ def f4_sub_additive(data: ReportData) -> Finding:
         "both-wrong loss < spatial-wrong + colour-wrong losses",
         "paired mean of both-wrong − max(0, spatial + colour − base) > 0",
         f"cells of {', '.join(needed)}",
-        [(n, cells_of(view, n, needed), partial(check, n)) for n in running(data, needed)],
+        [(cells_of(view, n, needed), partial(check, n)) for n in running(data, needed)],
     )
 
 
@@ -246,7 +246,7 @@ def f4_truthful_cues(data: ReportData) -> Finding:
         "paired Δ(cue − base) ≤ +2 (its interval's upper end; one-sided TOST)",
         "base and cue-*-true cells",
         [
-            (f"{n} {cue}", cells_of(view, n, ("base", cue)), partial(check, n, cue))
+            (cells_of(view, n, ("base", cue)), partial(check, n, cue))
             for n in running(data, cues)
             for cue in cues
         ],
@@ -267,7 +267,7 @@ def table4_selection(data: ReportData) -> Finding:
         parts, judged = [], []
         for name in curves:
             sel = by_budget(view, name, fixed("sel"))
-            c = paired_contrast(moderate_mean(sel, moderate_budgets(view, name)), sel[64])
+            c = fall_to_top(sel, moderate_budgets(view, name))
             parts.append(f"{name} Sel moderate − 64 {_contrast(c)}")
             judged.append(Judged(f"{name} Sel", above(c)))
         strong, weak = _extremes(data, curves)
@@ -284,7 +284,7 @@ def table4_selection(data: ReportData) -> Finding:
         "target preference high until the densest budget; tracing the differentiator",
         "per curve paired Δ Sel(moderate − 64) > 0; Con(strongest − weakest) > 0 at each N",
         "≥ 2 configurations with base curves (≥ 3 budgets incl. 64)",
-        [("selection", cells, check)] if len(curves) >= 2 else [],
+        [(cells, check)] if len(curves) >= 2 else [],
     )
 
 
@@ -312,7 +312,7 @@ def table5_difficulty(data: ReportData) -> Finding:
         "per configuration and step, bootstrap Δ(easier − harder) > 0, both denominators",
         "complete base cells and the cohort's difficulty labels",
         [
-            (n, base_cells(view, n), partial(check, n))
+            (base_cells(view, n), partial(check, n))
             for n in data.configurations
             if base_cells(view, n) and data.questions
         ],
@@ -340,7 +340,7 @@ def _ordered_conditions(data: ReportData, claim: str, paper: str, order: Sequenc
         paper,
         "paired Δ between neighbours > 0",
         f"cells of {', '.join(order)}",
-        [(n, cells_of(view, n, order), partial(check, n)) for n in running(data, order)],
+        [(cells_of(view, n, order), partial(check, n)) for n in running(data, order)],
     )
 
 

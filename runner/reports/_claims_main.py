@@ -32,6 +32,7 @@ from runner.reports._verdicts import (
     by_budget,
     cell_contrast,
     correct,
+    fall_to_top,
     fixed,
     has_curve,
     judge,
@@ -143,7 +144,8 @@ def f1_thresholds(data: ReportData) -> Finding:
         judged = [Judged(f"lead at N={low}", above(grows))]
         parts = [f"N={low}: {strong} lead at .75 − at .25 {_contrast(grows)}"]
         for name in (strong, weak):
-            c = _fall_to_top(view, name, correct(0.5))
+            accuracy = by_budget(view, name, correct(0.5))
+            c = fall_to_top(accuracy, moderate_budgets(view, name))
             parts.append(f"{name} Acc@.5 moderate − 64 {_contrast(c)}")
             judged.append(Judged(f"{name} at 64", above(c)))
         return "; ".join(parts), judged
@@ -156,7 +158,7 @@ def f1_thresholds(data: ReportData) -> Finding:
         "Kimi finds objects at low N, Gemini traces better; both lose high-N reliability",
         "paired Δ[lead@.75 − lead@.25] > 0 at the smallest N; Acc@.5(moderate − 64) > 0",
         f"{strong} and {weak} base curves (≥ 3 budgets incl. 64)",
-        [(strong, needs, check)] if ready else [],
+        [(needs, check)] if ready else [],
     )
 
 
@@ -176,10 +178,10 @@ def f2_non_monotone(data: ReportData) -> Finding:
 
     def check(name: str) -> tuple[str, list[Judged]]:
         curve = by_budget(view, name, fixed("iou"))
-        mid = moderate_mean(curve, moderate_budgets(view, name))
+        moderate = moderate_budgets(view, name)
         low = min(curve)
-        rise = paired_contrast(mid, curve[low])
-        fall = paired_contrast(mid, curve[TOP])
+        rise = paired_contrast(moderate_mean(curve, moderate), curve[low])
+        fall = fall_to_top(curve, moderate)
         text = f"{name}: moderate − {low} {_contrast(rise)}, moderate − {TOP} {_contrast(fall)}"
         return text, [Judged(f"{name} rise", above(rise)), Judged(f"{name} fall", above(fall))]
 
@@ -191,7 +193,7 @@ def f2_non_monotone(data: ReportData) -> Finding:
         "per-question mean over the budgets between them",
         "base cells at ≥ 3 budgets incl. 64",
         [
-            (name, base_cells(view, name), partial(check, name))
+            (base_cells(view, name), partial(check, name))
             for name in data.configurations
             if has_curve(view, name)
         ],
@@ -223,7 +225,7 @@ def f2_legal_collapse(data: ReportData) -> Finding:
         "paired Δ legal %(64 − 32) < 0; paired Δ(IoU − legal IoU) at 64 > 0",
         "base cells at N = 32 and 64",
         [
-            (n, [lo, hi], partial(check, n, lo, hi))
+            ([lo, hi], partial(check, n, lo, hi))
             for n, lo, hi in pairs
             if lo in view.grid and hi in view.grid
         ],
@@ -260,8 +262,9 @@ def f2_phases(data: ReportData) -> Finding:
         return untestable(claim, paper, gaps or [_NEEDS_CURVES])
     judged: list[Judged] = []
     worst: dict[str, Contrast] = {}  # per kind of test, the contrast nearest failing
+    orderings = _phase0_orderings(data)
     for phase in PHASE_REFERENCES:
-        for j, c, kind in _phase_tests(data, phase, curves):
+        for j, c, kind in _phase_tests(data, phase, orderings, curves):
             judged.append(j)
             if kind not in worst or c.low < worst[kind].low:
                 worst[kind] = c
@@ -273,22 +276,35 @@ def f2_phases(data: ReportData) -> Finding:
     return judge(claim, paper, here, judged, test)
 
 
-def _phase_tests(
-    data: ReportData, phase: str, curves: Sequence[str]
-) -> list[tuple[Judged, Contrast, str]]:
-    """One phase's contrasts: the ordering's adjacent pairs per budget, then the reversals."""
+def _phase0_orderings(data: ReportData) -> dict[int, tuple[str, ...]]:
+    """Per budget with two configurations or more, their ordering by phase 0's fixed IoU:
+    the ordering every phase is judged against."""
     budgets = sorted({n for name in data.configurations for n in data.budgets_of(name)})
-    out = []
+    out = {}
     for n in budgets:
         values = {
             name: _phase_values(data, "phase0", Cell(name, "base", n))
             for name in data.configurations
             if Cell(name, "base", n) in data.headline.grid
         }
-        if len(values) < 2:
-            continue
-        means = {name: sum(v.values()) / max(len(v), 1) for name, v in values.items()}
-        for a, b in pairwise(ordering(means)):
+        if len(values) >= 2:
+            out[n] = ordering(
+                {name: sum(v.values()) / max(len(v), 1) for name, v in values.items()}
+            )
+    return out
+
+
+def _phase_tests(
+    data: ReportData,
+    phase: str,
+    orderings: dict[int, tuple[str, ...]],
+    curves: Sequence[str],
+) -> list[tuple[Judged, Contrast, str]]:
+    """One phase's contrasts: each budget's adjacent pairs of ``orderings``, then the
+    reversals."""
+    out = []
+    for n, names in orderings.items():
+        for a, b in pairwise(names):
             c = paired_contrast(
                 _phase_values(data, phase, Cell(a, "base", n)),
                 _phase_values(data, phase, Cell(b, "base", n)),
@@ -296,7 +312,7 @@ def _phase_tests(
             out.append((Judged(f"{a} > {b} at N={n} in {phase}", above(c)), c, "order"))
     for name in curves:
         curve = {c.budget: _phase_values(data, phase, c) for c in base_cells(data.headline, name)}
-        c = paired_contrast(moderate_mean(curve, moderate_budgets(data.headline, name)), curve[TOP])
+        c = fall_to_top(curve, moderate_budgets(data.headline, name))
         out.append((Judged(f"{name} reversal in {phase}", above(c)), c, "reversal"))
     return out
 
@@ -425,14 +441,6 @@ def _budget_pairs(
 
 def pooled_contrast(view: ViewScores, a: str, b: str) -> Contrast:
     return paired(pooled(view, a, "base"), pooled(view, b, "base"))
-
-
-def _fall_to_top(
-    view: ViewScores, name: str, value: Callable[[PolygonScore | None], float]
-) -> Contrast:
-    """Paired Δ(moderate budgets' mean − N = 64) of a per-question ``value``."""
-    curve = by_budget(view, name, value)
-    return paired_contrast(moderate_mean(curve, moderate_budgets(view, name)), curve[TOP])
 
 
 def _not_rescored(rescored: bool, unscored: Sequence[Unscored]) -> list[str]:

@@ -80,9 +80,9 @@ def at_most(c: Contrast, margin: float = MARGIN) -> Outcome:
     return "holds" if c.high <= margin else "fails" if c.low > margin else "open"
 
 
-Check = tuple[str, Sequence[Cell], Callable[[], tuple[str, list[Judged]]]]
-"""One test of a claim: what it is about, the cells it needs, and the test itself (this
-store's figures as text, and each contrast read)."""
+Check = tuple[Sequence[Cell], Callable[[], tuple[str, list[Judged]]]]
+"""One test of a claim: the cells it needs, and the test itself (this store's figures as
+text, and each contrast read)."""
 
 
 def verdict(
@@ -94,7 +94,7 @@ def verdict(
     parts: list[str] = []
     judged: list[Judged] = []
     missing: list[Cell] = []
-    for _, cells, run in checks:
+    for cells, run in checks:
         gaps = missing_cells(view, cells)
         missing += gaps
         if gaps:
@@ -198,6 +198,11 @@ def moderate_mean(values: dict[int, dict[str, float]], budgets: Sequence[int]) -
     """Per question, the mean of its values over ``budgets`` (questions settled at all)."""
     common = set.intersection(*(set(values[n]) for n in budgets)) if budgets else set()
     return {q: sum(values[n][q] for n in budgets) / len(budgets) for q in common}
+
+
+def fall_to_top(curve: dict[int, dict[str, float]], moderate: Sequence[int]) -> Contrast:
+    """Paired Δ(moderate budgets' per-question mean − N = 64) of a curve's values."""
+    return paired_contrast(moderate_mean(curve, moderate), curve[TOP])
 
 
 def by_budget(

@@ -109,6 +109,11 @@ def guess_ring(expression: str, n: int, rng: random.Random) -> list[Point]:
     cy = 0.25 if ("top" in words or "upper" in words) else 0.75 if "bottom" in words else 0.5
     cx, cy = cx + rng.uniform(-0.1, 0.1), cy + rng.uniform(-0.1, 0.1)
     rx, ry = rng.uniform(0.08, 0.25), rng.uniform(0.08, 0.25)
+    return ellipse(cx, cy, rx, ry, n)
+
+
+def ellipse(cx: float, cy: float, rx: float, ry: float, n: int) -> list[Point]:
+    """``n`` points evenly round an ellipse given in fractions of the frame, in 0–999 units."""
     return [
         (SCALE * (cx + rx * math.cos(2 * math.pi * k / n)),
          SCALE * (cy + ry * math.sin(2 * math.pi * k / n)))

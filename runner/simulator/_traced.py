@@ -34,6 +34,7 @@ from runner.simulator._model import (
     COLOUR_WORDS,
     Answer,
     Seen,
+    ellipse,
     guess_ring,
     numbers,
     polygon_text,
@@ -301,11 +302,7 @@ def words_guess(expression: str, n: int, rng: random.Random) -> list[Point]:
     cy = 5 / 6 if ("bottom" in words or "lower" in words) else cy
     cx, cy = cx + rng.uniform(-0.04, 0.04), cy + rng.uniform(-0.04, 0.04)
     rx, ry = rng.uniform(0.06, 0.12), rng.uniform(0.06, 0.12)
-    return [
-        (SCALE * (cx + rx * math.cos(2 * math.pi * k / n)),
-         SCALE * (cy + ry * math.sin(2 * math.pi * k / n)))
-        for k in range(n)
-    ]  # fmt: skip
+    return ellipse(cx, cy, rx, ry, n)
 
 
 def _delivered(ring: list[Point], rates: Rates, luck: BudgetLuck) -> list[Point]:
