@@ -1,6 +1,6 @@
 """Calibrates the simulator's ``paper`` profile without a run: the pure model, scored in process.
 
-Builds a synthetic cohort (the demo's 60 questions, or the paper's 1,500), answers every request
+Builds a synthetic cohort (the demo's 300 questions, or the paper's 1,500), answers every request
 of the paper's grid by calling the profile's model directly (no HTTP, no Ray) with the attempts a
 run would make (a parse failure triggers the next, up to ``IoU2``'s three and Gemini's
 best-effort fourth), scores each answer as the run's scorer does (and the base cells' locked
@@ -15,10 +15,10 @@ answers against the audits' references, as ``groundbench rescore`` does), builds
 - with ``--findings``, the report's verdicts (``runner.reports.findings``) on these answers.
 
 The answers are a run's (the same luck, the same scoring): on the demo's cohort its tables
-match ``groundbench demo``'s store. Run (about 15 s for the demo's cohort, under 5 min for the
+match ``groundbench demo``'s store. Run (about 1 min for the demo's cohort, under 5 min for the
 paper's, on 2 cores):
 
-    .venv/bin/python -m benchmarks.paper_profile [--questions 60|1500] [--profile paper]
+    .venv/bin/python -m benchmarks.paper_profile [--questions 300|1500] [--profile paper]
         [--findings]
 """
 
@@ -47,6 +47,7 @@ from conditions import (
     condition_named,
     generate_synthetic,
 )
+from runner import demo
 from runner.reports import findings
 from runner.reports._data import Cell, Question, ReportData, Rescored, ViewScores
 from runner.simulator import PROFILES, Seen, profile_answer
@@ -79,17 +80,17 @@ VIEWS: tuple[View, ...] = ("iou0", "iou1", "iou2", "best_effort")
 
 
 def cohort_for(questions: int, work: Path) -> Path:
-    """The demo's cohort (60 questions: 120 images, 20 per source) or the paper's (1,500),
+    """The demo's cohort (300 questions: 600 images, 100 per source) or the paper's (1,500),
     pickled under ``work`` (made once)."""
     path = work / f"cohort-{questions}.pkl"
     if path.exists():
         return path
     per_source = questions // 3
-    images = 120 if per_source <= 20 else SynthSpec().images
+    images = demo.IMAGES if per_source <= demo.PER_SOURCE else SynthSpec().images
     data = work / f"data-{images}"
     if not (data / "refcoco").is_dir():
         generate_synthetic(data, SynthSpec(seed=0, images=images))
-    matched = per_source if per_source <= 20 else CohortSpec().matched
+    matched = per_source if per_source <= demo.PER_SOURCE else CohortSpec().matched
     cohort = build_cohort(DataRoot.at(data), CohortSpec(per_source=per_source, matched=matched))
     path.write_bytes(pickle.dumps(cohort))
     return path
@@ -513,7 +514,7 @@ def calibrated(data: ReportData) -> Iterator[tuple[str, float, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--questions", type=int, default=60, choices=(60, 1500))
+    parser.add_argument("--questions", type=int, default=300, choices=(300, 1500))
     parser.add_argument("--profile", default="paper", choices=sorted(PROFILES))
     parser.add_argument("--work", type=Path, help="keep the data and cohort here")
     parser.add_argument("--workers", type=int, default=2)
@@ -542,6 +543,8 @@ def main() -> None:
         print("\nthe report's findings on these answers:")
         for f in findings(data):
             print(f"{f.verdict:26} {f.claim}")
+            if f.verdict != "holds":
+                print(f"{'':26}   {f.here}")
 
 
 if __name__ == "__main__":

@@ -83,6 +83,8 @@ SYNTH_IMAGES = 2400  # conditions.SynthSpec.images
 COHORT_SEED = 0  # conditions.CohortSpec().seed
 QUERY_TIMEOUT = 60.0  # runner.store.QUERY_TIMEOUT_S
 MAX_QUERY_TIMEOUT = 600.0  # runner.store.MAX_QUERY_TIMEOUT_S
+DEMO_IMAGES = 600  # runner.demo.IMAGES
+DEMO_PER_SOURCE = 100  # runner.demo.PER_SOURCE
 OutputFormat = Literal["table", "csv", "json"]
 _OUTPUT_TOKENS_HELP = (
     "Mean output tokens per call to assume in the estimates [default: measured from the "
@@ -569,8 +571,8 @@ def demo(
     folder: Annotated[Path, typer.Option("--dir", help="Where the demo lives.")] = Path(
         "groundbench-demo"
     ),
-    images: Annotated[int, typer.Option(min=20, help="Synthetic images to make.")] = 120,
-    per_source: Annotated[int, typer.Option(min=2, help="Questions per source.")] = 20,
+    images: Annotated[int, typer.Option(min=20, help="Synthetic images to make.")] = DEMO_IMAGES,
+    per_source: Annotated[int, typer.Option(min=2, help="Questions per source.")] = DEMO_PER_SOURCE,
     benchmark: Annotated[
         BenchmarkName | None,
         typer.Option(help="Run this box benchmark instead, on a made-up file in its format."),

@@ -26,6 +26,11 @@ from conditions import (
 
 EXPERIMENT = "demo.toml"
 STORE = "demo.duckdb"
+# 300 questions (100 a source, from 600 images): about as few as let the report's findings be
+# tested at all. Its ±2-point equivalences and ±1.1-point reference shifts need intervals
+# narrower than that, and at 60 questions several came out "not testable at this size".
+IMAGES = 600
+PER_SOURCE = 100
 
 # Each paper configuration on its own simulated backend; Qwen runs the whole grid, so it gets
 # the higher limit. The simulator answers as the paper's configurations do (the `paper`

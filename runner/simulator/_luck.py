@@ -5,7 +5,7 @@ and Gaussian it may need, drawn in a fixed order from a generator seeded by the 
 budget and the attempt, never by the model or the condition. Two cells of the grid then see the
 same luck on the same (question, budget, attempt), and differ only by what their parameters do
 with it: a paired contrast between them carries the effect and nothing of the draw. That is what
-lets a 60-question demo show a second-order condition within ±2 points of base, and keep the
+lets the demo's 300 questions show a second-order condition within ±2 points of base, and keep the
 configurations' order at every budget (common random numbers, as in simulation studies).
 
 Two levels of luck: the question's (which object the model settles on, where it places it, how
@@ -37,6 +37,7 @@ class QuestionLuck:
     # 2–4 of x then y, cosine and sine each)
     wobble: tuple[float, ...]
     edges: tuple[float, float, float, float]  # N(0, 1): a box answer's edges
+    whole: float  # below the whole-object rate: it outlines a parted object as one
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ def draw_luck(seed: int, question: str, budget: int, attempt: int, replicate: in
         scale=q.gauss(0, 1),
         wobble=tuple(q.gauss(0, 1) for _ in range(2 * 2 * len(WOBBLE_HARMONICS))),
         edges=(q.gauss(0, 1), q.gauss(0, 1), q.gauss(0, 1), q.gauss(0, 1)),
+        whole=q.random(),  # drawn last: every earlier draw stays as it was before it
     )
     b = random.Random(f"{seed}|{question}|{budget}|a{attempt}|budget")
     parse, miscount, cut, contract, tangle, defect, defect_at, start, prose = (

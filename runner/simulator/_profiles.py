@@ -10,9 +10,10 @@ Every number says where it comes from: a figure of the paper that it is calibrat
 ("paper: …"), or what it was chosen to make hold ("chosen so that …"). The paper prints few
 absolute numbers (Gemini pooled 57.7; at ``N`` = 64 filled IoU 37.7, legal coverage 7.5, legal
 IoU 4.2; the box-derived control 57.3), so most values are chosen to give its *effects* (orders,
-peaks, falls, equivalences) with room to spare on 1,500 questions, and as much as 60 questions
-allow. They were set with ``python -m benchmarks.paper_profile``, which scores the pure model
-on the demo's and the paper's cohorts without a run (the README summarises its output), and
+peaks, falls, equivalences) with room to spare on 1,500 questions, and on the demo's 300 (its
+equivalences at ±2 points and the ±1.1-point reference shifts need about that many). They were
+set with ``python -m benchmarks.paper_profile``, which scores the pure model on the demo's and
+the paper's cohorts without a run (the README summarises its output), and
 ``python -m benchmarks.paper_recovery`` checks them through a whole run.
 
 Rates are per answer; σ are fractions of √(box area) of the referent; a :data:`Budgeted` holds
@@ -104,6 +105,7 @@ class Effects:
     both_discount: float  # both wrong: each rate × this (the two hints contradict each other)
     replicate_fresh: float  # a replicate redraws this share of the jitter's variance
     cut_span: float  # a cut answer's points cover this share of the contour
+    whole_object: float  # a referent an occluder splits: outlined as one object at this rate
     refusal_share: float  # of unparseable answers, refusals (the rest: a wrong count)
     prose: float  # sentences around a bracketed list
 
@@ -137,10 +139,11 @@ _MODEL = {c.name: c.model for c in PAPER_CONFIGURATIONS}
 # -- the paper profile ------------------------------------------------------------------------
 #
 # The configurations share one structure, scaled: placement and misreading σ in the ratio
-# 1 : 1.3 : 1.6 : 1.67 (Gemini, Qwen, Doubao, Kimi). With common random numbers a weaker
+# 1 : 1.16 : 1.43 : 1.49 (Gemini, Qwen, Doubao, Kimi). With common random numbers a weaker
 # configuration then answers each question worse on the same draw, so the paper's order holds
 # question by question, not only on average (chosen so that every adjacent pair is a reliable
-# paired contrast at every budget on 60 questions). Shared across them, chosen so that:
+# paired contrast at every budget on the demo's 300 questions). Shared across them, chosen so
+# that:
 # - the curve rises from N = 8: ``cut`` (allocation) at N = 8, with even spacing, which
 #   misses corners G_8 keeps (the paper: peaks at moderate budgets);
 # - it falls at N = 64: more distractors (target preference drops only at the densest budget,
@@ -151,8 +154,8 @@ _MODEL = {c.name: c.model for c in PAPER_CONFIGURATIONS}
 
 GEMINI = Tracing(
     distractor=(0.02, 0.02, 0.02, 0.02, 0.12),  # chosen: Sel ≈ 97 % until N = 64
-    placement=0.06,  # chosen so that pooled fixed IoU is the paper's 57.7
-    wobble=0.07,
+    placement=0.067,  # chosen so that pooled fixed IoU is the paper's 57.7
+    wobble=0.078,
     # a little worse at N = 64 when not tangled: chosen so that its legal answers average the
     # paper's 4.2 / 7.5 ≈ 56 IoU
     error=(1.0, 1.0, 1.0, 1.0, 1.15),
@@ -166,23 +169,25 @@ GEMINI = Tracing(
     # falls below (paper: filled IoU 37.7 at 64, Acc@.5 keeping one order)
     tangle=(0.0, 0.0, 0.0, 0.0, 0.2),
     defect=(0.02, 0.04, 0.08, 0.15, 0.79),  # paper: legal coverage 7.5, legal IoU 4.2 at 64
-    box_error=0.65,  # paper: box-derived control 57.3 (direct 57.7)
+    box_error=1.33,  # paper: box-derived control 57.3 (direct 57.7)
     box_shrink=0.88,  # chosen: boxes a little inside the extent score best as N-gons
     box_edge=0.02,
 )
 QWEN = Tracing(
-    distractor=(0.04, 0.04, 0.04, 0.04, 0.14),
-    placement=0.078,  # Gemini's × 1.3
+    distractor=(0.04, 0.04, 0.04, 0.04, 0.08),
+    placement=0.078,  # Gemini's × 1.16
     wobble=0.091,
-    error=(1.0, 1.0, 1.0, 1.0, 0.5),
+    # At N = 64 mostly drawn too small (at 0.7 of its size: IoU under .5) but well placed and
+    # seldom broken: mediocre but present, so its fixed IoU passes Gemini's by about 10 points
+    # while its Acc@.5 stays about 20 below (paper: the one Qwen–Gemini inversion; gaps chosen
+    # to be reliable on the demo's 300 questions)
+    error=(1.0, 1.0, 1.0, 1.0, 0.15),
     blur=0.04,
     jitter=(0.015, 0.015, 0.015, 0.015, 0.015),
     cut=(0.35, 0.03, 0.0, 0.0, 0.0),
-    # At N = 64 mostly drawn too small but seldom broken: mediocre but present, so its fixed
-    # IoU passes Gemini's while its Acc@.5 stays below (paper: the one Qwen–Gemini inversion)
-    contract=(0.0, 0.0, 0.0, 0.0, 0.75),
+    contract=(0.0, 0.0, 0.0, 0.0, 0.85),
     size=(1.0, 1.0, 1.0, 1.0, 0.7),
-    unparseable=(0.03, 0.03, 0.03, 0.04, 0.2),
+    unparseable=(0.03, 0.03, 0.03, 0.04, 0.1),
     tangle=(0.0, 0.0, 0.0, 0.0, 0.0),
     defect=(0.03, 0.06, 0.1, 0.2, 0.9),
     box_error=1.0,
@@ -191,7 +196,7 @@ QWEN = Tracing(
 )
 DOUBAO = Tracing(
     distractor=(0.07, 0.07, 0.07, 0.07, 0.19),
-    placement=0.096,  # Gemini's × 1.6
+    placement=0.096,  # Gemini's × 1.43
     wobble=0.112,
     error=(1.1, 1.0, 1.0, 1.0, 1.0),
     blur=0.05,
@@ -200,7 +205,7 @@ DOUBAO = Tracing(
     contract=(0.0, 0.0, 0.0, 0.0, 0.0),
     size=(1.0, 1.0, 1.0, 1.0, 1.0),
     unparseable=(0.05, 0.05, 0.05, 0.06, 0.35),
-    tangle=(0.0, 0.0, 0.0, 0.02, 0.6),
+    tangle=(0.0, 0.0, 0.0, 0.02, 0.75),  # chosen: Acc@.5 at 64 reliably between Qwen's and Kimi's
     defect=(0.04, 0.08, 0.12, 0.25, 0.85),
     box_error=1.0,
     box_shrink=0.88,
@@ -250,12 +255,18 @@ EFFECTS = Effects(
     colour_follow=0.15,
     both_discount=0.6,
     cut_span=0.6,  # chosen: a cut answer loses about a third of its IoU
+    # A model sees the object, not the annotation's parts: where an occluder splits it, it
+    # outlines the whole object (gap closed) or the part it sees best. The paper's selected
+    # parts cover 71.76 % of their union, yet scoring against the union shifts five-budget
+    # means by at most 1.1 points: a model tracing only the part would lose about 1.5 there.
+    # Chosen so that the union's gains and losses offset.
+    whole_object=0.7,
     refusal_share=0.2,  # chosen, as the default behaviour's refusal : wrong-count ratio
     prose=0.4,  # as the default behaviour
 )
 HARDNESS = Hardness(
     distractor=(0.4, 1.0, 3.0),  # chosen so that easy > medium > hard reliably (Table 5)
-    error=(0.75, 1.0, 1.5),  # ... in parseable-only IoU too (geometry, not coverage)
+    error=(0.6, 1.0, 1.5),  # ... in parseable-only IoU too (geometry, not coverage)
 )
 PAPER = Profile(
     "paper",

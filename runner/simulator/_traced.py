@@ -28,6 +28,9 @@ import random
 from dataclasses import dataclass
 from functools import lru_cache
 
+from shapely.geometry import Polygon
+from shapely.ops import unary_union
+
 from conditions import Cohort, Question
 from runner.simulator._luck import WOBBLE_HARMONICS, BudgetLuck, Luck, QuestionLuck, draw_luck
 from runner.simulator._model import (
@@ -47,6 +50,7 @@ Parts = tuple[tuple[float, ...], ...]
 _REFUSAL = "I'm sorry, but I cannot outline that object in this image."
 _DENSE = 240  # points of the contour the model sees, before it spaces its N along it
 _SMALLEST = 8  # the budget whose rates a box answer takes
+_CLOSING = 0.05  # × √area: gaps up to a tenth of an object's size close in whole_outline
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class Rates:
     tangle: float
     defect: float
     fooled: bool  # a wrong hint wins over the image
+    whole: bool  # an object an occluder splits is outlined as one (gap closed)
 
 
 def question_key(seen: Seen) -> str:
@@ -138,6 +143,7 @@ def rates_for(seen: Seen, q: Question | None, profile: Profile, tracing: Tracing
         tangle=at(tracing.tangle, n),
         defect=at(tracing.defect, n),
         fooled=_fooled(seen, profile.effects, luck.question),
+        whole=luck.question.whole < profile.effects.whole_object,
     )
 
 
@@ -183,7 +189,7 @@ def _settle(q: Question, cohort: Cohort, rates: Rates, luck: QuestionLuck) -> tu
 def _trace(q: Question, parts: Parts, n: int, rates: Rates, luck: Luck) -> list[Point]:
     """``n`` points along the object's contour as the model sees it, placed and jittered, in
     0–999 units."""
-    contour = seen_contour(parts, rates.blur)
+    contour = seen_contour(parts, rates.blur, rates.whole)
     size = _size(q)
     start, span = luck.budget.start, rates.span
     ring = even_points(contour, n, start, span)
@@ -201,11 +207,27 @@ def _size(q: Question) -> float:
 
 
 @lru_cache(maxsize=16384)
-def seen_contour(parts: Parts, blur: float) -> list[Point]:
-    """The selected part's contour as the model sees it: :data:`_DENSE` points evenly along
-    it, blurred. Cached: a grid asks about each object at many budgets and conditions, and
-    this was most of the simulator's time per answer."""
-    return _blurred(even_points(ring_from_flat(parts[select_part(parts)]), _DENSE), blur)
+def seen_contour(parts: Parts, blur: float, whole: bool = False) -> list[Point]:
+    """The object's contour as the model sees it: :data:`_DENSE` points evenly along the
+    selected part, or with ``whole`` along :func:`whole_outline` where there is one, blurred.
+    Cached: a grid asks about each object at many budgets and conditions, and this was most
+    of the simulator's time per answer."""
+    ring = (whole_outline(parts) if whole else None) or ring_from_flat(parts[select_part(parts)])
+    return _blurred(even_points(ring, _DENSE), blur)
+
+
+def whole_outline(parts: Parts) -> list[Point] | None:
+    """The outline of an object whose parts a narrow occluder separates, as one sees it: the
+    union of the parts closed over gaps up to a tenth of its size (morphological closing);
+    None for one part, or parts too far apart to read as one object."""
+    if len(parts) < 2:
+        return None
+    union = unary_union([Polygon(ring_from_flat(p)).buffer(0) for p in parts])
+    reach = _CLOSING * math.sqrt(union.area)
+    closed = union.buffer(reach).buffer(-reach)
+    if not isinstance(closed, Polygon) or closed.is_empty:
+        return None
+    return [(float(x), float(y)) for x, y in list(closed.exterior.coords)[:-1]]
 
 
 def _blurred(ring: list[Point], blur: float) -> list[Point]:

@@ -7,6 +7,8 @@ import hashlib
 import re
 from pathlib import Path
 
+from shapely.geometry import Polygon
+
 from conditions import (
     COLOURS,
     SOURCES,
@@ -76,6 +78,19 @@ def test_shapes_cover_the_construction_branches(small_root: DataRoot) -> None:
     ]  # fmt: skip
     assert min(vertex_counts) < 8 and max(vertex_counts) > 64  # up- and down-sampling
     assert multipart and touching
+
+
+def test_a_multi_part_referent_is_one_shape_an_occluder_splits(small_root: DataRoot) -> None:
+    instances = load_instances(small_root.root / "refcoco" / "instances.json")
+    split = [a for a in instances.annotations if len(a.segmentation) > 1]
+    assert split and len(split) < len(instances.annotations) / 6  # the paper: one in ten
+    narrow = 0
+    for a in split:
+        parts = [Polygon(zip(p[0::2], p[1::2], strict=True)) for p in a.segmentation]
+        gap = min(x.distance(y) for i, x in enumerate(parts) for y in parts[i + 1 :])
+        assert gap > 0  # apart, as the pixels show them
+        narrow += gap < 0.15 * a.bbox[2]  # by a pole, not across the scene
+    assert narrow >= 0.75 * len(split)  # the rest: a concave shape the frame cuts
 
 
 def test_expressions_name_the_colour_the_pixels_show(small_cohort: Cohort) -> None:

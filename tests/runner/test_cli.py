@@ -506,9 +506,10 @@ def test_help_imports_none_of_the_packages_the_commands_use() -> None:
 
 def test_the_defaults_help_shows_are_their_sources() -> None:
     from conditions import CohortSpec, SynthSpec
-    from runner import cli
+    from runner import cli, demo
     from runner.store import MAX_QUERY_TIMEOUT_S, QUERY_TIMEOUT_S
 
     assert SynthSpec.images == cli.SYNTH_IMAGES
     assert CohortSpec().seed == cli.COHORT_SEED
+    assert (demo.IMAGES, demo.PER_SOURCE) == (cli.DEMO_IMAGES, cli.DEMO_PER_SOURCE)
     assert (cli.QUERY_TIMEOUT, cli.MAX_QUERY_TIMEOUT) == (QUERY_TIMEOUT_S, MAX_QUERY_TIMEOUT_S)

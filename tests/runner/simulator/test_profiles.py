@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from shapely.geometry import Polygon
 
 from conditions import (
     PAPER_CONFIGURATIONS,
@@ -25,8 +26,8 @@ from runner.simulator import PROFILES, Behaviour, Seen, SimSpec, Simulator, answ
 from runner.simulator._model import Truth
 from runner.simulator._profiles import GEMINI, PAPER, at
 from runner.simulator._server import replicate_and_attempt
-from runner.simulator._traced import profile_answer
-from scoring import parse_answer, score_polygon
+from runner.simulator._traced import profile_answer, whole_outline
+from scoring import parse_answer, ring_from_flat, score_polygon, score_references
 from tests.runner.test_against_simulator import QWEN, _ask_all, _run
 
 MODEL = {c.name: c.model for c in PAPER_CONFIGURATIONS}
@@ -194,6 +195,46 @@ def test_a_wrong_location_misleads_more_than_a_wrong_colour_and_both_less_than_t
     assert _mean(spatial) < _mean(colour) < _mean(base)
     additive = [max(0.0, s + c - b) for s, c, b in zip(spatial, colour, base, strict=True)]
     assert _mean(both) > _mean(additive)  # sub-additive beyond the floor at 0
+
+
+def _split_targets(cohort: Cohort) -> list[str]:
+    """The questions whose referent has more than one part."""
+    return [
+        q.qid for q in cohort.questions
+        if len(next(i for i in cohort.instances_of(q.qid) if i.role == "target").parts) > 1
+    ]  # fmt: skip
+
+
+def test_an_object_an_occluder_splits_is_outlined_whole_at_the_whole_object_rate(
+    small_cohort: Cohort,
+) -> None:
+    split = _split_targets(small_cohort)
+    assert split, "the small cohort has a referent of several parts"
+    whole, part = (replace(PAPER, effects=replace(PAPER.effects, whole_object=r)) for r in (1, 0))
+    gains = []
+    for qid in split:
+        seen = _seen(qid, small_cohort, 32)
+        ious = [
+            score_references(profile_answer(seen, small_cohort, p, GEMINI, 0, 0).text,
+                             small_cohort.referent(qid), 32)
+            for p in (whole, part)
+        ]  # fmt: skip
+        assert ious[0] is not None and ious[1] is not None
+        gains.append(ious[0]["union"] - ious[1]["union"])
+    assert statistics.mean(gains) > 0.05  # the whole object scores better against the union
+
+
+def test_a_whole_outline_closes_a_narrow_gap_and_nothing_else() -> None:
+    left = (0.0, 0.0, 40.0, 0.0, 40.0, 50.0, 0.0, 50.0)
+    right = (44.0, 0.0, 60.0, 0.0, 60.0, 50.0, 44.0, 50.0)  # a 4-pixel pole between them
+    far = (400.0, 0.0, 420.0, 0.0, 420.0, 50.0, 400.0, 50.0)
+    ring = whole_outline((left, right))
+    assert ring is not None
+    closed = Polygon(ring)
+    assert closed.is_valid and closed.area > Polygon(ring_from_flat(left)).area + 16 * 50 * 0.9
+    assert closed.contains(Polygon([(40.5, 10), (43.5, 10), (43.5, 40), (40.5, 40)]))
+    assert whole_outline((left,)) is None  # one part: the part itself
+    assert whole_outline((left, far)) is None  # two objects' worth apart: not one object
 
 
 # -- the server --------------------------------------------------------------------------------
