@@ -170,9 +170,8 @@ def _instance(
     kind = rng.choice(_SHAPES)
     if kind == "multipart":
         ring = _blob(rng, cx, cy, rx, ry)
-        _blob(
-            rng, cx, cy, rx, ry
-        )  # the draws of a part this once added: the rest stay as they were
+        # Draws as the second blob this branch once added did, so every later shape stays.
+        _blob(rng, cx, cy, rx, ry)
         seen = _occluded(Polygon(ring), ann_id, cx, rx)
     else:
         seen = Polygon(_OUTLINES[kind](rng, cx, cy, rx, ry))
