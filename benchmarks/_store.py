@@ -21,7 +21,16 @@ def paper_grid(questions: int = 1500, cells: int = 120_000) -> list[GridRow]:
         for condition in CONDITION_NAMES:
             budgets = (*BUDGETS, BOX) if condition in BOX_CONDITIONS else BUDGETS
             for budget in budgets:
-                rows.extend(GridRow(configuration, condition, budget, q, 3) for q in qids)
+                rows.extend(
+                    GridRow(
+                        configuration=configuration,
+                        condition=condition,
+                        budget=budget,
+                        qid=q,
+                        attempts=3,
+                    )
+                    for q in qids
+                )
                 if len(rows) >= cells:
                     return rows[:cells]
     return rows

@@ -49,8 +49,8 @@ def _reading(questions: BoxSet, repeats: int) -> float:
     rng = random.Random(0)
     behaviour = BoxBehaviour()
     jobs = [
-        ScoreJob("m", "direct", 0, q.qid, 0,
-                 box_answer(q, BENCHMARK, "norm1000", behaviour, rng).text)
+        ScoreJob(configuration="m", condition="direct", budget=0, qid=q.qid, attempt=0,
+                 answer=box_answer(q, BENCHMARK, "norm1000", behaviour, rng).text)
         for _ in range(repeats) for q in questions.questions
     ]  # fmt: skip
     scorer = BoxScorer(questions, {"m": "norm1000"})

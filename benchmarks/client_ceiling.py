@@ -28,7 +28,7 @@ from pathlib import Path
 from benchmarks._figures import record
 from benchmarks._sim import QWEN, requests, small_cohort
 from conditions import Request, Transport, VariantCache, write_cohort
-from runner.backends import PROVIDERS, ApiKey, AttemptRecord, Backend, OpenAIChat, ask
+from runner.backends import PROVIDERS, ApiKey, AttemptRecord, Client, OpenAIChat, ask
 
 CLIENT_CPU, SERVER_CPU = 0, 1
 SPEC = {"behaviour": {"refusal": 0.0, "wrong_count": 0.0, "decimals": 0.0}}
@@ -60,7 +60,7 @@ async def _drive(batch: list[Request], url: str, concurrency: int) -> tuple[floa
     transport = Transport(base_url=url, requests_per_minute=1e9, max_concurrency=concurrency)
     conf = QWEN.model_copy(update={"transport": transport})
     records: list[AttemptRecord] = []
-    async with Backend(conf, ApiKey("sk-benchmark")) as backend:
+    async with Client(conf, ApiKey("sk-benchmark")) as backend:
         await asyncio.gather(*(ask(backend, r, records.append) for r in batch[:200]))  # warm-up
         records.clear()
         begun = time.perf_counter()

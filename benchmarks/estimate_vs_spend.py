@@ -36,7 +36,7 @@ from runner.demo import experiment_text
 from runner.experiment import load_experiment
 from runner.plan import ensure_questions
 from runner.simulator import Simulator
-from runner.store import Store
+from runner.store import Repository
 
 KEY_VARIABLE = "GROUNDBENCH_ESTIMATE_KEY"
 GOAL = 0.25  # the spend within ±25% of the estimate
@@ -146,7 +146,7 @@ def _spent(path: Path) -> tuple[float, int]:
     experiment = load_experiment(path)
     if not experiment.store.exists():
         return 0.0, 0
-    with Store(experiment.store) as store:
+    with Repository(experiment.store) as store:
         progress = store.progress()
     tried = sum(p.complete + p.errored for p in progress)
     return experiment.spent_on(progress), tried

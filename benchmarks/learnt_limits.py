@@ -10,8 +10,8 @@ whole seconds, no rate headers (a limit told wrong must be learnt from the 429s)
 0.5–1.5 s. The run begins at a random point of the server's minute. As a run does:
 
 1. the pre-flight makes its calls through a limiter of the backend's account, as
-   :mod:`runner.check` makes them: :data:`~runner.check.PROBES_PER_DECODING` requests of each
-   of the grid's decodings (4 with the paper's Qwen conditions: 24 calls), each decoding's
+   :mod:`runner.preflight` makes them: :data:`~runner.preflight.PROBES_PER_DECODING` requests of
+   each of the grid's decodings (4 with the paper's Qwen conditions: 24 calls), each decoding's
    first call together, then the rest together, each sent again after a throttle;
 2. Ray and the actors start: 6–9 s, drawn per run;
 3. the backend's worker (:class:`~runner.distributed._worker.BackendWorker`, as its actor runs
@@ -47,9 +47,14 @@ from conditions import (
     VariantCache,
     plan,
 )
-from runner.backends import ApiKey, Backend, RateLimiter
-from runner.check import PROBE_RETRIES, PROBE_RETRY_TIME_S, PROBES_PER_DECODING, _through_throttles
-from runner.distributed._worker import BackendWorker
+from runner.backends import ApiKey, Client, RateLimiter
+from runner.distributed._worker import BackendSetup, BackendWorker
+from runner.preflight import (
+    PROBE_RETRIES,
+    PROBE_RETRY_TIME_S,
+    PROBES_PER_DECODING,
+    _through_throttles,
+)
 from runner.simulator import Behaviour, Faults, LimiterKind, SimSpec, Simulator, serving
 from runner.store import Pending, ResponseRow
 from tests.virtual_time import run_virtual, virtual_clock
@@ -105,7 +110,7 @@ def _one(
                     )
                 }
             )
-            async with Backend(quick, KEY, limiter=limiter, clock=clock) as preflight:
+            async with Client(quick, KEY, limiter=limiter, clock=clock) as preflight:
                 for phase in (probed[:1], probed[1:]):  # the first of each decoding, the rest
                     sending = [builder.build(k, conf) for nth in phase for k in nth]
                     await asyncio.gather(
@@ -114,15 +119,12 @@ def _one(
                     )
             await asyncio.sleep(draw.uniform(6.0, 9.0))  # Ray and the actors start
             worker = BackendWorker(
-                [conf], cohort, images, variants, _nowhere, lambda _: KEY, clock=clock, wall=clock
-            )
+                BackendSetup(conf.transport, (conf,), images, variants), cohort, _nowhere,
+                lambda _: KEY, clock=clock, wall=clock,
+            )  # fmt: skip
             worker.inherit(limiter.account())
             sent = {k for nth in probed for k in nth}
-            calls = [
-                Pending(k.configuration, k.condition, k.budget, k.qid, 0)
-                for k in keys
-                if k not in sent
-            ]
+            calls = [Pending.of(k, next_attempt=0) for k in keys if k not in sent]
             leased = clock()  # the pre-flight's calls are all back: what follows is the worker's
             leasing = asyncio.ensure_future(worker.lease(calls))
             while not sim.stats.admitted_at or sim.stats.admitted_at[-1] <= leased:
@@ -146,7 +148,7 @@ def _one(
 def _probe_keys(
     keys: list[RequestKey], conf: Configuration, builder: RequestBuilder
 ) -> list[list[RequestKey]]:
-    """The pre-flight's requests, as :func:`runner.check.probe_requests` picks them: of each
+    """The pre-flight's requests, as :func:`runner.preflight.probe_requests` picks them: of each
     decoding, the middle one of each of PROBES_PER_DECODING equal runs of its requests in
     order of budget, condition and question; by place (the first of every decoding first)."""
     by_condition: dict[str, list[RequestKey]] = {}

@@ -24,7 +24,7 @@ from pathlib import Path
 from benchmarks._figures import record
 from benchmarks._sim import QWEN, requests, small_cohort
 from conditions import Cohort, Request, Transport, VariantCache
-from runner.backends import ApiKey, Backend
+from runner.backends import ApiKey, Client
 from runner.simulator import Behaviour, Faults, LimiterKind, SimSpec, Simulator, serving
 from tests.virtual_time import run_virtual, virtual_clock
 
@@ -62,7 +62,7 @@ def _run(
         async with serving(sim) as url:
             transport = Transport(base_url=url, requests_per_minute=rpm * told, max_concurrency=8)
             conf = QWEN.model_copy(update={"transport": transport})
-            async with Backend(conf, ApiKey("sk-benchmark"), clock=clock) as backend:
+            async with Client(conf, ApiKey("sk-benchmark"), clock=clock) as backend:
                 end = clock() + minutes * 60
                 count = 0
 

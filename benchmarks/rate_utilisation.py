@@ -20,7 +20,7 @@ from pathlib import Path
 from benchmarks._figures import record
 from benchmarks._sim import QWEN, requests, small_cohort
 from conditions import Transport, VariantCache
-from runner.backends import ApiKey, AttemptRecord, Backend, ask
+from runner.backends import ApiKey, AttemptRecord, Client, ask
 from runner.simulator import Behaviour, Faults, SimSpec, Simulator, serving
 
 
@@ -39,7 +39,7 @@ async def _run(seconds: float, rpm: float, concurrency: int, work: Path) -> None
     async with serving(sim) as url:
         transport = Transport(base_url=url, requests_per_minute=rpm, max_concurrency=concurrency)
         conf = QWEN.model_copy(update={"transport": transport})
-        async with Backend(conf, ApiKey("sk-benchmark")) as backend:
+        async with Client(conf, ApiKey("sk-benchmark")) as backend:
             begun = time.monotonic()
             await asyncio.gather(*(ask(backend, r, records.append) for r in batch))
             wall = time.monotonic() - begun

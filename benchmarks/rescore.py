@@ -39,7 +39,7 @@ from conditions import (
     write_cohort,
 )
 from runner.rescore import rescore
-from runner.store import GridRow, Registration, ResponseRow, Store
+from runner.store import GridRow, Registration, Repository, ResponseRow
 from scoring import BUDGETS, REFERENCES, Referent, parse_list
 
 GOAL_S = 600.0
@@ -53,8 +53,16 @@ def polygon_grid(cohort: Cohort, answers: int) -> list[GridRow]:
     for configuration in CONFIGURATIONS:
         for condition in CONDITION_NAMES:
             for budget in BUDGETS:
-                rows.extend(GridRow(configuration, condition, budget, q.qid, 3)
-                            for q in cohort.questions)  # fmt: skip
+                rows.extend(
+                    GridRow(
+                        configuration=configuration,
+                        condition=condition,
+                        budget=budget,
+                        qid=q.qid,
+                        attempts=3,
+                    )
+                    for q in cohort.questions
+                )
                 if len(rows) >= answers:
                     return rows[:answers]
     return rows
@@ -82,7 +90,7 @@ def build_store(path: Path, work: Path, answers: int) -> tuple[int, float]:
     write_cohort(path, cohort)
     grid = polygon_grid(cohort, answers)
     parseable = 0
-    with Store(path) as store:
+    with Repository(path) as store:
         store.register(
             [Registration(c, "p" * 64, "qwen", "m", 3, "{}") for c in CONFIGURATIONS], grid
         )

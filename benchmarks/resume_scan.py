@@ -15,7 +15,7 @@ from pathlib import Path
 
 from benchmarks._figures import record
 from benchmarks._store import answer_rows, paper_grid
-from runner.store import Registration, Store
+from runner.store import Registration, Repository
 
 
 def main() -> None:
@@ -31,7 +31,7 @@ def main() -> None:
     for row in rows[::10]:
         retried += [row._replace(parseable=False), row._replace(attempt=1)]
     rows = [r for i, r in enumerate(rows) if i % 10] + retried
-    with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "exp.duckdb") as store:
+    with tempfile.TemporaryDirectory() as tmp, Repository(Path(tmp) / "exp.duckdb") as store:
         names = sorted({g.configuration for g in grid})
         store.register([Registration(n, "p" * 64, "qwen", "m", 3, "{}") for n in names], grid)
         for i in range(0, len(rows), 5000):

@@ -37,7 +37,7 @@ from conditions import SynthSpec, generate_synthetic, write_cohort
 from runner.demo import experiment_text
 from runner.experiment import Experiment, load_experiment
 from runner.plan import ensure_cohort, ensure_questions, grid_of
-from runner.store import ScoreRow, Store, grid_table, pending_rows
+from runner.store import Repository, ScoreRow, Store, grid_table, pending_rows
 
 PAPER_REQUESTS = 120_000  # the paper's configurations on the 1,500-question cohort
 WRITE_BATCH = 20_000
@@ -99,8 +99,10 @@ def store_half(experiment: Experiment) -> int:
             batch = half[i : i + WRITE_BATCH]
             store.write_responses(answer_rows(batch, seed=i))
             # Scored as they landed, as in a run: a resume has no answer left to score.
-            store.write_scores([ScoreRow(*g[:4], 0, True, iou=0.5) for g in batch], [])
-            store.take_unscored(len(batch))
+            store.repository.write_scores(
+                [ScoreRow.of(g.request.attempt(0), parseable=True, iou=0.5) for g in batch], []
+            )
+            store.score_queue.take(len(batch))
     return len(half)
 
 
@@ -144,7 +146,7 @@ def resume_of(path: Path) -> Resume:
 
 
 class StoreProcess:
-    """:class:`Store` in a process of its own, called with pickled arguments and answers as the
+    """:class:`Repository` in a process of its own, called with pickled arguments and answers as the
     store actor is (Ray pickles them too)."""
 
     def __init__(self, path: Path) -> None:
@@ -169,13 +171,13 @@ class StoreProcess:
 
 
 def _serve(path: Path, conn: Connection) -> None:
-    store: Store | None = None
+    store: Repository | None = None
     try:
         while (message := conn.recv()) is not None:
             method, args = message
             try:
                 if method == "open":
-                    store = Store(path)
+                    store = Repository(path)
                     value: Any = None
                 elif method == "peak_mb":
                     value = _peak_mb()

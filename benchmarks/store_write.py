@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 
-import runner.store._store as store_module
+import runner.store._repository as store_module
 from benchmarks._figures import record
 from benchmarks._store import answer_rows, paper_grid
 from runner.store import RESPONSE_COLUMNS, ResponseRow, Store
@@ -41,7 +41,7 @@ def main() -> None:
             for i in range(0, len(rows), args.batch):  # every key again: all kept as they were
                 store.write_responses(rows[i : i + args.batch])
             again = time.perf_counter() - begun
-            stored = store.query("SELECT count(*) FROM responses")[1][0][0]
+            stored = store.repository.query("SELECT count(*) FROM responses")[1][0][0]
         Store(Path(tmp) / "baseline.duckdb").close()  # the same tables, empty
         with duckdb.connect(str(Path(tmp) / "baseline.duckdb")) as con:
             con.execute("BEGIN")

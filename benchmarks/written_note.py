@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import runner.store._store as store_module
+import runner.store._repository as store_module
 from benchmarks._figures import record
 from benchmarks._store import answer_rows, paper_grid
 from runner.store import ResponseRow, Store
@@ -61,7 +61,7 @@ def _timed(path: Path, rows: list[ResponseRow], batch: int, *, note: bool) -> fl
     """Seconds to write ``rows`` ``batch`` at a time, the note rewritten after each or not."""
     with Store(path) as store:
         if not note:
-            store._note.close()  # a closed note writes nothing
+            store.repository._note.close()  # a closed note writes nothing
         begun = time.perf_counter()
         for i in range(0, len(rows), batch):
             store.write_responses(rows[i : i + batch])

@@ -13,7 +13,8 @@ Plain Python; it uses ``scoring`` for targets and never imports ``runner`` or Ra
 - the task: :func:`task_of` puts a cohort's polygon grid (:class:`PolygonTask`) or a box
   benchmark's questions (:class:`BoxTask`, PROTOCOL §10) behind one :class:`Task`, which is all
   a run asks of its questions;
-- the file: every table is made by a migration recorded in one ledger (:func:`ensure_ledger`).
+- the file: every table is made by a migration recorded in one migrations table
+  (:func:`ensure_migrations`).
 """
 
 from conditions._box_prompts import BOX_BENCHMARK_PROMPTS, Reasoning, box_benchmark_prompt
@@ -104,21 +105,22 @@ from conditions._images import (
     render,
 )
 from conditions._layout import SOURCE_NAMES, SOURCES, DataRoot, Source, SourceIndex, source_named
-from conditions._ledger import (
+from conditions._metadata import GROUPS, Tertiles, Thresholds, semantic_group
+from conditions._migrations import (
     Migration,
     SchemaTooNewError,
+    applied_version,
     apply_migration,
-    ensure_ledger,
-    ledger_version,
+    ensure_migrations,
     pending_migrations,
 )
-from conditions._metadata import GROUPS, Tertiles, Thresholds, semantic_group
 from conditions._prompts import TEMPLATES as PROMPT_TEMPLATES
 from conditions._prompts import box_prompt, hint_sentences, polygon_prompt
 from conditions._refs import Ref, Sentence, load_plain_pickle, load_refs
 from conditions._requests import (
     BOX,
     NEW_STORE,
+    AttemptKey,
     Change,
     ProtocolMismatchError,
     Request,
@@ -136,7 +138,6 @@ from conditions._requests import (
 from conditions._store import (
     COHORT_MIGRATIONS,
     CohortMismatchError,
-    has_table,
     load_cohort,
     require_current_targets,
     stored_cohort_hash,
@@ -150,6 +151,7 @@ from conditions._synthetic_boxes import (
     generate_box_benchmark,
 )
 from conditions._task import BoxTask, Builder, PolygonTask, Questions, Task, task_of
+from conditions._task_file import has_table
 from conditions._wal import opening_repaired
 
 __all__ = [
@@ -178,6 +180,7 @@ __all__ = [
     "SOURCES",
     "SOURCE_NAMES",
     "VARIANTS",
+    "AttemptKey",
     "Benchmark",
     "BoxQuestion",
     "BoxRequestBuilder",
@@ -227,6 +230,7 @@ __all__ = [
     "Transport",
     "Variant",
     "VariantCache",
+    "applied_version",
     "apply_migration",
     "box_benchmark_prompt",
     "box_prompt",
@@ -243,7 +247,7 @@ __all__ = [
     "dominant_colour",
     "eligible_referents",
     "embedded_name",
-    "ensure_ledger",
+    "ensure_migrations",
     "ensure_same_protocol",
     "fields_hash",
     "generate_box_benchmark",
@@ -251,7 +255,6 @@ __all__ = [
     "has_table",
     "hint_sentences",
     "holds_box_set",
-    "ledger_version",
     "load_box_set",
     "load_cohort",
     "load_instances",

@@ -20,7 +20,7 @@ from conditions._box_set import BoxSet
 from conditions._boxsets import Benchmark
 from conditions._grid import REASONINGS, Configuration, Decoding, Thinking
 from conditions._images import MAX_SIDE, VariantCache
-from conditions._requests import BOX, Request, RequestKey, fields_hash
+from conditions._requests import BOX, BuilderBase, Request, RequestKey, fields_hash
 
 BOX_PROTOCOL_VERSION = 1
 BOX_ATTEMPTS = 1  # the benchmarks ask once
@@ -64,17 +64,20 @@ def plan_boxes(questions: BoxSet, configurations: Iterable[Configuration]) -> It
     for configuration in configurations:
         for reasoning in configuration.conditions:
             for q in questions.questions:
-                yield RequestKey(configuration.name, reasoning, q.qid, BOX)
+                yield RequestKey(
+                    configuration=configuration.name, condition=reasoning, budget=BOX, qid=q.qid
+                )
 
 
-class BoxRequestBuilder:
+class BoxRequestBuilder(BuilderBase):
     """Builds the :class:`Request` of a box benchmark's question, each image read once."""
 
     def __init__(self, questions: BoxSet, images: Path | str, cache: VariantCache) -> None:
+        super().__init__(images, cache)
         self.questions = questions
-        self.images = Path(images)
-        self.cache = cache
-        self._protocols: dict[Configuration, str] = {}
+
+    def _protocol_hash(self, configuration: Configuration) -> str:
+        return box_protocol_hash(self.questions, configuration)
 
     def build(self, key: RequestKey, configuration: Configuration) -> Request:
         """The request ``key`` of ``configuration``: the benchmark's prompt, the full image.
@@ -87,17 +90,14 @@ class BoxRequestBuilder:
         DataFileError
             The question's image is missing or changed since the set was stored.
         """
-        if key.configuration != configuration.name:
-            raise KeyError(f"request for {key.configuration!r} built with {configuration.name!r}")
+        self._refuse_another(key, configuration)
         reasoning = reasoning_named(key.condition)
         q = self.questions.question(key.qid)
         assert q.image_sha256 is not None  # a BoxSet binds every image
         image = self.cache.get(self.images / q.image_file, q.image_sha256, "full")
-        if configuration not in self._protocols:
-            self._protocols[configuration] = box_protocol_hash(self.questions, configuration)
         return Request(
             key=key,
-            protocol=self._protocols[configuration],
+            protocol=self._protocol(configuration),
             prompt=box_benchmark_prompt(self.questions.benchmark, q.expression, reasoning),
             image=image,
             decoding=reasoning_decoding(reasoning, configuration.decoding),

@@ -2,9 +2,10 @@
 
 A :class:`BoxSet` is the box benchmarks' counterpart of a :class:`Cohort`: the questions of one
 benchmark, each bound to its image's content hash, with a hash of the whole. It is written to
-tables ``box_set`` and ``box_questions`` (migration ``boxes`` 1 of the file's ledger) in one
-transaction. One experiment file holds one
-task: a cohort or one box set, never both, so results of one can never sit beside another's.
+tables ``box_set`` and ``box_questions`` (migration ``boxes`` 1 of the file's migrations table)
+in one transaction. One experiment file holds one task: a cohort or one box set, never both, so
+results of one can never sit beside another's (stored as a cohort is:
+:mod:`conditions._task_file`).
 """
 
 from __future__ import annotations
@@ -23,19 +24,17 @@ from conditions._boxsets import Benchmark, BoxQuestion
 from conditions._cohort import canonical, canonical_hash
 from conditions._errors import DataFileError
 from conditions._images import capped_size
-from conditions._ledger import (
-    Migration,
-    apply_migration,
-    check_known,
-    ensure_ledger,
-    pending_migrations,
-)
-from conditions._store import (
-    CohortMismatchError,
-    _connect,
-    _stored_hash,
-    has_table,
-    in_transaction,
+from conditions._migrations import Migration
+from conditions._store import CohortMismatchError
+from conditions._task_file import (
+    load_checked,
+    migrate,
+    read_checked,
+    rows_of,
+    stored_hash,
+    table_hash,
+    task_row,
+    write_once,
 )
 
 BOX_SET_VERSION = 1
@@ -65,7 +64,7 @@ _DDL = (
         width INTEGER, height INTEGER, expression VARCHAR, box DOUBLE[], dimension VARCHAR,
         subdimension VARCHAR, distractors INTEGER, negation BOOLEAN)""",
 )
-# Append only, as every part's migrations (see conditions._ledger).
+# Append only, as every part's migrations (see conditions._migrations).
 BOX_SET_MIGRATIONS: tuple[Migration, ...] = (
     Migration("boxes", 1, "box benchmark tables: box_set, box_questions", _DDL),
 )
@@ -146,11 +145,7 @@ def box_set(
 
 def stored_box_set_hash(path: Path | str) -> str | None:
     """The hash of the box set in the experiment file at ``path``, or None if it has none."""
-    path = Path(path)
-    if not path.exists():
-        return None
-    with _connect(path, read_only=True) as con:
-        return _box_set_hash(con)
+    return stored_hash(path, "box_set")
 
 
 def write_box_set(path: Path | str, questions: BoxSet) -> bool:
@@ -161,29 +156,30 @@ def write_box_set(path: Path | str, questions: BoxSet) -> bool:
     BoxSetMismatchError
         The file holds another box set, or a cohort.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _connect(path, read_only=False) as con:
-        stored = _box_set_hash(con)
-        if stored == questions.hash:
-            return False
+
+    def refusal(con: duckdb.DuckDBPyConnection, path: Path, stored: str | None) -> Exception | None:
         if stored is not None:
-            raise BoxSetMismatchError(
+            return BoxSetMismatchError(
                 f"{path}: already holds box set {stored[:12]}; this one is "
                 f"{questions.hash[:12]}. One experiment file holds one box set: use a new file"
             )
-        if _stored_hash(con) is not None:
-            raise BoxSetMismatchError(
+        if table_hash(con, "cohort") is not None:
+            return BoxSetMismatchError(
                 f"{path}: holds a GroundBench cohort; a box benchmark needs a file of its own"
             )
-        in_transaction(con, lambda: _write(con, questions, path))
-    return True
+        return None
+
+    return write_once(
+        path,
+        table="box_set",
+        questions=questions,
+        refusal=refusal,
+        write=lambda con, where: _write(con, questions, where),
+    )
 
 
 def _write(con: duckdb.DuckDBPyConnection, questions: BoxSet, where: Path) -> None:
-    ensure_ledger(con)
-    for migration in pending_migrations(con, str(where), BOX_SET_MIGRATIONS):
-        apply_migration(con, migration)
+    migrate(con, where, BOX_SET_MIGRATIONS)
     con.execute(
         "INSERT INTO box_set (hash, benchmark, source, questions) VALUES (?, ?, ?, ?)",
         [questions.hash, questions.benchmark, questions.source, len(questions.questions)],
@@ -205,46 +201,32 @@ def load_box_set(path: Path | str) -> BoxSet:
         The file is missing, holds no box set, is damaged, or its questions no longer match
         their hash (edited after they were stored).
     """
-    path = Path(path)
-    if not path.exists():
-        raise DataFileError(path, "no such experiment file")
-    with _connect(path, read_only=True) as con:
-        return read_box_set(con, path)
+    return load_checked(path, _read, what="box set", content="box set")
 
 
 def read_box_set(con: duckdb.DuckDBPyConnection, where: Path | str) -> BoxSet:
     """The box set of an open experiment file (``where`` names it in errors); see
     :func:`load_box_set`."""
-    try:
-        stored, questions = _read(con, Path(where))
-    except DataFileError:
-        raise
-    except (duckdb.Error, ValueError, TypeError, KeyError) as exc:
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise DataFileError(where, f"cannot read its box set (damaged?): {detail}") from None
-    if questions.hash != stored:
-        raise DataFileError(where, f"box set no longer matches its hash {stored[:12]}")
-    return questions
+    return read_checked(con, where, _read, what="box set", content="box set")
 
 
 def holds_box_set(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the open experiment file holds a box benchmark's questions."""
-    return _box_set_hash(con) is not None
+    return table_hash(con, "box_set") is not None
 
 
 def _read(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, BoxSet]:
-    check_known(con, str(path), BOX_SET_MIGRATIONS)
-    row = None
-    if _box_set_hash(con) is not None:
-        row = con.execute("SELECT hash, benchmark, source FROM box_set").fetchone()
-    if row is None:
-        raise DataFileError(path, "holds no box set")
-    stored, benchmark, source = row
-    names = _COLUMNS.names
-    quoted = ", ".join(f'"{n}"' for n in names)
+    stored, benchmark, source = task_row(
+        con,
+        path,
+        BOX_SET_MIGRATIONS,
+        table="box_set",
+        columns="hash, benchmark, source",
+        missing="holds no box set",
+    )
     questions = tuple(
-        BoxQuestion.model_validate(_question(dict(zip(names, r, strict=True))))
-        for r in con.execute(f"SELECT {quoted} FROM box_questions ORDER BY rowid").fetchall()
+        BoxQuestion.model_validate(_question(row))
+        for row in rows_of(con, "box_questions", _COLUMNS.names)
     )
     return str(stored), BoxSet(benchmark, questions, source or "")
 
@@ -252,10 +234,3 @@ def _read(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, BoxSet]:
 def _question(row: dict[str, Any]) -> dict[str, Any]:
     row["box"] = None if row["box"] is None else tuple(row["box"])
     return row
-
-
-def _box_set_hash(con: duckdb.DuckDBPyConnection) -> str | None:
-    if not has_table(con, "box_set"):
-        return None
-    row = con.execute("SELECT hash FROM box_set").fetchone()
-    return None if row is None else str(row[0])

@@ -1,10 +1,5 @@
-"""The errors of the conditions package.
-
-::
-
-    ConditionsError         anything the experimental design refuses
-    └── DataFileError       a data file that is missing, malformed, or inconsistent (names the file)
-"""
+"""The errors of the conditions package, under ``scoring``'s :class:`GroundbenchError`; the
+whole tree, every package's, is drawn in one place: the docstring of ``runner/_errors.py``."""
 
 from __future__ import annotations
 
@@ -12,8 +7,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from scoring import GroundbenchError
 
-class ConditionsError(ValueError):
+
+class ConditionsError(GroundbenchError, ValueError):
     """Base class of everything the conditions package raises on bad input."""
 
 

@@ -1,10 +1,10 @@
 """Requests: the exact prompt, image and decoding of every call in the grid, and the protocol
 hash that says which results may be pooled.
 
-A request is identified by (configuration, condition, question, budget); ``budget`` is
-:data:`BOX` for the box question. The protocol hash covers the cohort, the prompt templates,
-the frozen grid, and the output-affecting settings of one configuration (never its transport):
-results made under another hash must not be mixed into a run.
+A request is identified by its :class:`RequestKey` (configuration, condition, budget,
+question); ``budget`` is :data:`BOX` for the box question. The protocol hash covers the cohort,
+the prompt templates, the frozen grid, and the output-affecting settings of one configuration
+(never its transport): results made under another hash must not be mixed into a run.
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from conditions._cohort import Cohort, Question
 from conditions._errors import ConditionsError
@@ -187,16 +189,55 @@ def ensure_same_protocol(expected: str, found: str, where: str) -> None:
 
 @dataclass(frozen=True, order=True)
 class RequestKey:
-    """Which call: configuration, condition, question and budget (:data:`BOX` for a box)."""
+    """Which call: configuration, condition, budget (:data:`BOX` for a box) and question.
+
+    The one identity of a request from the grid to the store, the feeder, batches and the
+    pages; its fields are in the store's key order, so keys sort as the store's rows do. An
+    attempt at it is :meth:`attempt`'s key.
+    """
 
     configuration: str
     condition: str
-    qid: str
     budget: int
+    qid: str
 
     @property
     def is_box(self) -> bool:
         return self.budget == BOX
+
+    def attempt(self, n: int) -> AttemptKey:
+        """The key of this request's attempt ``n`` (0 the first)."""
+        return AttemptKey(
+            configuration=self.configuration,
+            condition=self.condition,
+            budget=self.budget,
+            qid=self.qid,
+            attempt=n,
+        )
+
+
+class AttemptKey(NamedTuple):
+    """Which attempt at a request: :meth:`RequestKey.attempt`'s key, and a store's row key.
+
+    A named tuple, not a dataclass: a store holds a set of hundreds of thousands of them, and
+    reads them from its rows in the same order.
+    """
+
+    configuration: str
+    condition: str
+    budget: int
+    qid: str
+    attempt: int
+
+    @property
+    def request(self) -> RequestKey:
+        """The request this is an attempt at."""
+        return RequestKey(
+            configuration=self.configuration,
+            condition=self.condition,
+            budget=self.budget,
+            qid=self.qid,
+        )
 
 
 @dataclass(frozen=True)
@@ -253,21 +294,51 @@ def plan(
             cell_budgets = (*polygon, BOX) if with_box else polygon
             for budget in cell_budgets:
                 for q in questions:
-                    yield RequestKey(configuration.name, name, q.qid, budget)
+                    yield RequestKey(
+                        configuration=configuration.name, condition=name, budget=budget, qid=q.qid
+                    )
 
 
 def _subset(questions: Sequence[Question], condition: Condition) -> list[Question]:
     return [q for q in questions if condition.subset == "all" or q.matched]
 
 
-class RequestBuilder:
-    """Builds :class:`Request` values for one cohort, making each image variant once."""
+class BuilderBase(ABC):
+    """What the builders of both tasks share: the folder their images are read from, the cache
+    that makes each image variant once, each configuration's protocol hash taken once, and the
+    refusal of a key of another configuration (see :class:`RequestBuilder`)."""
 
-    def __init__(self, cohort: Cohort, images: Path | str, cache: VariantCache) -> None:
-        self.cohort = cohort
+    def __init__(self, images: Path | str, cache: VariantCache) -> None:
         self.images = Path(images)
         self.cache = cache
         self._protocols: dict[Configuration, str] = {}
+
+    @abstractmethod
+    def build(self, key: RequestKey, configuration: Configuration) -> Request: ...
+
+    @abstractmethod
+    def _protocol_hash(self, configuration: Configuration) -> str: ...
+
+    def _protocol(self, configuration: Configuration) -> str:
+        if configuration not in self._protocols:
+            self._protocols[configuration] = self._protocol_hash(configuration)
+        return self._protocols[configuration]
+
+    @staticmethod
+    def _refuse_another(key: RequestKey, configuration: Configuration) -> None:
+        if key.configuration != configuration.name:
+            raise KeyError(f"request for {key.configuration!r} built with {configuration.name!r}")
+
+
+class RequestBuilder(BuilderBase):
+    """Builds :class:`Request` values for one cohort, making each image variant once."""
+
+    def __init__(self, cohort: Cohort, images: Path | str, cache: VariantCache) -> None:
+        super().__init__(images, cache)
+        self.cohort = cohort
+
+    def _protocol_hash(self, configuration: Configuration) -> str:
+        return protocol_hash(self.cohort.hash, configuration)
 
     def build(self, key: RequestKey, configuration: Configuration) -> Request:
         """The request ``key`` of ``configuration`` with its prompt, image bytes and decoding.
@@ -280,8 +351,7 @@ class RequestBuilder:
         DataFileError
             The question's image is missing or changed since the cohort was built.
         """
-        if key.configuration != configuration.name:
-            raise KeyError(f"request for {key.configuration!r} built with {configuration.name!r}")
+        self._refuse_another(key, configuration)
         condition = condition_named(key.condition)
         q = self.cohort.question(key.qid)
         prompt = (
@@ -289,11 +359,9 @@ class RequestBuilder:
         )
         hints = hint_sentences(condition.cues, q.cell, q.wrong_cell, q.colour, q.wrong_colour)
         image = self.cache.get(self.images / q.image_file, q.image_sha256, condition.image)
-        if configuration not in self._protocols:
-            self._protocols[configuration] = protocol_hash(self.cohort.hash, configuration)
         return Request(
             key=key,
-            protocol=self._protocols[configuration],
+            protocol=self._protocol(configuration),
             prompt=with_hints(prompt, hints),
             image=image,
             decoding=condition.decoding(configuration.decoding),

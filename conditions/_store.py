@@ -1,15 +1,16 @@
 """A cohort in the experiment's DuckDB file: tables ``cohort``, ``questions``, ``targets`` and
-``instances`` (migration ``cohort`` 1 of the file's ledger, :mod:`conditions._ledger`), written
-in one transaction so a failure leaves nothing behind.
+``instances`` (migration ``cohort`` 1 of the file's migrations table,
+:mod:`conditions._migrations`), written in one transaction so a failure leaves nothing behind.
 
 One experiment file holds one cohort. Writing the same cohort again is a no-op; writing a
-different one is refused, so results made for one cohort can never sit beside another's.
+different one is refused, so results made for one cohort can never sit beside another's. How
+(shared with a box set's questions) is :mod:`conditions._task_file`'s; the tables are this
+module's.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +19,19 @@ import numpy as np
 
 from conditions._cohort import Cohort, CohortSpec, Instance, Question, SourceReport, TargetKey
 from conditions._errors import ConditionsError, DataFileError
-from conditions._ledger import (
-    Migration,
-    apply_migration,
-    check_known,
-    ensure_ledger,
-    pending_migrations,
-)
 from conditions._metadata import Thresholds
+from conditions._migrations import Migration
 from conditions._requests import changed_fields
-from conditions._wal import opening_repaired
+from conditions._task_file import (
+    has_table,
+    load_checked,
+    migrate,
+    quoted,
+    rows_of,
+    stored_hash,
+    task_row,
+    write_once,
+)
 
 
 class CohortMismatchError(ConditionsError):
@@ -78,7 +82,7 @@ _DDL = (
     """CREATE TABLE instances (
         qid VARCHAR, ann_id BIGINT, role VARCHAR, parts DOUBLE[][], PRIMARY KEY (qid, ann_id))""",
 )
-# Append only, as every part's migrations (see conditions._ledger).
+# Append only, as every part's migrations (see conditions._migrations).
 COHORT_MIGRATIONS: tuple[Migration, ...] = (
     Migration("cohort", 1, "cohort tables: cohort, questions, targets, instances", _DDL),
 )
@@ -86,11 +90,7 @@ COHORT_MIGRATIONS: tuple[Migration, ...] = (
 
 def stored_cohort_hash(path: Path | str) -> str | None:
     """The hash of the cohort in the experiment file at ``path``, or None if it has none."""
-    path = Path(path)
-    if not path.exists():
-        return None
-    with _connect(path, read_only=True) as con:
-        return _stored_hash(con)
+    return stored_hash(path, "cohort")
 
 
 def write_cohort(path: Path | str, cohort: Cohort) -> bool:
@@ -101,24 +101,27 @@ def write_cohort(path: Path | str, cohort: Cohort) -> bool:
     CohortMismatchError
         The file holds a different cohort.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _connect(path, read_only=False) as con:
-        stored = _stored_hash(con)
-        if stored == cohort.hash:
-            return False
+
+    def refusal(con: duckdb.DuckDBPyConnection, path: Path, stored: str | None) -> Exception | None:
         if stored is not None:
-            raise CohortMismatchError(
+            return CohortMismatchError(
                 f"{path}: already holds cohort {stored[:12]}; this one is {cohort.hash[:12]}"
                 f"{_how_drawn_otherwise(con, cohort.spec)}. One experiment file holds one "
                 "cohort: build this one into a new file, or draw it as the stored one was"
             )
         if has_table(con, "box_set"):
-            raise CohortMismatchError(
+            return CohortMismatchError(
                 f"{path}: holds a box benchmark's questions; a cohort needs a file of its own"
             )
-        in_transaction(con, lambda: _write(con, cohort, path))
-    return True
+        return None
+
+    return write_once(
+        path,
+        table="cohort",
+        questions=cohort,
+        refusal=refusal,
+        write=lambda con, where: _write(con, cohort, where),
+    )
 
 
 def _how_drawn_otherwise(con: duckdb.DuckDBPyConnection, spec: CohortSpec) -> str:
@@ -134,21 +137,8 @@ def _how_drawn_otherwise(con: duckdb.DuckDBPyConnection, spec: CohortSpec) -> st
     return f" ({'; '.join(map(str, changes))})"
 
 
-def in_transaction(con: duckdb.DuckDBPyConnection, write: Callable[[], None]) -> None:
-    """Run ``write`` in one transaction: all of it is kept, or none of it."""
-    con.execute("BEGIN TRANSACTION")
-    try:
-        write()
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-
-
 def _write(con: duckdb.DuckDBPyConnection, cohort: Cohort, where: Path) -> None:
-    ensure_ledger(con)
-    for migration in pending_migrations(con, str(where), COHORT_MIGRATIONS):
-        apply_migration(con, migration)
+    migrate(con, where, COHORT_MIGRATIONS)
     con.execute(
         "INSERT INTO cohort (hash, spec, thresholds, fidelity, reports) VALUES (?, ?, ?, ?, ?)",
         [
@@ -192,7 +182,7 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[
     frame = {k: _column(v) for k, v in columns.items()}
     con.register("_rows", frame)
     try:
-        names = _quoted(list(columns))
+        names = quoted(list(columns))
         con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM _rows")
     finally:
         con.unregister("_rows")
@@ -215,23 +205,7 @@ def load_cohort(path: Path | str) -> Cohort:
         The file is missing, is not a DuckDB file, holds no cohort, is damaged, or its cohort
         no longer matches its hash (edited after it was built).
     """
-    path = Path(path)
-    if not path.exists():
-        raise DataFileError(path, "no such experiment file")
-    try:
-        with _connect(path, read_only=True) as con:
-            stored, cohort = _read_cohort(con, path)
-    except DataFileError:
-        raise
-    except (duckdb.Error, ValueError, TypeError, KeyError) as exc:
-        # A damaged file: DuckDB finds a bad checksum or a short read only when it gets to
-        # the block, and damaged values fail their models (pydantic's errors are ValueErrors);
-        # one line, whatever the cause.
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise DataFileError(path, f"cannot read its cohort (damaged?): {detail}") from None
-    if cohort.hash != stored:
-        raise DataFileError(path, f"cohort content no longer matches its hash {stored[:12]}")
-    return cohort
+    return load_checked(path, _read_cohort, what="cohort", content="cohort content")
 
 
 def require_current_targets(path: Path | str, cohort: Cohort) -> None:
@@ -257,17 +231,16 @@ def require_current_targets(path: Path | str, cohort: Cohort) -> None:
 
 def _read_cohort(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, Cohort]:
     """The stored hash and the cohort of an open experiment file."""
-    check_known(con, str(path), COHORT_MIGRATIONS)
-    row = None
-    if _stored_hash(con) is not None:
-        row = con.execute("SELECT hash, spec, thresholds, fidelity, reports FROM cohort").fetchone()
-    if row is None:
-        raise DataFileError(path, "holds no cohort (build one with `groundbench cohort build`)")
-    stored, spec, thresholds, fidelity, reports = row
-    names = list(_QUESTION_COLUMNS)
+    stored, spec, thresholds, fidelity, reports = task_row(
+        con,
+        path,
+        COHORT_MIGRATIONS,
+        table="cohort",
+        columns="hash, spec, thresholds, fidelity, reports",
+        missing="holds no cohort (build one with `groundbench cohort build`)",
+    )
     questions = tuple(
-        Question.model_validate(dict(zip(names, r, strict=True)))
-        for r in con.execute(f"SELECT {_quoted(names)} FROM questions ORDER BY rowid").fetchall()
+        Question.model_validate(row) for row in rows_of(con, "questions", list(_QUESTION_COLUMNS))
     )
     targets: dict[TargetKey, tuple[float, ...]] = {
         (q, b, ph): tuple(v)
@@ -291,35 +264,3 @@ def _read_cohort(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, Cohor
         reports=tuple(SourceReport.model_validate(r) for r in json.loads(reports)),
     )
     return str(stored), cohort
-
-
-def _quoted(names: list[str]) -> str:
-    return ", ".join(f'"{n}"' for n in names)
-
-
-def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    """Whether the open experiment file has a table called ``name``."""
-    exists = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
-    ).fetchone()
-    return bool(exists and exists[0])
-
-
-def _stored_hash(con: duckdb.DuckDBPyConnection) -> str | None:
-    if not has_table(con, "cohort"):
-        return None
-    row = con.execute("SELECT hash FROM cohort").fetchone()
-    return None if row is None else str(row[0])
-
-
-def _connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    try:
-        return opening_repaired(path, lambda: duckdb.connect(str(path), read_only=read_only))
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():  # DuckDB lets one process at a time have a written file
-            raise DataFileError(
-                path, "in use by another process (a run still going?); try again once it ends"
-            ) from None
-        raise DataFileError(path, f"not a usable DuckDB file: {exc}") from None
-    except duckdb.Error as exc:
-        raise DataFileError(path, f"not a usable DuckDB file: {exc}") from None

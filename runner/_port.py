@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from runner.backends import Backend
+from runner.backends import Client
 from runner.store import Pending
 
 
@@ -31,7 +31,7 @@ class Traffic:
     throttles_retried: int = 0  # 429s: tried again after the pause
 
     @classmethod
-    def of(cls, backends: Iterable[Backend]) -> Traffic:
+    def of(cls, backends: Iterable[Client]) -> Traffic:
         """The totals of ``backends`` (one limiter's configurations)."""
         calls = transient = throttles = 0
         for b in backends:

@@ -90,15 +90,7 @@ def box_experiment_text(benchmark: Benchmark, file: Path) -> str:
     for c in PAPER_CONFIGURATIONS:
         lines += _simulated_backend(c, 3000, 16)
     for c in PAPER_CONFIGURATIONS:
-        lines += [
-            "",
-            "[[configurations]]",
-            f'name = "{c.name}"',
-            f'backend = "{c.name}"',
-            'convention = "norm1000"',
-            'conditions = ["direct", "cot"]',
-            f"decoding = {_inline(c.decoding.model_dump(mode='json', exclude_none=True))}",
-        ]
+        lines += _configuration(c, 'convention = "norm1000"', 'conditions = ["direct", "cot"]')
     return "\n".join(lines) + "\n"
 
 
@@ -131,15 +123,11 @@ def experiment_text(
     for c in PAPER_CONFIGURATIONS:
         lines += _simulated_backend(c, limits.get(c.name, 3000), concurrency)
     for c in PAPER_CONFIGURATIONS:
-        lines += [
-            "",
-            "[[configurations]]",
-            f'name = "{c.name}"',
-            f'backend = "{c.name}"',
+        lines += _configuration(
+            c,
             f"conditions = {json.dumps(list(c.conditions))}",
             f"best_effort = {'true' if c.best_effort else 'false'}",
-            f"decoding = {_inline(c.decoding.model_dump(mode='json', exclude_none=True))}",
-        ]
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -153,6 +141,18 @@ def _simulated_backend(c: Configuration, requests_per_minute: int, concurrency: 
         'base_url = "simulator"',
         f"requests_per_minute = {requests_per_minute}",
         f"max_concurrency = {concurrency}",
+    ]
+
+
+def _configuration(c: Configuration, *settings: str) -> list[str]:
+    """``c`` on the backend of its name: ``settings`` (TOML lines), then its decoding."""
+    return [
+        "",
+        "[[configurations]]",
+        f'name = "{c.name}"',
+        f'backend = "{c.name}"',
+        *settings,
+        f"decoding = {_inline(c.decoding.model_dump(mode='json', exclude_none=True))}",
     ]
 
 

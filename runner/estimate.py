@@ -299,6 +299,48 @@ def backend_walls(
     return walls
 
 
+@dataclass(frozen=True)
+class CostInputs:
+    """What one configuration's estimate is made from, gathered by the pre-flight
+    (:mod:`runner.preflight`: the grid, the store and its calls) and estimated here in one call
+    (:func:`estimated`)."""
+
+    configuration: str
+    backend: str
+    requests: int  # in its grid
+    left: int  # among those the run sends
+    stored: Measured | None  # the store's answers' tokens
+    probed: Measured | None  # the check's calls' tokens (and a noted check's)
+    rough: Tokens  # the rough count, where nothing is measured
+    rough_left: float | None  # the rough mean input of the requests left
+    latency_s: float | None = None  # its calls' median latency, where one was made
+
+
+def estimated(
+    inputs: Sequence[CostInputs],
+    backends: Mapping[str, BackendSpec],
+    stated_output: int | None,
+) -> tuple[list[CostEstimate], list[WallEstimate]]:
+    """Each configuration's calls left, their tokens (:func:`tokens_per_call`) and cost at its
+    backend's prices (the batch price in batch mode); and each backend's wall time over them
+    (:func:`backend_walls`, in the order of ``backends``)."""
+    costs = []
+    for i in inputs:
+        spec = backends[i.backend]
+        tokens = tokens_per_call(i.stored, i.probed, i.rough, stated_output, i.rough_left)
+        batched = spec.mode == "batch"
+        cost = per_call_cost(spec.prices, tokens, batched)
+        priced = spec.prices.input_per_mtok > 0 or spec.prices.output_per_mtok > 0
+        costs.append(
+            CostEstimate(
+                i.configuration, i.backend, i.requests, max(i.left, 0), tokens, cost, priced,
+                batched,
+            )
+        )  # fmt: skip
+    latencies = {i.configuration: i.latency_s for i in inputs if i.latency_s is not None}
+    return costs, backend_walls(backends, costs, latencies)
+
+
 def money(dollars: float) -> str:
     """Dollars as an estimate is read: cents, and four places below a dollar (a smoke run's
     $0.24 is not told from $0.2449).

@@ -1,7 +1,7 @@
 """The live view of a run: what each backend is doing, how far each cell is, when it will end.
 
 Plain Python over what the store and the backend actors report; :class:`Snapshot` is built from
-two consecutive readings (for rates), :func:`render` draws it with rich, :func:`plain_lines`
+two consecutive samples (for rates), :func:`render` draws it with rich, :func:`plain_lines`
 writes it as lines for a log when there is no terminal (:func:`echoing`, line by line). The run's
 closing text is :mod:`runner.summary`.
 """
@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the worker's package imports this module for its driver
 
 
 @dataclass(frozen=True)
-class Reading:
+class Sample:
     """What was read at one moment: store progress, cells, backend counters."""
 
     at: float  # monotonic seconds
@@ -41,7 +41,7 @@ class Reading:
 
 @dataclass(frozen=True)
 class BackendView:
-    """One backend's counters since its worker started, and its rates since the last reading.
+    """One backend's counters since its worker started, and its rates since the last sample.
 
     Each request takes one or more attempts, each attempt one or more HTTP calls (a failure
     retried within the attempt is another call): ``calls_sent`` ≥ attempts ≥ ``finished``.
@@ -75,22 +75,22 @@ class Snapshot:
     requests: int
     complete: int
     errored: int
-    rate: float | None  # requests completed per second since the last reading
+    rate: float | None  # requests completed per second since the last sample
     eta_s: float | None
     notes: tuple[str, ...] = field(default=())
 
 
 def snapshot(
-    now: Reading,
-    before: Reading | None,
+    now: Sample,
+    before: Sample | None,
     begun: float,
     prices: Mapping[str, Prices],
     *,
-    since: Reading | None = None,
+    since: Sample | None = None,
     limited: Limited | None = None,
 ) -> Snapshot:
     """The view at ``now``; rates come from the change since ``before``, the ETA from the
-    rate achieved since ``since`` (the first reading; default ``before``) over what is left.
+    rate achieved since ``since`` (the first sample; default ``before``) over what is left.
     ``limited``: the run sends only ``--limit``'s requests, which are its totals."""
     grid_complete = sum(p.complete for p in now.progress)
     requests = sum(p.requests for p in now.progress)

@@ -1,11 +1,14 @@
-"""What a run will ask, settled before any actor starts: the questions in the store (read or
-built on the first run, checked against the experiment on every later one), the backends'
-keys and settings, and the grid each configuration is registered with.
+"""What a run will ask, settled before any actor starts: the experiment's configurations read
+once, the questions in the store (read or built on the first run, checked against the
+experiment on every later one), the backends' keys and settings, and the grid each
+configuration is registered with: a :class:`RunPlan`.
 
-Plain Python: no Ray. The driver checks the backends (:func:`check_backends`) and that the
-store would take the run (:func:`check_store_agrees`) before Ray starts, and reads the
-questions (:func:`ensure_questions`) while it starts; ``groundbench check`` calls
-:func:`prepare`, which does all three.
+Plain Python: no Ray. The driver reads the configurations once, checks the backends and that
+the store would take the run (:func:`checked_configurations`) before Ray starts, and reads the
+questions into the plan (:func:`plan_run`) while it starts; ``groundbench check`` calls
+:func:`prepare`, which does both. The pre-flight and estimate (:mod:`runner.preflight`) and the
+run's lifecycle (:mod:`runner.distributed`) take the plan, and read no configuration from the
+experiment again.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from conditions import (
     Configuration,
     DataRoot,
     Questions,
+    RequestKey,
+    Transport,
     box_protocol_fields,
     box_set,
     build_cohort,
@@ -49,23 +54,52 @@ from conditions import (
     write_cohort,
 )
 from runner._errors import ConfigError
-from runner.backends import Backend, attempts_allowed, key_for, key_from_env, provider_named
-from runner.experiment import ConfigurationSpec, Experiment
+from runner.backends import Client, attempts_allowed, key_for, key_from_env, provider_named
+from runner.experiment import BackendSpec, ConfigurationSpec, Experiment
 from runner.store import GridRow, Registration, StoreError, read_only
 
 
-def prepare(experiment: Experiment) -> Questions:
+def prepare(experiment: Experiment) -> RunPlan:
     """The pre-flight checks (:func:`check_backends`), then the experiment's questions
-    (:func:`ensure_questions`): everything that can fail before Ray starts.
+    (:func:`ensure_questions`) and its plan: everything that can fail before Ray starts.
 
     Raises
     ------
     ConfigError
         A key is missing, a setting is inexpressible, or the store holds other questions.
     """
-    check_backends(experiment)
-    check_store_agrees(experiment)
-    return ensure_questions(experiment)
+    configurations = checked_configurations(experiment)
+    return plan_run(experiment, configurations, ensure_questions(experiment))
+
+
+def checked_configurations(experiment: Experiment) -> tuple[Configuration, ...]:
+    """The experiment's configurations (:func:`configurations_of`), read once, and checked as
+    far as they can be before Ray starts: each backend's key and settings
+    (:func:`check_backends`), and that the store would take them (:func:`check_store_agrees`).
+
+    Raises
+    ------
+    ConfigError
+        A key is missing, a setting is inexpressible, or the store holds another cohort.
+    ProtocolMismatchError
+        A configuration's stored answers were made under another protocol.
+    """
+    configurations = configurations_of(experiment)
+    check_backends(experiment, configurations)
+    check_store_agrees(experiment, configurations)
+    return configurations
+
+
+def configurations_of(experiment: Experiment) -> tuple[Configuration, ...]:
+    """The experiment's configurations, each on its backend's own endpoint (a simulated
+    backend's is set once its simulator serves: :meth:`RunPlan.at`).
+
+    Raises
+    ------
+    ConfigError
+        A configuration's settings are invalid (its conditions, say).
+    """
+    return tuple(experiment.configuration(spec, None) for spec in experiment.configurations)
 
 
 @dataclass(frozen=True)
@@ -74,6 +108,55 @@ class Grid:
 
     registrations: tuple[Registration, ...]
     rows: tuple[GridRow, ...]
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run asks, the experiment read once: its configurations (:func:`configurations_of`),
+    its questions and its grid. The pre-flight, the estimate and the run's lifecycle take it.
+
+    The grid does not depend on where a simulated backend listens (a transport setting is no
+    part of a protocol), so it is made once, before any simulator starts."""
+
+    experiment: Experiment
+    configurations: tuple[Configuration, ...]
+    questions: Questions
+    grid: Grid
+
+    def at(self, simulator_url: str | None) -> tuple[Configuration, ...]:
+        """The configurations, a simulated backend's pointed at the simulator serving at
+        ``simulator_url`` (``None``: none serves, and they are as read)."""
+        if simulator_url is None:
+            return self.configurations
+        return tuple(
+            c.model_copy(update={"transport": self.transport(c.name, simulator_url)})
+            for c in self.configurations
+        )
+
+    def backend_of(self, configuration: str) -> str:
+        """The name of the backend ``configuration`` is sent on."""
+        return self._backend_names[configuration]
+
+    def backend(self, configuration: str) -> BackendSpec:
+        """The backend ``configuration`` is sent on: its prices, its mode, its limits."""
+        return self.experiment.backends[self.backend_of(configuration)]
+
+    def transport(self, configuration: str, simulator_url: str | None) -> Transport:
+        """The transport of ``configuration``'s backend: its endpoint and its limits."""
+        return self.backend(configuration).transport(simulator_url)
+
+    @functools.cached_property
+    def _backend_names(self) -> dict[str, str]:
+        return {spec.name: spec.backend for spec in self.experiment.configurations}
+
+
+def plan_run(
+    experiment: Experiment, configurations: Sequence[Configuration], questions: Questions
+) -> RunPlan:
+    """The run's plan: ``configurations`` (:func:`configurations_of` ``experiment``) and the
+    grid they make of ``questions``."""
+    grid = grid_of(experiment, questions, configurations)
+    return RunPlan(experiment, tuple(configurations), questions, grid)
 
 
 def grid_of(
@@ -99,36 +182,32 @@ def grid_of(
             )
         )
         keys = task.plan([c], experiment.budgets, experiment.box)
-        rows.extend(GridRow(k.configuration, k.condition, k.budget, k.qid, attempts) for k in keys)
+        rows.extend(GridRow.of(k, attempts=attempts) for k in keys)
     return Grid(tuple(registrations), tuple(rows))
 
 
-RequestId = tuple[str, str, int, str]  # configuration, condition, budget, question
-
-
-def first_questions(rows: Iterable[GridRow], questions: Questions, n: int) -> frozenset[RequestId]:
+def first_questions(rows: Iterable[GridRow], questions: Questions, n: int) -> frozenset[RequestKey]:
     """The requests of the first ``n`` questions of every cell (configuration, condition,
     budget), in the questions' own order (the cohort's draw, the benchmark file's): a smoke
     run whose cells each hold the same questions, and which a full run later completes.
 
-    >>> rows = [GridRow("c", "base", 8, q, 1) for q in ("q2", "q1", "q3")]
+    >>> rows = [GridRow(configuration="c", condition="base", budget=8, qid=q, attempts=1)
+    ...         for q in ("q2", "q1", "q3")]
     >>> class Q:
     ...     def __init__(self, qid): self.qid = qid
     >>> class Qs:
     ...     questions = (Q("q3"), Q("q1"), Q("q2"))
-    >>> sorted(first_questions(rows, Qs(), 2))
-    [('c', 'base', 8, 'q1'), ('c', 'base', 8, 'q3')]
+    >>> [k.qid for k in sorted(first_questions(rows, Qs(), 2))]
+    ['q1', 'q3']
     """
     rank: dict[str, int] = {}
     for q in questions.questions:  # (not enumerate: mypy joins the two question types)
         rank[q.qid] = len(rank)
-    cells: dict[tuple[str, str, int], list[str]] = {}
+    cells: dict[tuple[str, str, int], list[RequestKey]] = {}
     for r in rows:
-        cells.setdefault((r.configuration, r.condition, r.budget), []).append(r.qid)
+        cells.setdefault((r.configuration, r.condition, r.budget), []).append(r.request)
     return frozenset(
-        (*cell, qid)
-        for cell, qids in cells.items()
-        for qid in sorted(qids, key=rank.__getitem__)[:n]
+        key for keys in cells.values() for key in sorted(keys, key=lambda k: rank[k.qid])[:n]
     )
 
 
@@ -237,7 +316,9 @@ def cohort_mismatch(store: Path, held: CohortSpec, asked: CohortSpec) -> ConfigE
     )
 
 
-def check_store_agrees(experiment: Experiment) -> None:
+def check_store_agrees(
+    experiment: Experiment, configurations: Sequence[Configuration] | None = None
+) -> None:
     """Fail at once, before Ray starts, where the store would refuse the run: a cohort drawn
     otherwise than ``[cohort]`` asks, or a configuration stored under another protocol (each
     field that changed named, old and new). The store's own checks stay: a store another
@@ -250,6 +331,8 @@ def check_store_agrees(experiment: Experiment) -> None:
     ProtocolMismatchError
         A configuration's stored answers were made under another protocol.
     """
+    if configurations is None:
+        configurations = configurations_of(experiment)
     if not experiment.store.exists():
         return
     try:
@@ -262,7 +345,7 @@ def check_store_agrees(experiment: Experiment) -> None:
         if held is not None and asked is not None and experiment.boxes is None and held != asked:
             raise cohort_mismatch(experiment.store, held, asked)
         if has_table(con, "configurations"):
-            _check_protocols(experiment, con)
+            _check_protocols(experiment, configurations, con)
 
 
 def _stored_spec(con: duckdb.DuckDBPyConnection) -> CohortSpec | None:
@@ -271,7 +354,11 @@ def _stored_spec(con: duckdb.DuckDBPyConnection) -> CohortSpec | None:
     return None if row is None else CohortSpec.model_validate_json(row[0])
 
 
-def _check_protocols(experiment: Experiment, con: duckdb.DuckDBPyConnection) -> None:
+def _check_protocols(
+    experiment: Experiment,
+    configurations: Sequence[Configuration],
+    con: duckdb.DuckDBPyConnection,
+) -> None:
     """Each of the experiment's configurations against the one of its name in the store."""
     kept = "protocol_fields" if _has_column(con, "configurations", "protocol_fields") else "NULL"
     stored = {
@@ -283,11 +370,11 @@ def _check_protocols(experiment: Experiment, con: duckdb.DuckDBPyConnection) -> 
     fields_of = _fields_for(con)
     if fields_of is None:
         return
-    for spec in experiment.configurations:
+    for spec, configuration in zip(experiment.configurations, configurations, strict=True):
         if spec.name not in stored:
             continue
         found, found_fields, settings = stored[spec.name]
-        fields = fields_of(experiment.configuration(spec, None))
+        fields = fields_of(configuration)
         expected = fields_hash(fields)
         if expected != found:
             where = f"{experiment.store}, configuration {spec.name}"
@@ -337,7 +424,9 @@ def _has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool
     return bool(found and found[0])
 
 
-def check_backends(experiment: Experiment) -> None:
+def check_backends(
+    experiment: Experiment, configurations: Sequence[Configuration] | None = None
+) -> None:
     """Fail before anything starts where a backend's actor would fail as it starts: a key
     variable not set, a setting its provider's API cannot express, a model or endpoint that
     holds the key or a piece of it. Each backend is made as its actor makes it, with the key it
@@ -355,8 +444,9 @@ def check_backends(experiment: Experiment) -> None:
             unset.setdefault(variable, []).append(name)
     if unset:
         raise ConfigError(_unset_keys(unset))
+    if configurations is None:
+        configurations = configurations_of(experiment)
     real, simulated = key_for(None), key_for(experiment.simulator_key)
-    for spec in experiment.configurations:
-        configuration = experiment.configuration(spec, None)
+    for spec, configuration in zip(experiment.configurations, configurations, strict=True):
         key = simulated if experiment.backends[spec.backend].simulated else real
-        Backend(configuration, key(configuration))  # raises ConfigError; sends nothing
+        Client(configuration, key(configuration))  # raises ConfigError; sends nothing

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conditions import Cohort, has_table, holds_box_set, load_cohort, require_current_targets
-from runner.store import ReferenceRow, ScoreJob, Store, StoreError, read_only
+from runner.store import ReferenceRow, Repository, ScoreJob, StoreError, read_only
 from scoring import REFERENCES, Referent, score_references
 
 Progress = Callable[[int, int], None]
@@ -66,7 +66,7 @@ def rescore(
     path = Path(path)
     cohort = _polygon_cohort(path)
     scorer = _ReferenceScorer(cohort, path)
-    with Store(path, lock_wait_s=lock_wait_s) as store:
+    with Repository(path, lock_wait_s=lock_wait_s) as store:
         considered = store.polygon_answers()
         jobs = store.unrescored(REFERENCES)
         rescored = rows = 0
@@ -96,7 +96,9 @@ class _ReferenceScorer:
             ious = score_references(job.answer, self._referent(job.qid), job.budget)
             if ious is None:
                 continue
-            out.extend(ReferenceRow(*job.key, name, ious[name]) for name in REFERENCES)
+            out.extend(
+                ReferenceRow.of(job.key, reference=name, iou=ious[name]) for name in REFERENCES
+            )
         return out
 
     def _referent(self, qid: str) -> Referent:

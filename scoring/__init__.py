@@ -61,6 +61,7 @@ from scoring._errors import (
     AnnotationError,
     CrowdAnnotationError,
     DegeneratePartError,
+    GroundbenchError,
     RingError,
     ScoringError,
 )
@@ -134,6 +135,7 @@ __all__ = [
     "Distractor",
     "DrawnAnswer",
     "DrawnBox",
+    "GroundbenchError",
     "JudgedQuestion",
     "Metric",
     "Pair",

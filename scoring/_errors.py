@@ -1,12 +1,7 @@
-"""The errors of the scoring package.
-
-::
-
-    ScoringError                    anything scoring refuses to judge
-    ├── RingError                   a flat coordinate list that is no ring (odd length, not finite)
-    └── AnnotationError             an annotation that cannot serve as a referent or distractor
-        ├── CrowdAnnotationError    an RLE (crowd) segmentation, which has no polygon to select
-        └── DegeneratePartError     the selected part has < 3 distinct vertices or zero area
+"""The errors of the scoring package, and :class:`GroundbenchError`, the root of every error
+groundbench raises on purpose. The whole tree, every package's, is drawn in one place: the
+docstring of ``runner/_errors.py``. The root is here because ``scoring`` imports no package of
+ours, so ``conditions`` and ``runner`` can both descend from it.
 
 An unparseable *answer* is never an error: it is a score (``parseable=False``), because a model's
 bad output is data. Errors are for bad *references*, which are the caller's bug or bad input data.
@@ -15,7 +10,11 @@ bad output is data. Errors are for bad *references*, which are the caller's bug 
 from __future__ import annotations
 
 
-class ScoringError(ValueError):
+class GroundbenchError(Exception):
+    """Base of every error groundbench raises on purpose (the tree: ``runner/_errors.py``)."""
+
+
+class ScoringError(GroundbenchError, ValueError):
     """Base class of everything the scoring package raises on bad input."""
 
 

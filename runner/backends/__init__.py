@@ -1,10 +1,12 @@
 """Talking to providers: wire formats, error classes, rate limits, retries and attempts.
 
-Plain asyncio over aiohttp and tenacity; the distributed run wraps a :class:`Backend` in a Ray
+Plain asyncio over aiohttp and tenacity; the distributed run wraps a :class:`Client` in a Ray
 actor, but nothing here knows about Ray.
 
-- :class:`Backend` sends one attempt of a request through the backend's :class:`RateLimiter`,
+- :class:`Client` sends one attempt of a request through the backend's :class:`RateLimiter`,
   retrying transport failures; :func:`ask` makes the attempts of PROTOCOL §6 and records each.
+- Every request a provider receives, online or batch, goes by one HTTP exchange
+  (``_exchange.py``) and is retried by one :class:`RetryPolicy` (``_retry.py``).
 - :class:`OpenAIChat` and :class:`GeminiGenerate` are the two wire formats; ``PROVIDERS``
   says which provider speaks which, where, and with which key variable.
 - Failures are :class:`CallError` subclasses: :class:`RateLimited`, :class:`QuotaExhausted`
@@ -23,7 +25,7 @@ from runner.backends._attempts import (
 )
 from runner.backends._client import (
     DEFAULT_OUTPUT_ESTIMATE,
-    Backend,
+    Client,
     Exchange,
     call_id,
     configured_origin,
@@ -31,7 +33,6 @@ from runner.backends._client import (
     key_for,
     redact_reply,
     rough_input_tokens,
-    waiting,
     wire_format,
 )
 from runner.backends._errors import (
@@ -51,6 +52,7 @@ from runner.backends._openai import OpenAIChat, classify_openai
 from runner.backends._origin import OffOrigin, Origin
 from runner.backends._providers import PROVIDERS, Provider, provider_named, thinking_fields
 from runner.backends._records import AttemptRecord, Outcome
+from runner.backends._retry import RetryPolicy, waiting
 from runner.backends._secrets import (
     FRAGMENT,
     KEY_SHAPED,
@@ -61,7 +63,7 @@ from runner.backends._secrets import (
     one_line,
     redact,
 )
-from runner.backends._wire import Reply, Usage, WireFormat, retry_after
+from runner.backends._wire import ErrorBody, Reply, Usage, WireFormat, retry_after
 
 __all__ = [
     "BEST_EFFORT_ATTEMPTS",
@@ -73,8 +75,9 @@ __all__ = [
     "Account",
     "ApiKey",
     "AttemptRecord",
-    "Backend",
     "CallError",
+    "Client",
+    "ErrorBody",
     "ErrorKind",
     "Exchange",
     "Fatal",
@@ -90,6 +93,7 @@ __all__ = [
     "RateLimiter",
     "Refused",
     "Reply",
+    "RetryPolicy",
     "Sender",
     "Slot",
     "TooLarge",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from conditions import Request
-from runner.backends._client import Backend, Exchange
+from runner.backends._client import Client, Exchange
 from runner.backends._errors import CallError
 from runner.backends._records import AttemptRecord
 from scoring import HEADLINE_VIEW, VIEW_ATTEMPTS, find_box, parse_answer, parse_box
@@ -56,7 +56,7 @@ def attempts_of(request: Request, best_effort: bool) -> int:
 
 
 async def ask(
-    backend: Backend, request: Request, sink: Sink, *, first: int = 0
+    client: Client, request: Request, sink: Sink, *, first: int = 0
 ) -> list[AttemptRecord]:
     """Make the attempts of ``request`` and return their records (each also given to ``sink``).
 
@@ -70,21 +70,21 @@ async def ask(
         backend: the attempt that met it is recorded first (when it was sent at all); no
         further call is made.
     """
-    limit = attempts_of(request, backend.configuration.best_effort)
+    limit = attempts_of(request, client.configuration.best_effort)
     records: list[AttemptRecord] = []
     for attempt in range(first, limit):
         started = datetime.now(UTC)
         try:
-            exchange = await backend.send(request, attempt)
+            exchange = await client.send(request, attempt)
         except CallError as exc:
             if exc.sent:
-                record = error_record(Sender.of(backend), request, attempt, exc, started)
+                record = error_record(Sender.of(client), request, attempt, exc, started)
                 records.append(await _keep(sink, record))
             if exc.stops:
                 raise
             break
         ok = parses(request, exchange.reply.answer)
-        record = answer_record(Sender.of(backend), request, attempt, exchange, ok)
+        record = answer_record(Sender.of(client), request, attempt, exchange, ok)
         records.append(await _keep(sink, record))
         if ok:
             break
@@ -106,8 +106,8 @@ class Sender:
     model: str
 
     @classmethod
-    def of(cls, backend: Backend) -> Sender:
-        return cls(backend.provider.name, backend.configuration.model)
+    def of(cls, client: Client) -> Sender:
+        return cls(client.provider.name, client.configuration.model)
 
 
 def _common(sender: Sender, request: Request, attempt: int) -> dict[str, object]:

@@ -1,12 +1,13 @@
 """A backend: every call of one configuration, through one limiter and one HTTP session.
 
-:meth:`Backend.send` makes one attempt: it posts the request and retries transport failures
-with tenacity (full-jitter exponential backoff; a throttle waits out the pause the limiter
-imposed, which honours the server's retry-after), bounded by a number of tries and by time.
-Fatal errors and spent quota are never retried. Once a terminal error is seen (spent quota; a
-refused key, permission or model) the backend stops: every later call is refused before it is
-sent, and the calls already waiting for a rate slot leave it unsent (the limiter checks after
-the wait, not before), so a run never pays for calls it knows fail.
+:meth:`Client.send` makes one attempt: it posts the request by the one HTTP exchange
+(:mod:`runner.backends._exchange`) and retries transport failures by the one retry policy
+(:mod:`runner.backends._retry`; a throttle waits out the pause the limiter imposed, which
+honours the server's retry-after), bounded by a number of tries and by time. Fatal errors
+and spent quota are never retried. Once a terminal error is seen (spent quota; a refused key,
+permission or model) the backend stops: every later call is refused before it is sent, and
+the calls already waiting for a rate slot leave it unsent (the limiter checks after the wait,
+not before), so a run never pays for calls it knows fail.
 """
 
 from __future__ import annotations
@@ -24,14 +25,7 @@ from typing import Self
 import aiohttp
 import aiohttp.payload
 from aiohttp.abc import AbstractStreamWriter
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_attempt,
-    stop_before_delay,
-    wait_random_exponential,
-)
+from tenacity import RetryCallState
 
 from conditions import (
     CONDITIONS,
@@ -42,28 +36,15 @@ from conditions import (
     reasoning_decoding,
 )
 from runner._errors import ConfigError
-from runner.backends._errors import (
-    CallError,
-    Fatal,
-    QuotaExhausted,
-    RateLimited,
-    TooLarge,
-    Transient,
-)
+from runner.backends._errors import CallError, QuotaExhausted, RateLimited, Transient
+from runner.backends._exchange import Peer, exchange, scrubbed
 from runner.backends._gemini import GeminiGenerate
 from runner.backends._limits import Clock, RateLimiter, Slot, Stopped
 from runner.backends._openai import OpenAIChat
 from runner.backends._origin import OffOrigin, Origin
 from runner.backends._providers import Provider, provider_named, thinking_fields
-from runner.backends._secrets import (
-    KEY_SHAPED,
-    MAX_MESSAGE,
-    ApiKey,
-    clip,
-    holds_key,
-    key_from_env,
-    redact,
-)
+from runner.backends._retry import RetryPolicy
+from runner.backends._secrets import KEY_SHAPED, ApiKey, clip, holds_key, key_from_env, redact
 from runner.backends._wire import Body, Reply, WireFormat
 
 log = logging.getLogger("groundbench.backends")
@@ -130,10 +111,11 @@ def rough_input_tokens(request: Request) -> int:
     return len(request.prompt) // 4 + image
 
 
-class Backend:
-    """All calls of one configuration: wire format, rate limiter, session, key.
+class Client:
+    """All calls of one configuration on its backend: wire format, rate limiter (the
+    backend's, shared by its configurations), session, key.
 
-    Use as ``async with Backend(...) as backend:``; the HTTP session lives inside the block.
+    Use as ``async with Client(...) as client:``; the HTTP session lives inside the block.
 
     Raises
     ------
@@ -163,8 +145,9 @@ class Backend:
         _refuse_key_in(configuration.name, {"model": configuration.model, "URL": self.url}, key)
         origin = configured_origin(f"configuration {configuration.name}", base_url)
         # Where each call goes, checked once: the URL is the configured base_url's, fixed here.
-        self._send_to = origin.check(self.url, key)
-        self._wait = waiting(transport.retry_backoff_s)
+        self._send_to = origin.admit(self.url, key)
+        self._origin = origin
+        self._retry = RetryPolicy.of(transport)
         # Configurations on one account share its limits: the caller passes one limiter to all.
         self.limiter = limiter or RateLimiter.for_transport(transport, clock=clock)
         self.clock = clock
@@ -172,6 +155,7 @@ class Backend:
         self._timeout = aiohttp.ClientTimeout(total=transport.timeout_s)
         self._max_bytes = transport.max_response_bytes
         self._session: aiohttp.ClientSession | None = None
+        self._peer: Peer | None = None  # the provider, over the session, once open
         self._owns_session = False
         self._stopped: CallError | None = None  # the terminal error that stopped it
         self._output_tokens = _RunningMean(DEFAULT_OUTPUT_ESTIMATE)
@@ -181,14 +165,14 @@ class Backend:
     @classmethod
     def from_env(
         cls, configuration: Configuration, *, limiter: RateLimiter | None = None
-    ) -> Backend:
+    ) -> Client:
         """A backend whose key is read from the configured (or the provider's) variable."""
         provider = provider_named(configuration.provider)
         variable = configuration.transport.api_key_env or provider.key_variable
         return cls(configuration, key_from_env(variable), limiter=limiter)
 
     def __repr__(self) -> str:
-        return f"Backend({self.configuration.name}, {self.provider.name}, {self.url})"
+        return f"Client({self.configuration.name}, {self.provider.name}, {self.url})"
 
     async def __aenter__(self) -> Self:
         self.open()
@@ -207,11 +191,21 @@ class Backend:
             connector = aiohttp.TCPConnector(limit=self.configuration.transport.max_concurrency)
             session = aiohttp.ClientSession(connector=connector)
         self._session, self._owns_session = session, owns
+        self._peer = Peer(
+            session=session,
+            origin=self._origin,
+            key=self._key,
+            credentials=self.wire.headers,
+            classify=self.wire.classify,
+            timeout=self._timeout,
+            max_bytes=self._max_bytes,
+        )
 
     async def close(self) -> None:
         if self._session is not None and self._owns_session:
             await self._session.close()
         self._session = None
+        self._peer = None
 
     @property
     def stopped(self) -> CallError | None:
@@ -237,21 +231,10 @@ class Backend:
         if self._is_stopped():
             raise self._not_sent()
         body = self.wire.encode(request)
-        headers = {
-            **self.wire.headers(self._key),
-            CALL_ID_HEADER: call or call_id(request, attempt),
-        }
+        headers = {CALL_ID_HEADER: call or call_id(request, attempt)}  # the key: the Peer's
         estimate = self._estimate(request)
         started_at = datetime.now(UTC)
-        transport = self.configuration.transport
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(transport.max_transport_retries + 1)
-            | stop_before_delay(transport.max_retry_time_s),
-            wait=self._wait,
-            retry=retry_if_exception(lambda e: isinstance(e, CallError) and e.retryable),
-            reraise=True,
-            before_sleep=self._log_retry,
-        )
+        retrying = self._retry.retrying(before_sleep=self._log_retry)
         tries = 0
         try:
             async for retry in retrying:
@@ -273,12 +256,12 @@ class Backend:
     ) -> Exchange:
         if self._is_stopped():  # stopped while this request waited to retry
             raise self._not_sent()
-        session = self._session
-        if session is None:
+        peer = self._peer
+        if peer is None:
             raise RuntimeError("use the backend inside 'async with'")
         try:
             async with self.limiter.slot(estimate, given_up=self._is_stopped) as slot:
-                return await self._exchange(session, body, headers, slot, retries, started)
+                return await self._exchange(peer, body, headers, slot, retries, started)
         except Stopped:  # stopped while this call waited for its slot: it never leaves
             raise self._not_sent() from None
 
@@ -291,7 +274,7 @@ class Backend:
 
     async def _exchange(
         self,
-        session: aiohttp.ClientSession,
+        peer: Peer,
         body: Body,
         headers: Mapping[str, str],
         slot: Slot,
@@ -301,45 +284,29 @@ class Backend:
         self.calls_sent += 1  # the POST goes on the wire now
         begun = self.clock()
         try:
-            async with session.post(
-                self._send_to,
-                data=PartsPayload(body),
-                headers=headers,
-                timeout=self._timeout,
-                allow_redirects=False,  # a redirect would carry the key to another server
-            ) as response:
-                status, headers = response.status, response.headers
-                raw = await read_capped(response, self._max_bytes)
-        except TimeoutError:
-            raise Transient(f"no response within {self._timeout.total:g} s") from None
-        except aiohttp.ClientError as exc:
-            raise connection_failed(exc, self._key) from None
+            answer = await exchange(
+                peer, "POST", self._send_to, headers=headers, data=PartsPayload(body),
+                observe=self.limiter.observe,
+            )  # fmt: skip
+        except CallError as exc:
+            raise self._failed(exc, slot, self.clock() - begun) from None
         latency = self.clock() - begun
-        self.limiter.observe(headers)
-        if 300 <= status < 400:
-            raise self._redirected(status, headers)
-        if not 200 <= status < 300:
-            raise self._failed(status, headers, raw, slot, latency)
         try:
-            reply = redact_reply(self.wire.decode(raw), self._key)
+            reply = redact_reply(self.wire.decode(answer.body), self._key)
         except CallError as exc:  # a broken body, quoted in the message
             raise self._scrubbed(exc) from None
         except Exception as exc:  # a body no rule foresaw: this attempt's error, not the run's
-            raise self._scrubbed(unreadable(exc, status)) from None
+            raise self._scrubbed(unreadable(exc, answer.status)) from None
         slot.settle(reply.usage.total)
         self._output_tokens.add(reply.usage.output_tokens)
         self.limiter.succeeded()
-        return Exchange(reply, status, latency, retries, started)
+        return Exchange(reply, answer.status, latency, retries, started)
 
-    def _failed(
-        self, status: int, headers: Mapping[str, str], raw: bytes, slot: Slot, latency: float
-    ) -> CallError:
-        try:
-            classified = self.wire.classify(status, headers, raw)
-        except Exception:  # an error body no rule foresaw: classified by its status alone
-            classified = self.wire.classify(status, headers, b"")
-        error = self._scrubbed(classified)
-        error.latency_s = latency
+    def _failed(self, error: CallError, slot: Slot, latency: float) -> CallError:
+        """``error`` (the exchange's, scrubbed) as it bears on the backend: a throttle pauses
+        the limiter, a terminal error stops the backend."""
+        if error.status is not None:  # a server answered
+            error.latency_s = latency
         if isinstance(error, RateLimited):
             error.retry_after = self.limiter.throttled(slot, error.retry_after)
         elif error.stops and self._stopped is None:
@@ -356,9 +323,6 @@ class Backend:
 
     def _scrubbed(self, error: CallError) -> CallError:
         return scrubbed(error, self._key)
-
-    def _redirected(self, status: int, headers: Mapping[str, str]) -> Fatal:
-        return redirected(status, headers, self._key)
 
     def _not_sent(self) -> CallError:
         """The error of a call the stopped backend refuses to send: of the class that stopped
@@ -391,24 +355,6 @@ class Backend:
         )
 
 
-MAX_BACKOFF_S = 30.0
-
-
-def waiting(backoff_s: float) -> Callable[[RetryCallState], float]:
-    """How long to wait before a retry: the server's retry-after when it gave one (for a
-    throttle, the pause the limiter then imposed on the whole backend), else full-jitter
-    exponential backoff on the scale of ``backoff_s``."""
-    jitter = wait_random_exponential(multiplier=backoff_s, max=MAX_BACKOFF_S)
-
-    def wait(state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome is not None else None
-        if isinstance(exc, CallError) and exc.retry_after is not None:
-            return exc.retry_after
-        return float(jitter(state))
-
-    return wait
-
-
 class PartsPayload(aiohttp.payload.Payload):
     """A :class:`Body` sent piece by piece, with its length known up front (no chunking)."""
 
@@ -424,20 +370,6 @@ class PartsPayload(aiohttp.payload.Payload):
     async def write(self, writer: AbstractStreamWriter) -> None:
         for part in self._value.parts:
             await writer.write(part)
-
-
-async def read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes:
-    """The body, decompressed; :class:`TooLarge` once it runs past ``limit`` bytes (the rest
-    is never read)."""
-    declared = response.content_length
-    if declared is not None and declared > limit:
-        raise TooLarge(limit, response.status)
-    body = bytearray()
-    async for chunk in response.content.iter_chunked(1 << 16):
-        body += chunk
-        if len(body) > limit:
-            raise TooLarge(limit, response.status)
-    return bytes(body)
 
 
 def _refuse_key_in(name: str, texts: Mapping[str, str], key: ApiKey) -> None:
@@ -468,31 +400,6 @@ def configured_origin(name: str, base_url: str) -> Origin:
 def unreadable(exc: Exception, status: int) -> Transient:
     """The error of a body that broke its reader in a way no rule foresaw."""
     return Transient(f"unreadable response body ({type(exc).__name__}: {exc})", status=status)
-
-
-def scrubbed(error: CallError, key: ApiKey | None) -> CallError:
-    """``error`` with every text from the server redacted of the key and capped (:func:`clip`)."""
-    error.message = clip(error.message, key, MAX_MESSAGE)
-    error.code = None if error.code is None else clip(error.code, key)
-    error.args = (error.message,)
-    return error
-
-
-def redirected(status: int, headers: Mapping[str, str], key: ApiKey) -> Fatal:
-    """The error of a redirect, never followed: it would carry the key to another server."""
-    location = redact(headers.get("Location", "(no Location header)"), key)
-    return Fatal(
-        f"the server redirects to {location}: groundbench sends a key to no address but the "
-        "configured one; if that address is right, set base_url to it",
-        status=status,
-        code="redirect",
-    )
-
-
-def connection_failed(exc: aiohttp.ClientError, key: ApiKey) -> Transient:
-    """A connection that failed (refused, reset, cut short), its words redacted of the key."""
-    detail = redact(str(exc), key) or "connection failed"
-    return Transient(f"{type(exc).__name__}: {detail}")
 
 
 def redact_reply(reply: Reply, key: ApiKey) -> Reply:

@@ -36,6 +36,25 @@ class CallError(RunnerError):
     stops: ClassVar[bool] = False  # no later call of the backend can succeed
     stopped_because: ClassVar[str] = ""  # why, when it stops its backend
 
+    def __init_subclass__(
+        cls,
+        *,
+        kind: ErrorKind | None = None,
+        retryable: bool | None = None,
+        stopped_because: str | None = None,
+        **rest: object,
+    ) -> None:
+        """A class of the table in the module docstring, declared in its ``class`` line: its
+        ``kind``, whether it is ``retryable``, and why it stops its backend, if it does (a
+        subclass that says nothing keeps its parent's)."""
+        super().__init_subclass__(**rest)
+        if kind is not None:
+            cls.kind = kind
+        if retryable is not None:
+            cls.retryable = retryable
+        if stopped_because is not None:
+            cls.stops, cls.stopped_because = True, stopped_because
+
     def __init__(
         self,
         message: str,
@@ -60,43 +79,26 @@ class CallError(RunnerError):
         return f"{self.kind} ({where}{code}): {self.message}"
 
 
-class RateLimited(CallError):
+class RateLimited(CallError, kind="rate-limited", retryable=True):
     """The provider throttled the call; ``retry_after`` is the server's wait, when it gave one."""
 
-    kind = "rate-limited"
-    retryable = True
 
-
-class QuotaExhausted(CallError):
+class QuotaExhausted(CallError, kind="quota", retryable=False, stopped_because="its quota ran out"):
     """The account can make no more calls (spend limit, arrears, daily quota): terminal."""
 
-    kind = "quota"
-    retryable = False
-    stops = True
-    stopped_because = "its quota ran out"
 
-
-class Transient(CallError):
+class Transient(CallError, kind="transient", retryable=True):
     """A failure that another try may not meet: 5xx, overload, timeout, reset, broken body."""
 
-    kind = "transient"
-    retryable = True
 
-
-class Fatal(CallError):
+class Fatal(CallError, kind="fatal", retryable=False):
     """The request itself is refused (auth, unknown model, bad parameter): never retried."""
 
-    kind = "fatal"
-    retryable = False
 
-
-class Refused(Fatal):
+class Refused(Fatal, stopped_because="its key, permission or model was refused"):
     """The key, the account's permission or the model is refused (401, 403, 404, or a code
     that says so): stored as a fatal error, and, as no call of the backend can succeed, it
     stops the backend."""
-
-    stops = True
-    stopped_because = "its key, permission or model was refused"
 
 
 class TooLarge(Fatal):

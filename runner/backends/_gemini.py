@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from conditions import Request
+
+# The same imports as the OpenAI wire's (_openai.py): both write a body around the image, read
+# a reply and classify an error into the same classes; what each rule is stays in its own file.
 from runner.backends._errors import (
     CallError,
     Fatal,
@@ -31,18 +35,67 @@ from runner.backends._secrets import ApiKey, redact
 from runner.backends._wire import (
     IMAGE_SLOT,
     Body,
+    ErrorBody,
     Reply,
     Usage,
     as_int,
-    error_json,
     field_dict,
+    json_object,
     load_json,
     retry_after,
     splice_json,
 )
 
-_TRANSIENT_STATUSES = frozenset({"INTERNAL", "UNAVAILABLE", "DEADLINE_EXCEEDED", "ABORTED"})
+Reads = Literal["throttle", "quota", "transient", "refused"]
+
+
+@dataclass(frozen=True)
+class RpcCode:
+    """One ``google.rpc.Code`` (google/rpc/code.proto)."""
+
+    name: str
+    http: int  # the HTTP status the API maps it to
+    reads: Reads | None = None  # what the name alone says (None: the HTTP status decides)
+
+
+# Gemini's one code table, by number: an online error names its code (``status``), a batch
+# result line's error gives its number only (:func:`classify_rpc_status`).
+RPC_CODES: Mapping[int, RpcCode] = {
+    1: RpcCode("CANCELLED", 499),
+    2: RpcCode("UNKNOWN", 500),
+    3: RpcCode("INVALID_ARGUMENT", 400),  # a wrong key too: told by its ErrorInfo reason
+    4: RpcCode("DEADLINE_EXCEEDED", 504, "transient"),
+    5: RpcCode("NOT_FOUND", 404, "refused"),  # an unknown model
+    6: RpcCode("ALREADY_EXISTS", 409),
+    7: RpcCode("PERMISSION_DENIED", 403, "refused"),
+    8: RpcCode("RESOURCE_EXHAUSTED", 429, "throttle"),  # quota if a per-day quota is named
+    9: RpcCode("FAILED_PRECONDITION", 400, "quota"),  # billing or region: terminal
+    10: RpcCode("ABORTED", 409, "transient"),
+    11: RpcCode("OUT_OF_RANGE", 400),
+    12: RpcCode("UNIMPLEMENTED", 501),
+    13: RpcCode("INTERNAL", 500, "transient"),
+    14: RpcCode("UNAVAILABLE", 503, "transient"),
+    15: RpcCode("DATA_LOSS", 500),
+    16: RpcCode("UNAUTHENTICATED", 401, "refused"),  # a wrong key
+}
+_BY_NAME = {c.name: c for c in RPC_CODES.values()}
+
+
+def _reading(reads: Reads) -> frozenset[str]:
+    return frozenset(c.name for c in RPC_CODES.values() if c.reads == reads)
+
+
+_TRANSIENT_STATUSES = _reading("transient")
+# A wrong key (401), no permission (403), an unknown model (404): no call can succeed.
+_REFUSED_STATUSES = _reading("refused")
+_QUOTA_STATUSES = _reading("quota")
+_THROTTLE_STATUSES = _reading("throttle")
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)s$")
+
+
+def goog_api_key(key: ApiKey) -> dict[str, str]:
+    """The header that carries the key (never the URL), for every Gemini endpoint."""
+    return {"x-goog-api-key": key.reveal()}
 
 
 class GeminiGenerate:
@@ -55,7 +108,7 @@ class GeminiGenerate:
         return f"{base_url.rstrip('/')}/models/{self.model}:generateContent"
 
     def headers(self, key: ApiKey) -> dict[str, str]:
-        return {"x-goog-api-key": key.reveal(), "Content-Type": "application/json"}
+        return {**goog_api_key(key), "Content-Type": "application/json"}
 
     def payload(self, request: Request) -> dict[str, Any]:
         """The request body, with :data:`IMAGE_SLOT` standing for the base64 image data."""
@@ -77,7 +130,11 @@ class GeminiGenerate:
         return splice_json(self.payload(request), image)
 
     def decode(self, body: bytes) -> Reply:
-        doc = load_json(body, "generateContent")
+        return self.read(load_json(body, "generateContent"))
+
+    def read(self, value: object) -> Reply:
+        """A response body already parsed (a batch result line's), decoded as :meth:`decode`."""
+        doc = json_object(value, "generateContent")
         meta = field_dict(doc, "usageMetadata")
         usage = Usage(
             input_tokens=as_int(meta.get("promptTokenCount")),
@@ -113,14 +170,13 @@ class GeminiGenerate:
             rid,
         )
 
-    def classify(self, status: int, headers: Mapping[str, str], body: bytes) -> CallError:
+    def classify(self, status: int, headers: Mapping[str, str], body: ErrorBody) -> CallError:
         return classify_gemini(status, headers, body)
 
 
-def classify_gemini(status: int, headers: Mapping[str, str], body: bytes) -> CallError:
+def classify_gemini(status: int, headers: Mapping[str, str], body: ErrorBody) -> CallError:
     """The error class of a non-2xx ``generateContent`` response, from its ``google.rpc.Status``."""
-    error = error_json(body).get("error")
-    error = error if isinstance(error, dict) else {}
+    error = body.error
     rpc = error.get("status") if isinstance(error.get("status"), str) else None
     raw_message = error.get("message")
     message = redact(raw_message if isinstance(raw_message, str) else f"HTTP {status}")
@@ -133,9 +189,9 @@ def classify_gemini(status: int, headers: Mapping[str, str], body: bytes) -> Cal
     def make(cls: type[CallError], code: str | None = rpc) -> CallError:
         return cls(message, status=status, code=code, retry_after=wait)
 
-    if rpc == "RESOURCE_EXHAUSTED" or status == 429:
+    if rpc in _THROTTLE_STATUSES or status == 429:
         return make(QuotaExhausted if _per_day(details) else RateLimited)
-    if rpc == "FAILED_PRECONDITION":
+    if rpc in _QUOTA_STATUSES:
         return make(QuotaExhausted)
     if rpc in _TRANSIENT_STATUSES or status >= 500 or status == 408:
         return make(Transient)
@@ -147,8 +203,23 @@ def classify_gemini(status: int, headers: Mapping[str, str], body: bytes) -> Cal
     return make(Fatal)
 
 
-# A wrong key (401), no permission (403), an unknown model (404): no call can succeed.
-_REFUSED_STATUSES = frozenset({"UNAUTHENTICATED", "PERMISSION_DENIED", "NOT_FOUND"})
+def classify_rpc_status(status: Mapping[str, Any]) -> CallError:
+    """A batch result line's ``google.rpc.Status`` classified as :func:`classify_gemini`
+    classifies the online call's HTTP error of the same code: the number mapped to its name
+    and HTTP status by :data:`RPC_CODES`."""
+    number = as_int(status.get("code"))
+    name = status.get("status") if isinstance(status.get("status"), str) else None
+    if number is not None and number in RPC_CODES:
+        name = name or RPC_CODES[number].name
+        http = _BY_NAME[name].http if name in _BY_NAME else RPC_CODES[number].http
+    elif number is not None and 400 <= number < 600:  # an HTTP status written as the code
+        http = number
+    else:
+        http = _BY_NAME[name].http if name in _BY_NAME else 500
+    error = {**status, "code": http, "status": name or "UNKNOWN"}
+    return classify_gemini(http, {}, ErrorBody({"error": error}))
+
+
 # google.rpc.ErrorInfo reasons of a key no call can succeed with (sent as 400 INVALID_ARGUMENT).
 _REFUSED_REASONS = frozenset({"API_KEY_INVALID", "API_KEY_SERVICE_BLOCKED"})
 

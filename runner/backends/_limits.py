@@ -43,11 +43,11 @@ from dataclasses import dataclass, field
 
 from conditions import Transport
 from runner.backends._learning import HISTORY_S, MINUTE_S, LearntLimit
+from runner.backends._retry import MAX_THROTTLE_PAUSE_S
 
 Clock = Callable[[], float]
 
 JITTER_SHARE = 0.005  # windows 0.5% longer than the server's: 0.3 s a minute for a call's way
-MAX_BACKOFF_S = 60.0  # pause after repeated throttles that named no retry-after
 IDLE_S = 1.0  # no call in flight or waiting for longer than this: the backend was idle
 # Waits shorter than this are none: a float's crumbs (1e-17 s) would be slept on for ever where
 # the clock cannot move by them.
@@ -331,7 +331,7 @@ class RateLimiter:
         self.stats.throttles += 1
         self._throttle_streak += 1
         if retry_after is None:
-            retry_after = min(MAX_BACKOFF_S, 0.5 * 2 ** (self._throttle_streak - 1))
+            retry_after = min(MAX_THROTTLE_PAUSE_S, 0.5 * 2 ** (self._throttle_streak - 1))
         again = slot.sent_at + _expected(retry_after)  # when the server will admit again
         if slot.number > self._admitted_at_decrease:
             self._admitted_at_decrease = self.stats.admitted

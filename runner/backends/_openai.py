@@ -29,11 +29,12 @@ from runner.backends._secrets import ApiKey, redact
 from runner.backends._wire import (
     IMAGE_SLOT,
     Body,
+    ErrorBody,
     Reply,
     Usage,
     as_int,
-    error_json,
     field_dict,
+    json_object,
     load_json,
     retry_after,
     splice_json,
@@ -57,6 +58,11 @@ _PLAN_SPENT = re.compile(
 )
 
 
+def bearer(key: ApiKey) -> dict[str, str]:
+    """The header that carries the key, for the chat and the batch endpoints alike."""
+    return {"Authorization": f"Bearer {key.reveal()}"}
+
+
 class OpenAIChat:
     """The OpenAI-compatible wire format for one provider and model."""
 
@@ -68,7 +74,7 @@ class OpenAIChat:
         return base_url.rstrip("/") + "/chat/completions"
 
     def headers(self, key: ApiKey) -> dict[str, str]:
-        return {"Authorization": f"Bearer {key.reveal()}", "Content-Type": "application/json"}
+        return {**bearer(key), "Content-Type": "application/json"}
 
     def payload(self, request: Request) -> dict[str, Any]:
         """The request body, with :data:`IMAGE_SLOT` standing for the image's data URL."""
@@ -92,7 +98,11 @@ class OpenAIChat:
         return splice_json(self.payload(request), image)
 
     def decode(self, body: bytes) -> Reply:
-        doc = load_json(body, "chat completion")
+        return self.read(load_json(body, "chat completion"))
+
+    def read(self, value: object) -> Reply:
+        """A response body already parsed (a batch result line's), decoded as :meth:`decode`."""
+        doc = json_object(value, "chat completion")
         try:
             choice = doc["choices"][0]
             message = choice["message"]
@@ -115,17 +125,16 @@ class OpenAIChat:
             response_id=_str(doc.get("id")),
         )
 
-    def classify(self, status: int, headers: Mapping[str, str], body: bytes) -> CallError:
+    def classify(self, status: int, headers: Mapping[str, str], body: ErrorBody) -> CallError:
         return classify_openai(status, headers, body)
 
 
-def classify_openai(status: int, headers: Mapping[str, str], body: bytes) -> CallError:
+def classify_openai(status: int, headers: Mapping[str, str], body: ErrorBody) -> CallError:
     """The error class of a non-2xx OpenAI-compatible response, from its body first."""
-    error = error_json(body).get("error")
-    error = error if isinstance(error, dict) else {}
+    error = body.error
     code = _str(error.get("code")) or _str(error.get("type"))
     kind = _str(error.get("type"))
-    message = redact(_str(error.get("message")) or _snippet(body) or f"HTTP {status}")
+    message = redact(_str(error.get("message")) or body.text or f"HTTP {status}")
     wait = retry_after(headers)
     names = {n for n in (code, kind) if n}
 
@@ -158,7 +167,3 @@ def _text(value: object) -> str:
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _snippet(body: bytes, limit: int = 200) -> str:
-    return body[:limit].decode("utf-8", "replace").strip()

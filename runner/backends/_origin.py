@@ -2,8 +2,8 @@
 
 The experiment file says where a backend's key goes; nothing a store recorded or a provider
 answered (a batch's recorded address, an upload URL) may send it anywhere else. Every wire
-asks :meth:`Origin.check` at the one place it attaches the key to a request, and sends to the
-URL the check returns.
+asks :meth:`Origin.admit` at the one place it attaches the key to a request, and sends to the
+URL it admits.
 
 URLs are read by yarl, the parser aiohttp connects by: urllib and yarl disagree on some
 (``http://good\\@evil/``), and the origin checked must be the one connected to.
@@ -68,7 +68,7 @@ class Origin:
             )
         return cls(scheme, host.lower().removesuffix("."), port)
 
-    def check(self, url: str | URL, key: ApiKey | None = None) -> URL:
+    def admit(self, url: str | URL, key: ApiKey | None = None) -> URL:
         """``url``, parsed, if it is at this origin: the URL to send to.
 
         Raises

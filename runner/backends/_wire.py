@@ -64,7 +64,9 @@ class WireFormat(Protocol):
 
     def decode(self, body: bytes) -> Reply: ...
 
-    def classify(self, status: int, headers: Mapping[str, str], body: bytes) -> CallError: ...
+    def read(self, value: object) -> Reply: ...
+
+    def classify(self, status: int, headers: Mapping[str, str], body: ErrorBody) -> CallError: ...
 
 
 @dataclass(frozen=True)
@@ -107,9 +109,54 @@ def load_json(body: bytes, what: str) -> dict[str, Any]:
         value = read_json(body)
     except ValueError as exc:  # UnicodeDecodeError and TooDeep are ValueErrors
         raise Transient(f"malformed {what} body ({len(body)} bytes): {exc}") from None
+    return json_object(value, what)
+
+
+def json_object(value: object, what: str) -> dict[str, Any]:
+    """``value``, a body already parsed, if it is a JSON object.
+
+    Raises
+    ------
+    Transient
+        It is not: the server may answer properly next time.
+    """
     if not isinstance(value, dict):
         raise Transient(f"malformed {what} body: a JSON {type(value).__name__}, not an object")
     return value
+
+
+SNIPPET = 200  # characters of an error body quoted where its JSON names no message
+
+
+@dataclass(frozen=True)
+class ErrorBody:
+    """An error response's body, parsed once, as every wire's classifier takes it: its JSON
+    object (``{}`` when there is none to read) and its first characters, quoted where the
+    object names no message.
+
+    >>> ErrorBody.read(b"<html>Bad Gateway</html>")
+    ErrorBody(doc={}, text='<html>Bad Gateway</html>')
+    """
+
+    doc: Mapping[str, Any]
+    text: str = ""
+
+    @classmethod
+    def read(cls, body: bytes) -> ErrorBody:
+        """The body of an HTTP response, as it came."""
+        return cls(error_json(body), body[:SNIPPET].decode("utf-8", "replace").strip())
+
+    @classmethod
+    def parsed(cls, value: object) -> ErrorBody:
+        """A body a batch result line holds, parsed with the line: its text (quoted only
+        where it names no message) is its JSON, as a response would have sent it."""
+        doc = value if isinstance(value, dict) else {}
+        return cls(doc, json.dumps(value)[:SNIPPET].strip())
+
+    @property
+    def error(self) -> Mapping[str, Any]:
+        """The body's ``error`` object (both wires put it there), or ``{}``."""
+        return field_dict(self.doc, "error")
 
 
 def error_json(body: bytes) -> dict[str, Any]:

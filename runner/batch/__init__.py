@@ -5,10 +5,18 @@ Plain asyncio over aiohttp, no Ray. :class:`BatchApi` is a provider's batch endp
 ``batchGenerateContent``). ``_runner``'s :class:`BatchRunner` is a backend's port in batch
 mode: the feeder leases it calls, a batch a lease, and it makes, records, polls and reads
 each batch (each step in the store's ledger before the next), and collects those a killed run
-left open.
+left open. :func:`cancel_batches` cancels a run's open batches (``groundbench batches
+--cancel``) with the experiment's keys, sent only to the experiment's addresses.
 """
 
 from runner.batch._api import ENDED, BatchApi, BatchLimits, BatchState, RemoteBatch, ResultLine
+from runner.batch._cancel import (
+    Cancelled,
+    cancel_batches,
+    cancellable,
+    record_cancels,
+    server_text,
+)
 from runner.batch._factory import batch_api, batch_limits
 from runner.batch._runner import (
     BatchOutcome,
@@ -28,6 +36,7 @@ __all__ = [
     "BatchRunner",
     "BatchSettings",
     "BatchState",
+    "Cancelled",
     "Ledger",
     "MakeApi",
     "OpenBatch",
@@ -36,4 +45,8 @@ __all__ = [
     "Where",
     "batch_api",
     "batch_limits",
+    "cancel_batches",
+    "cancellable",
+    "record_cancels",
+    "server_text",
 ]

@@ -3,10 +3,12 @@ batch of it, poll it, read its results line by line, cancel it.
 
 A provider's batch wire (:class:`BatchApi`) speaks its documented endpoints and nothing more:
 the run's policy — splitting, recording each batch before going on, retries, resume — is
-:mod:`runner.batch._runner`'s. Every failed HTTP exchange raises the online wire's
-:class:`~runner.backends.CallError` class for it (a 429 throttle, spent quota, a 5xx, a refused
-key), classified by the same code as an online call, so a batch endpoint's errors behave as an
-online call's. Nothing here retries.
+:mod:`runner.batch._runner`'s. Every request goes by the online calls' one HTTP exchange
+(:mod:`runner.backends._exchange`: the key to the configured origin only, no redirect, a
+capped read), and a failed one raises the online wire's :class:`~runner.backends.CallError`
+class for it (a 429 throttle, spent quota, a 5xx, a refused key), classified by the same code
+as an online call, so a batch endpoint's errors behave as an online call's. Nothing here
+retries: the runner applies the online calls' one retry policy (:mod:`runner.backends._retry`).
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ def batch_api(
     ConfigError
         The provider has no batch API that groundbench speaks.
     """
+    # The parameters are the clients' own (OpenAIBatches' the same list): this picks the client,
+    # the client builds its Peer (its wire's key header and classifier, its timeout and cap).
     if provider.batch == "openai":
         return OpenAIBatches(session, provider, model, base_url, key, origin=origin)
     if provider.batch == "gemini":

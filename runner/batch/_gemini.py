@@ -20,31 +20,32 @@ Batch API guide (ai.google.dev/gemini-api/docs/batch-api), its REST reference
   request: ``{"key", "response": GenerateContentResponse}`` or ``{"key", "error": Status}``.
 
 The key goes only in the ``x-goog-api-key`` header, to the configured host only; no redirect
-is followed. Nothing here retries: the batch runner decides.
+is followed (both by the one exchange, :mod:`runner.backends._exchange`). Nothing here
+retries: the batch runner decides.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-from yarl import URL
 
 from conditions import Request
 from runner._errors import ConfigError
-from runner.backends._client import (
-    connection_failed,
-    read_capped,
-    redact_reply,
-    redirected,
-    scrubbed,
-)
+from runner.backends._client import redact_reply
 from runner.backends._errors import CallError, Transient
-from runner.backends._gemini import GeminiGenerate, classify_gemini
+from runner.backends._exchange import Answer, Peer, exchange, exchanging, scrubbed
+from runner.backends._gemini import (
+    GeminiGenerate,
+    classify_gemini,
+    classify_rpc_status,
+    goog_api_key,
+)
 from runner.backends._json import read_json
 from runner.backends._origin import Origin
 from runner.backends._secrets import KEY_SHAPED, MAX_MESSAGE, ApiKey, clip, holds_key, redact
@@ -80,28 +81,6 @@ _VERSION = re.compile(r"/v\d+[a-z0-9]*$")
 _BATCH_ID = re.compile(r"^batches/[A-Za-z0-9_.-]+$")
 _FILE_ID = re.compile(r"^files/[A-Za-z0-9_.-]+$")
 _KEY_IN_BROKEN_LINE = re.compile(rb'^\s*\{\s*"key"\s*:\s*"([^"\\]{1,512})"')
-
-# google.rpc.Code: its number, its name, and the HTTP status the API maps it to
-# (google/rpc/code.proto), for a result line's error, which carries the number only.
-_RPC_CODES: dict[int, tuple[str, int]] = {
-    1: ("CANCELLED", 499),
-    2: ("UNKNOWN", 500),
-    3: ("INVALID_ARGUMENT", 400),
-    4: ("DEADLINE_EXCEEDED", 504),
-    5: ("NOT_FOUND", 404),
-    6: ("ALREADY_EXISTS", 409),
-    7: ("PERMISSION_DENIED", 403),
-    8: ("RESOURCE_EXHAUSTED", 429),
-    9: ("FAILED_PRECONDITION", 400),
-    10: ("ABORTED", 409),
-    11: ("OUT_OF_RANGE", 400),
-    12: ("UNIMPLEMENTED", 501),
-    13: ("INTERNAL", 500),
-    14: ("UNAVAILABLE", 503),
-    15: ("DATA_LOSS", 500),
-    16: ("UNAUTHENTICATED", 401),
-}
-_RPC_HTTP = {name: http for name, http in _RPC_CODES.values()}
 
 
 def media_base(base_url: str, kind: str) -> str:
@@ -150,15 +129,21 @@ class GeminiBatches:
     ) -> None:
         if holds_key(base_url, key) or KEY_SHAPED.search(base_url):
             raise ConfigError("the Gemini batch base URL holds an API key; it goes in no URL")
-        self._session = session
         self._wire = GeminiGenerate(model)
         self.model = model
         self._base = base_url.rstrip("/")
         self._upload = media_base(base_url, "upload") + "/files"
         self._download = media_base(base_url, "download")
         self._key = key
-        self._origin = origin
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._peer = Peer(
+            session=session,
+            origin=origin,
+            key=key,
+            credentials=goog_api_key,
+            classify=classify_gemini,
+            timeout=aiohttp.ClientTimeout(total=timeout_s),
+            max_bytes=MAX_ANSWER_BYTES,
+        )
 
     def __repr__(self) -> str:
         return f"GeminiBatches({self.model}, {self._base})"
@@ -185,8 +170,8 @@ class GeminiBatches:
             "Content-Type": "application/json",
         }
         meta = json.dumps({"file": {"display_name": display_name}}).encode()
-        _, headers, _ = await self._call("POST", self._upload, data=meta, headers=start)
-        url = self._upload_url(headers.get("X-Goog-Upload-URL"))
+        started = await exchange(self._peer, "POST", self._upload, data=meta, headers=start)
+        url = self._upload_url(started.headers.get("X-Goog-Upload-URL"))
         sending = {
             "X-Goog-Upload-Command": "upload, finalize",
             "X-Goog-Upload-Offset": "0",
@@ -195,15 +180,16 @@ class GeminiBatches:
         }
         with path.open("rb") as stream:  # aiohttp reads it in chunks as it sends
             # The upload URL is its own credential (the SDK sends no key to it): none goes.
-            _, headers, raw = await self._call(
-                "POST", url, data=stream, headers=sending, keyed=False
+            # It is checked against the configured origin all the same, as every URL is.
+            sent = await exchange(
+                self._peer, "POST", url, data=stream, headers=sending, keyed=False
             )
-        status = headers.get("X-Goog-Upload-Status")
+        status = sent.headers.get("X-Goog-Upload-Status")
         if status is not None and status.lower() != "final":
             raise Transient(f"the upload of {path.name} ended {clip(status, self._key)!r}")
-        name = _field(self._json(raw, "upload"), "file", "name")
+        name = _field(self._json(sent.body, "upload"), "file", "name")
         if name is None or name == "":
-            raise Transient(f"the upload answered no file name: {self._clip(raw)}")
+            raise Transient(f"the upload answered no file name: {self._clip(sent.body)}")
         return _file(name, self._key)
 
     # -- batches ---------------------------------------------------------------------------
@@ -245,7 +231,7 @@ class GeminiBatches:
         return None
 
     async def delete_file(self, file_id: str) -> None:
-        await self._call("DELETE", f"{self._base}/{_file(file_id, self._key)}")
+        await exchange(self._peer, "DELETE", f"{self._base}/{_file(file_id, self._key)}")
 
     # -- results ---------------------------------------------------------------------------
 
@@ -254,8 +240,8 @@ class GeminiBatches:
         when it has none, the inline responses of the batch as it is now."""
         if batch.output_file is not None:
             url = f"{self._download}/{_file(batch.output_file, self._key)}:download"
-            async with self._stream(url, {"alt": "media"}) as response:
-                chunks = self._chunks(response)
+            async with exchanging(self._peer, "GET", url, params={"alt": "media"}) as response:
+                chunks = response.content.iter_chunked(_CHUNK)  # a broken one: Transient
                 async for line in result_lines(chunks, batch.output_file, self._wire, self._key):
                     yield line
             return
@@ -265,14 +251,6 @@ class GeminiBatches:
 
     # -- HTTP ------------------------------------------------------------------------------
 
-    async def _chunks(self, response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
-        """The body's chunks; a connection lost half way is :class:`Transient`."""
-        try:
-            async for chunk in response.content.iter_chunked(_CHUNK):
-                yield chunk
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise self._transport(exc) from None
-
     async def _json_call(
         self,
         method: str,
@@ -280,65 +258,15 @@ class GeminiBatches:
         body: Mapping[str, Any] | None = None,
         params: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        headers = {} if body is None else {"Content-Type": "application/json"}
-        _, _, raw = await self._call(method, url, data=data, headers=headers, params=params)
+        """One exchange (:func:`~runner.backends._exchange.exchange`) answering a JSON
+        object, or nothing (``{}``)."""
+        answer: Answer = await exchange(self._peer, method, url, json=body, params=params)
+        raw = answer.body
         return self._json(raw, url.rsplit("/", 1)[-1]) if raw.strip() else {}
-
-    async def _call(
-        self,
-        method: str,
-        url: str,
-        *,
-        data: object = None,
-        headers: Mapping[str, str] | None = None,
-        params: Mapping[str, str] | None = None,
-        keyed: bool = True,
-    ) -> tuple[int, Mapping[str, str], bytes]:
-        """One exchange: its status, headers and body (capped); a failure raised, classified."""
-        exchange = self._stream(url, params, method=method, data=data, headers=headers, keyed=keyed)
-        async with exchange as r:
-            try:
-                raw = await read_capped(r, MAX_ANSWER_BYTES)
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                raise self._transport(exc) from None
-            return r.status, r.headers, raw
-
-    def _stream(
-        self,
-        url: str,
-        params: Mapping[str, str] | None,
-        *,
-        method: str = "GET",
-        data: object = None,
-        headers: Mapping[str, str] | None = None,
-        keyed: bool = True,
-    ) -> _Exchange:
-        # Every request, keyed or not (the upload URL the server answered), goes only to the
-        # configured origin: this is the one place the key is attached.
-        checked = self._origin.check(url, self._key)
-        key = {"x-goog-api-key": self._key.reveal()} if keyed else {}
-        sent = {**key, **(headers or {})}
-        return _Exchange(self, method, checked, params, data, sent)
-
-    def _failed(self, status: int, headers: Mapping[str, str], raw: bytes) -> CallError:
-        if 300 <= status < 400:
-            return redirected(status, headers, self._key)
-        return self._scrubbed(classify_gemini(status, headers, raw))
-
-    def _transport(self, exc: BaseException) -> Transient:
-        if isinstance(exc, TimeoutError):
-            return Transient(f"no response within {self._timeout.total:g} s")
-        if isinstance(exc, aiohttp.ClientError):
-            return connection_failed(exc, self._key)
-        return Transient(clip(f"{type(exc).__name__}: {exc}", self._key, MAX_MESSAGE))
-
-    def _scrubbed(self, error: CallError) -> CallError:
-        return scrubbed(error, self._key)
 
     def _upload_url(self, given: str | None) -> str:
         """The upload URL the start request answered (the guide's is on the API's own host;
-        :meth:`_stream` sends the file to none at another origin)."""
+        the exchange sends the file to none at another origin)."""
         if not given:
             raise Transient("the upload start answered no X-Goog-Upload-URL")
         return given
@@ -357,54 +285,6 @@ class GeminiBatches:
 
     def _remote(self, doc: Mapping[str, Any]) -> RemoteBatch:
         return remote_batch(doc, self._key)
-
-
-class _Exchange:
-    """``async with``: one request's response, open for streaming; a failed exchange raised
-    (classified, the key redacted), never a redirect followed."""
-
-    def __init__(
-        self,
-        client: GeminiBatches,
-        method: str,
-        url: URL,
-        params: Mapping[str, str] | None,
-        data: object,
-        headers: Mapping[str, str],
-    ) -> None:
-        self._client = client
-        self._request = (method, url, params, data, headers)
-        self._response: aiohttp.ClientResponse | None = None
-
-    async def __aenter__(self) -> aiohttp.ClientResponse:
-        method, url, params, data, headers = self._request
-        client = self._client
-        try:
-            response = await client._session.request(
-                method,
-                url,
-                params=params,
-                data=data,
-                headers=dict(headers),
-                timeout=client._timeout,
-                allow_redirects=False,  # a redirect would carry the key to another server
-            )
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise client._transport(exc) from None
-        self._response = response
-        if not 200 <= response.status < 300:
-            try:
-                raw = await read_capped(response, MAX_ANSWER_BYTES)
-            except (aiohttp.ClientError, TimeoutError, CallError):
-                raw = b""
-            finally:
-                response.release()
-            raise client._failed(response.status, response.headers, raw)
-        return response
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._response is not None:
-            self._response.release()
 
 
 # -- reading a batch -------------------------------------------------------------------------
@@ -521,22 +401,27 @@ def inline_lines(
     seen: dict[str, int] = {}
     out = []
     for n, item in enumerate(_list(found), 1):
+        line: object = item
         if isinstance(item, dict):
             line = dict(item)
             line.setdefault("key", _field(item, "metadata", "key"))
-            raw = json.dumps(line).encode()
-        else:
-            raw = json.dumps(item).encode()
-        out.append(_once(read_line(raw, f"inline line {n}", wire, key), seen, n))
+        where = f"inline line {n}"
+        read = _unbroken(partial(_read_doc, line, where, wire, key), where, key)
+        out.append(_once(read, seen, n))
     return out
 
 
 def read_line(raw: bytes, where: str, wire: GeminiGenerate, key: ApiKey | None) -> ResultLine:
     """One result line: a reply, an error classified as the online call's would be, or a
     problem saying why it cannot be read (never raised: whatever a line holds ends no run)."""
+    return _unbroken(partial(_read_line, raw, where, wire, key), where, key)
+
+
+def _unbroken(read: Callable[[], ResultLine], where: str, key: ApiKey | None) -> ResultLine:
+    """``read()``, or the problem of a line no rule foresaw: never the run's end."""
     try:
-        return _read_line(raw, where, wire, key)
-    except Exception as exc:  # a line no rule foresaw: its problem, never the run's end
+        return read()
+    except Exception as exc:
         why = clip(f"{type(exc).__name__}: {exc}", key)
         return ResultLine(where, None, problem=f"unreadable ({why})")
 
@@ -548,6 +433,11 @@ def _read_line(raw: bytes, where: str, wire: GeminiGenerate, key: ApiKey | None)
         match = _KEY_IN_BROKEN_LINE.match(raw)  # a line cut short may still name its key
         named = clip(match.group(1).decode("utf-8", "replace"), key) if match else None
         return ResultLine(where, named, problem=f"not JSON ({len(raw)} bytes): {exc}")
+    return _read_doc(doc, where, wire, key)
+
+
+def _read_doc(doc: object, where: str, wire: GeminiGenerate, key: ApiKey | None) -> ResultLine:
+    """A result line already parsed (a file's line, or an inline response)."""
     if not isinstance(doc, dict):
         return ResultLine(where, None, problem=f"a JSON {type(doc).__name__}, not an object")
     custom_id = doc.get("key")
@@ -561,7 +451,7 @@ def _read_line(raw: bytes, where: str, wire: GeminiGenerate, key: ApiKey | None)
     if not isinstance(response, dict):
         return ResultLine(where, custom_id, problem="neither a response nor an error")
     try:
-        reply = wire.decode(json.dumps(response).encode())
+        reply = wire.read(response)
     except CallError as exc:
         return ResultLine(where, custom_id, problem=clip(exc.message, key, MAX_MESSAGE))
     return ResultLine(
@@ -570,20 +460,9 @@ def _read_line(raw: bytes, where: str, wire: GeminiGenerate, key: ApiKey | None)
 
 
 def rpc_error(status: Mapping[str, Any], key: ApiKey | None = None) -> CallError:
-    """A result line's ``google.rpc.Status`` classified as :func:`classify_gemini` classifies
-    the online call's HTTP error of the same code: the number mapped to its name and HTTP
-    status (google/rpc/code.proto)."""
-    number = as_int(status.get("code"))
-    name = _text(status.get("status"))
-    if number is not None and number in _RPC_CODES:
-        name = name or _RPC_CODES[number][0]
-        http = _RPC_HTTP.get(name, _RPC_CODES[number][1])
-    elif number is not None and 400 <= number < 600:  # an HTTP status written as the code
-        http = number
-    else:
-        http = _RPC_HTTP.get(name or "", 500)
-    body = {"error": {**status, "code": http, "status": name or "UNKNOWN"}}
-    return scrubbed(classify_gemini(http, {}, json.dumps(body).encode()), key)
+    """A result line's ``google.rpc.Status`` classified as the online call's HTTP error of the
+    same code (:func:`~runner.backends._gemini.classify_rpc_status`), scrubbed of ``key``."""
+    return scrubbed(classify_rpc_status(status), key)
 
 
 def _once(line: ResultLine, seen: dict[str, int], number: int) -> ResultLine:

@@ -16,30 +16,23 @@ wire's (:class:`~runner.backends.OpenAIChat`), so a batch asks exactly what an o
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, get_args
 from urllib.parse import quote
 
 import aiohttp
-from yarl import URL
 
 from conditions import Request
-from runner.backends._client import (
-    connection_failed,
-    read_capped,
-    redact_reply,
-    redirected,
-    scrubbed,
-)
+from runner.backends._client import redact_reply
 from runner.backends._errors import CallError, Transient
+from runner.backends._exchange import Peer, exchange, exchanging, scrubbed
 from runner.backends._json import TooDeep, read_json
-from runner.backends._openai import OpenAIChat, classify_openai
+from runner.backends._openai import OpenAIChat, bearer, classify_openai
 from runner.backends._origin import Origin
 from runner.backends._providers import Provider
 from runner.backends._secrets import MAX_MESSAGE, ApiKey, clip
-from runner.backends._wire import Body, field_dict, load_json, splice_json
+from runner.backends._wire import Body, ErrorBody, field_dict, load_json, splice_json
 from runner.batch._api import BatchLimits, BatchState, RemoteBatch, ResultLine
 from runner.batch._ids import checked_id, optional_id
 
@@ -88,12 +81,20 @@ class OpenAIBatches:
         self.provider = provider
         self.limits = LIMITS.get(provider.name, LIMITS["openai"])
         self._chat = OpenAIChat(provider, model)
-        self._session = session
         self._base = base_url.rstrip("/")
         self._key = key
-        self._origin = origin
-        # No total: a 200 MB upload or download may take long, but no read may stall.
-        self._timeout = aiohttp.ClientTimeout(total=None, connect=60.0, sock_read=read_timeout_s)
+        # What differs from GeminiBatches' Peer is all that is written here: the key's header,
+        # the classifier, the timeout and the read cap.
+        self._peer = Peer(
+            session=session,
+            origin=origin,
+            key=key,
+            credentials=bearer,
+            classify=classify_openai,
+            # No total: a 200 MB upload or download may take long, but no read may stall.
+            timeout=aiohttp.ClientTimeout(total=None, connect=60.0, sock_read=read_timeout_s),
+            max_bytes=MAX_OBJECT_BYTES,
+        )
 
     def __repr__(self) -> str:
         return f"OpenAIBatches({self.provider.name}, {self._chat.model}, {self._base})"
@@ -179,25 +180,15 @@ class OpenAIBatches:
                     yield line
 
     async def _file_lines(self, file_id: str) -> AsyncIterator[ResultLine]:
-        url, headers = self._keyed(f"{self._base}/files/{self._seg(file_id, 'file id')}/content")
-        try:
-            async with self._session.get(
-                url, headers=headers, timeout=self._timeout, allow_redirects=False
-            ) as response:
-                if not 200 <= response.status < 300:
-                    raw = await read_capped(response, MAX_OBJECT_BYTES)
-                    raise self._failed(response.status, response.headers, raw)
-                n = 0
-                async for raw_line in _lines(response.content, MAX_LINE_BYTES):
-                    n += 1
-                    if raw_line is None:
-                        yield ResultLine(f"{file_id} line {n}", None, problem=_TOO_LONG)
-                    elif raw_line.strip():
-                        yield self._result(raw_line, f"{file_id} line {n}")
-        except TimeoutError:
-            raise Transient(f"no data within {self._timeout.sock_read:g} s") from None
-        except aiohttp.ClientError as exc:
-            raise self._transport(exc) from None
+        url = f"{self._base}/files/{self._seg(file_id, 'file id')}/content"
+        async with exchanging(self._peer, "GET", url) as response:
+            n = 0
+            async for raw_line in _lines(response.content, MAX_LINE_BYTES):
+                n += 1
+                if raw_line is None:
+                    yield ResultLine(f"{file_id} line {n}", None, problem=_TOO_LONG)
+                elif raw_line.strip():
+                    yield self._result(raw_line, f"{file_id} line {n}")
 
     def _result(self, raw: bytes, where: str) -> ResultLine:
         """One result line read: an answer, an error, a request that never ran, or why the
@@ -229,12 +220,12 @@ class OpenAIBatches:
         status = response.get("status_code")
         if not isinstance(status, int) or isinstance(status, bool):
             return ResultLine(where, custom_id, problem="the response has no status_code")
-        body = json.dumps(response.get("body")).encode()
+        body = response.get("body")
         if status != 200:
-            failed = self._scrubbed(classify_openai(status, {}, body))
+            failed = self._scrubbed(classify_openai(status, {}, ErrorBody.parsed(body)))
             return ResultLine(where, custom_id, status=status, error=failed)
         try:
-            reply = redact_reply(self._chat.decode(body), self._key)
+            reply = redact_reply(self._chat.read(body), self._key)
         except CallError as exc:
             reason = clip(exc.message, self._key, MAX_MESSAGE)
             return ResultLine(where, custom_id, status=status, problem=f"the body: {reason}")
@@ -245,50 +236,20 @@ class OpenAIBatches:
         code = error.get("code")
         if isinstance(code, str) and code in NEVER_RAN:
             return ResultLine(where, custom_id, ran=False)
-        failed = self._scrubbed(classify_openai(0, {}, json.dumps({"error": error}).encode()))
+        failed = self._scrubbed(classify_openai(0, {}, ErrorBody.parsed({"error": error})))
         failed.status = None  # the line has no HTTP status of its own
         return ResultLine(where, custom_id, error=failed)
 
     # -- the exchange ---------------------------------------------------------------------
 
     async def _call(self, method: str, path: str, what: str, **send: Any) -> dict[str, Any]:
-        """One exchange: its JSON object, or the :class:`CallError` of its failure."""
-        url, keyed = self._keyed(self._base + path)
+        """One exchange (:func:`~runner.backends._exchange.exchange`): its JSON object, or
+        the :class:`CallError` of its failure."""
+        answer = await exchange(self._peer, method, self._base + path, **send)
         try:
-            async with self._session.request(
-                method,
-                url,
-                headers=keyed,
-                timeout=self._timeout,
-                allow_redirects=False,  # a redirect would carry the key to another server
-                **send,
-            ) as response:
-                status, headers = response.status, response.headers
-                raw = await read_capped(response, MAX_OBJECT_BYTES)
-        except TimeoutError:
-            raise Transient(f"no response within {self._timeout.sock_read:g} s") from None
-        except aiohttp.ClientError as exc:
-            raise self._transport(exc) from None
-        if not 200 <= status < 300:
-            raise self._failed(status, headers, raw)
-        try:
-            return load_json(raw, what)
+            return load_json(answer.body, what)
         except CallError as exc:
             raise self._scrubbed(exc) from None
-
-    def _keyed(self, url: str) -> tuple[URL, dict[str, str]]:
-        """``url`` checked against the configured origin, and the key's header for it: the
-        one place the key is attached to a request."""
-        checked = self._origin.check(url, self._key)
-        return checked, {"Authorization": f"Bearer {self._key.reveal()}"}
-
-    def _failed(self, status: int, headers: Mapping[str, str], raw: bytes) -> CallError:
-        if 300 <= status < 400:
-            return redirected(status, headers, self._key)
-        return self._scrubbed(classify_openai(status, headers, raw))
-
-    def _transport(self, exc: aiohttp.ClientError) -> Transient:
-        return connection_failed(exc, self._key)
 
     def _scrubbed(self, error: CallError) -> CallError:
         return scrubbed(error, self._key)

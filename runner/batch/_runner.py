@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -45,7 +44,7 @@ from typing import Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
-from conditions import Builder, Configuration, Request, RequestKey
+from conditions import AttemptKey, Builder, Configuration, Request, RequestKey, Transport
 from runner._port import Outcome, Shape
 from runner.backends import (
     AttemptRecord,
@@ -56,6 +55,7 @@ from runner.backends import (
     Origin,
     QuotaExhausted,
     Reply,
+    RetryPolicy,
     Sender,
     answer_record,
     attempts_allowed,
@@ -76,12 +76,10 @@ from runner.store import (
 )
 
 _T = TypeVar("_T")
-Attempt = tuple[str, str, int, str, int]  # configuration, condition, budget, question, attempt
 # Result rows stored per write: a row is one answer (a few KB), so this bounds the memory that
 # reading a batch of 50,000 takes.
 WRITE_ROWS = 256
 YIELD_EVERY = 32  # result lines read between turns the actor's other calls get
-MAX_BACKOFF_S = 60.0
 
 
 class BatchSettings(BaseModel):
@@ -260,6 +258,7 @@ class BatchRunner:
         spool: Path,
         settings: BatchSettings | None = None,
         *,
+        transport: Transport,
         limits: BatchLimits,
         sleep: Sleep = asyncio.sleep,
         offload: Offload = asyncio.to_thread,
@@ -277,13 +276,12 @@ class BatchRunner:
         self._sleep = sleep
         self._offload = offload
         self._clock = clock
-        transport = configurations[0].transport
-        self._backoff_s = transport.retry_backoff_s
-        self._tries = transport.max_transport_retries + 1
+        # The backend's own retries (its transport's), one for all its configurations.
+        self._retry = RetryPolicy.of(transport)  # the online path's policy, caps and all
         self._open: dict[str, _Open] = {}
         self._making = asyncio.Lock()  # one file on disk, one batch in the making, at a time
         self._changed = asyncio.Event()  # set (and replaced) when a batch ends or stops
-        self._held_back: set[Attempt] = set()  # attempts not sent again this run
+        self._held_back: set[AttemptKey] = set()  # attempts not sent again this run
         self._stop: CallError | None = None  # what stopped submitting
         self._halted = False  # a terminal error met while polling: no call can succeed
         self._failed_last = False  # the batch that ended last had failed
@@ -314,7 +312,7 @@ class BatchRunner:
         an error no resend mends) is neither sent nor given back; the lines the batch never
         ran are pending again, for the feeder's next round.
         """
-        calls = [c for c in calls if _attempt(c) not in self._held_back]
+        calls = [c for c in calls if c.attempt_key not in self._held_back]
         async with self._making:
             if not await self._room():
                 return self._outcome(_Tally(), calls)
@@ -437,7 +435,7 @@ class BatchRunner:
         says), its requests held, and the run's summary says why. The wires refuse such a
         request too: this is so the run says it once, not at every poll."""
         try:
-            self.where.origin.check(record.base_url)
+            self.where.origin.admit(record.base_url)
         except OffOrigin as exc:
             outcome = self.outcome
             outcome.elsewhere += 1
@@ -494,14 +492,14 @@ class BatchRunner:
                 if len(written.keys) >= self.lines:
                     left.extend(calls[i:])
                     break
-                request = self._build(call)
+                request = self._build(call.request)
                 custom = call_id(request, call.next_attempt)
                 if custom in ids:  # the same request twice (two keys ask alike): the next file
                     left.append(call)
                     continue
                 line = api.line(custom, request)
                 if len(line) > max_bytes:
-                    self._held_back.add(_attempt(call))
+                    self._held_back.add(call.attempt_key)
                     continue
                 if written.size + len(line) > max_bytes:
                     left.extend(calls[i:])
@@ -509,16 +507,15 @@ class BatchRunner:
                 out.writelines(line.parts)
                 written.size += len(line)
                 ids.add(custom)
-                written.keys.append(BatchKey("", custom, *call))
+                written.keys.append(BatchKey.of(call.attempt_key, batch="", custom_id=custom))
                 written.calls.append(call)
         if not written.keys:
             written.path.unlink(missing_ok=True)
             return None, left
         return written, left
 
-    def _build(self, call: Pending) -> Request:
-        key = RequestKey(call.configuration, call.condition, call.qid, call.budget)
-        return self._builder.build(key, self.configurations[call.configuration])
+    def _build(self, key: RequestKey) -> Request:
+        return self._builder.build(key, self.configurations[key.configuration])
 
     async def _send_file(self, model: str, api: BatchApi, written: _File) -> _Made:
         """Record the file's batch, upload the file and create the batch, each step in the
@@ -551,18 +548,18 @@ class BatchRunner:
         api = self._api(record.model, record.base_url)
         assert record.input_file is not None
         file_id = record.input_file
-        for attempt in range(self._tries):
-            try:
-                found = await self._retrying(lambda: api.find(record.id, file_id))
-                remote = found or await api.create(file_id, record.id)
-            except CallError as exc:
-                if exc.retryable and attempt + 1 < self._tries:
-                    await self._sleep(self._wait_for(exc, attempt))
-                    continue
-                return await self._not_created(record, api, exc)
-            self.outcome.created += found is None
-            return _Made(await self._submitted(record, api, remote))
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        async def find_or_create() -> tuple[RemoteBatch, bool]:
+            # Looked for before each try of the create: a failed one may have made it.
+            found = await api.find(record.id, file_id)
+            return found or await api.create(file_id, record.id), found is None
+
+        try:
+            remote, created = await self._retrying(find_or_create)
+        except CallError as exc:
+            return await self._not_created(record, api, exc)
+        self.outcome.created += created
+        return _Made(await self._submitted(record, api, remote))
 
     async def _not_created(self, record: BatchRecord, api: BatchApi, exc: CallError) -> _Made:
         if exc.retryable:  # it may exist: its keys stay held, for the next run to look again
@@ -689,22 +686,9 @@ class BatchRunner:
         return await self._ledger.update_batch(batch, changes)
 
     async def _retrying(self, call: Callable[[], Awaitable[_T]]) -> _T:
-        """``call``, tried again after a throttle or a transient failure (the server's
-        retry-after, else the online path's backoff), up to the transport's tries."""
-        for attempt in range(self._tries):
-            try:
-                return await call()
-            except CallError as exc:
-                if not exc.retryable or attempt + 1 == self._tries:
-                    raise
-                await self._sleep(self._wait_for(exc, attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _wait_for(self, exc: CallError, attempt: int) -> float:
-        """The server's retry-after, else full-jitter exponential backoff (as online)."""
-        if exc.retry_after is not None:
-            return exc.retry_after
-        return random.uniform(0, min(MAX_BACKOFF_S, self._backoff_s * 2**attempt))
+        """``call``, tried again by the one retry policy (:mod:`runner.backends._retry`):
+        after a throttle or a transient failure, the server's retry-after, else backoff."""
+        return await self._retry.call(call, sleep=self._sleep)
 
     def _given_up(self, exc: CallError) -> None:
         """Stop making batches after a file or a batch was refused as it stands (too large, a
@@ -777,8 +761,7 @@ class _Reading:
         if configuration is None:
             self._problem(line, f"configuration {key.configuration} is not in this run")
             return None
-        pending = Pending(key.configuration, key.condition, key.budget, key.qid, key.attempt)
-        request = runner._build(pending)
+        request = runner._build(key.key.request)
         if call_id(request, key.attempt) != key.custom_id:
             self._problem(line, "its request changed since the batch was sent; not stored")
             return None
@@ -819,7 +802,7 @@ class _Reading:
         self, sender: Sender, request: Request, key: BatchKey, error: CallError, started: datetime
     ) -> ResponseRow:
         if not error.retryable:  # a request the server refuses goes again in a later run only
-            self._runner._held_back.add(_held(key))
+            self._runner._held_back.add(key.key)
         self.tally.finished += 1  # an error ends its attempts, as online
         return self._kept(error_record(sender, request, key.attempt, error, started))
 
@@ -848,16 +831,6 @@ class _Reading:
         if self._problems:
             await ledger.record_problems(self._problems)
             self._problems = []
-
-
-def _attempt(call: Pending) -> Attempt:
-    """The attempt ``call`` sends next, as the runner holds attempts back."""
-    return (call.configuration, call.condition, call.budget, call.qid, call.next_attempt)
-
-
-def _held(key: BatchKey) -> Attempt:
-    """The attempt a batch holds under ``key``, as :func:`_attempt` names it."""
-    return (key.configuration, key.condition, key.budget, key.qid, key.attempt)
 
 
 def _described(remote: RemoteBatch) -> dict[str, object]:

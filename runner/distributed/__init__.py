@@ -3,7 +3,7 @@
 The actors are thin wrappers (``_actors``) over plain classes tested without Ray:
 :class:`BackendWorker` (one backend's calls, every record stored before the next call),
 :class:`Scorer` and :class:`BoxScorer` (score rows for stored answers) and
-:class:`CommitBatcher` (many writers, one batched write at a time). The run's policy — chunks
+:class:`GroupCommit` (many writers, one grouped write at a time). The run's policy — chunks
 and back-pressure, restarts, the quota wait, scoring rounds — is :class:`Feeder`, plain asyncio
 over small ports. :func:`run_experiment` is the driver (``_driver``): the lifecycle on Ray. Around
 it: what is settled before the actors start, the pre-flight included (``_prepare``); where the
@@ -25,7 +25,6 @@ import typing
 if typing.TYPE_CHECKING:
     from runner._port import CallPort, Outcome, Shape, Traffic, online_shape
     from runner.distributed._actors import CONTROL, QUERIES
-    from runner.distributed._batcher import CommitBatcher
     from runner.distributed._driver import run_experiment
     from runner.distributed._feeder import (
         Feed,
@@ -36,6 +35,7 @@ if typing.TYPE_CHECKING:
         WorkerLost,
         score_to_the_end,
     )
+    from runner.distributed._group_commit import GroupCommit
     from runner.distributed._options import RunOptions
     from runner.distributed._ray import query_running_store, snapshot_running_store
     from runner.distributed._report import BackendReport, BatchReport, RunReport
@@ -43,7 +43,7 @@ if typing.TYPE_CHECKING:
     from runner.distributed._spend import SpendCap, WorstCase
     from runner.distributed._store_port import StorePort
     from runner.distributed._watch import read_run, watch_run
-    from runner.distributed._worker import BackendWorker, DriverGone, WorkerStats
+    from runner.distributed._worker import BackendSetup, BackendWorker, DriverGone, WorkerStats
     from runner.summary import summary_lines
 
 # Where each public name is imported from on first use: the imports above, which only type
@@ -51,7 +51,7 @@ if typing.TYPE_CHECKING:
 _HOMES = {
     "runner._port": ("CallPort", "Outcome", "Shape", "Traffic", "online_shape"),
     "runner.distributed._actors": ("CONTROL", "QUERIES"),
-    "runner.distributed._batcher": ("CommitBatcher",),
+    "runner.distributed._group_commit": ("GroupCommit",),
     "runner.distributed._driver": ("run_experiment",),
     "runner.distributed._feeder": (
         "Feed", "Feeder", "FeedPolicy", "PendingSource", "RunFailed", "WorkerLost",
@@ -64,7 +64,7 @@ _HOMES = {
     "runner.distributed._spend": ("SpendCap", "WorstCase"),
     "runner.distributed._store_port": ("StorePort",),
     "runner.distributed._watch": ("read_run", "watch_run"),
-    "runner.distributed._worker": ("BackendWorker", "DriverGone", "WorkerStats"),
+    "runner.distributed._worker": ("BackendSetup", "BackendWorker", "DriverGone", "WorkerStats"),
     "runner.summary": ("summary_lines",),
 }  # fmt: skip
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
@@ -84,15 +84,16 @@ __all__ = [
     "CONTROL",
     "QUERIES",
     "BackendReport",
+    "BackendSetup",
     "BackendWorker",
     "BatchReport",
     "BoxScorer",
     "CallPort",
-    "CommitBatcher",
     "DriverGone",
     "Feed",
     "FeedPolicy",
     "Feeder",
+    "GroupCommit",
     "Outcome",
     "PendingSource",
     "RunFailed",

@@ -13,13 +13,13 @@ from __future__ import annotations
 import contextlib
 import gc
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import ray
 
-from conditions import Configuration, Questions, VariantCache
+from conditions import Questions, VariantCache
 from runner._errors import RunnerError
 from runner._port import Outcome, Shape, Traffic
 from runner.backends import Account, key_for
@@ -30,7 +30,7 @@ from runner.distributed._remote import node_id
 from runner.distributed._scorer import BoxScorer, Scorer
 from runner.distributed._store_actor import StoreActor
 from runner.distributed._store_port import StorePort
-from runner.distributed._worker import BackendWorker, WorkerStats
+from runner.distributed._worker import BackendSetup, BackendWorker, WorkerStats
 from runner.store import QUERY_SLOTS, Pending
 
 if TYPE_CHECKING:
@@ -43,10 +43,14 @@ W = TypeVar("W", BackendWorker, BatchWorker)
 
 
 class _WorkerActor(Generic[W]):
-    """A backend's actor around its worker. A worker that cannot be made (its key not set on
-    this node, say) is an error of ours at every call, the first being the driver's ``shape``:
-    it reaches the driver as itself, one line. Raised in ``__init__``, it would reach it as
-    Ray's ActorDiedError with the traceback as text, and Ray would print that too."""
+    """A backend's actor around its worker, online or batch: the feeder's port (``shape``,
+    ``lease``, ``collect_open``, ``resume_after_quota``) and the live view's counters, the
+    same calls to either worker.
+
+    A worker that cannot be made (its key not set on this node, say) is an error of ours at
+    every call, the first being the driver's ``shape``: it reaches the driver as itself, one
+    line. Raised in ``__init__``, it would reach it as Ray's ActorDiedError with the
+    traceback as text, and Ray would print that too."""
 
     def __init__(self, make: Callable[[], W]) -> None:
         self._made: W | None = None
@@ -68,81 +72,6 @@ class _WorkerActor(Generic[W]):
             raise self._refused
         return self._made
 
-
-class BackendActor(_WorkerActor[BackendWorker]):
-    """One backend: its configurations' calls under one rate limit, records sent to the store."""
-
-    def __init__(
-        self,
-        configurations: Sequence[Configuration],
-        questions: Questions,
-        images: Path,
-        cache: Path,
-        store: Any,
-        simulator_key: str | None,
-        lifeline: LifelineAddress | None = None,
-    ) -> None:
-        super().__init__(
-            lambda: BackendWorker(
-                configurations,
-                questions,
-                images,
-                cache,
-                lambda rows: store.write_responses.remote(rows),
-                key_for(simulator_key),
-                lifeline,
-            )
-        )
-
-    def shape(self) -> Shape:
-        return self._worker.shape
-
-    def inherit(self, account: Account, traffic: Traffic | None = None) -> None:
-        self._worker.inherit(account, traffic)
-
-    async def lease(self, calls: Sequence[Pending]) -> Outcome:
-        return await self._worker.lease(calls)
-
-    async def collect_open(self) -> Outcome:
-        return await self._worker.collect_open()
-
-    async def resume_after_quota(self) -> None:
-        await self._worker.resume_after_quota()
-
-    def stats(self) -> WorkerStats:
-        return self._worker.stats()
-
-    def node(self) -> str:
-        return node_id()
-
-
-class BatchBackendActor(_WorkerActor[BatchWorker]):
-    """One backend in batch mode: its configurations' calls as the provider's batches."""
-
-    def __init__(
-        self,
-        configurations: Sequence[Configuration],
-        questions: Questions,
-        images: Path,
-        cache: Path,
-        store: Any,
-        simulator_key: str | None,
-        spec: BatchSpec,
-        lifeline: LifelineAddress | None = None,
-    ) -> None:
-        super().__init__(
-            lambda: BatchWorker(
-                configurations,
-                questions,
-                images,
-                cache,
-                StorePort.of_actor(store),
-                key_for(simulator_key),
-                spec,
-                lifeline,
-            )
-        )
-
     def shape(self) -> Shape:
         return self._worker.shape
 
@@ -155,15 +84,60 @@ class BatchBackendActor(_WorkerActor[BatchWorker]):
     async def resume_after_quota(self) -> None:
         await self._worker.resume_after_quota()
 
-    def report(self) -> BatchOutcome:
-        """Its batches this run, for the run's report."""
-        return self._worker.report()
-
     def stats(self) -> WorkerStats:
         return self._worker.stats()
 
     def node(self) -> str:
         return node_id()
+
+
+class BackendActor(_WorkerActor[BackendWorker]):
+    """One backend: its configurations' calls under one rate limit, records sent to the store.
+
+    ``questions`` is an argument of its own, not a field of ``setup``: Ray resolves an object
+    reference only where it is an argument (the driver puts the questions once, for all)."""
+
+    def __init__(
+        self,
+        setup: BackendSetup,
+        questions: Questions,
+        store: Any,
+        simulator_key: str | None,
+        lifeline: LifelineAddress | None = None,
+    ) -> None:
+        def make() -> BackendWorker:
+            write = lambda rows: store.write_responses.remote(rows)  # noqa: E731
+            return BackendWorker(setup, questions, write, key_for(simulator_key), lifeline)
+
+        super().__init__(make)
+
+    def inherit(self, account: Account, traffic: Traffic | None = None) -> None:
+        """What only an online backend has: a limiter that counts the calls made before."""
+        self._worker.inherit(account, traffic)
+
+
+class BatchBackendActor(_WorkerActor[BatchWorker]):
+    """One backend in batch mode: its configurations' calls as the provider's batches. What
+    only it has: ``spec`` (its batch settings and spool) and :meth:`report`."""
+
+    def __init__(
+        self,
+        setup: BackendSetup,
+        questions: Questions,
+        store: Any,
+        simulator_key: str | None,
+        spec: BatchSpec,
+        lifeline: LifelineAddress | None = None,
+    ) -> None:
+        def make() -> BatchWorker:
+            ledger = StorePort.of_actor(store)
+            return BatchWorker(setup, questions, ledger, key_for(simulator_key), spec, lifeline)
+
+        super().__init__(make)
+
+    def report(self) -> BatchOutcome:
+        """Its batches this run, for the run's report."""
+        return self._worker.report()
 
 
 class ScoringActor:
@@ -177,7 +151,9 @@ class ScoringActor:
     def node(self) -> str:
         return node_id()
 
-    def run(self, store: Any, batch: int = SCORE_BATCH) -> int:
+    def score_until_done(self, store: Any, batch: int = SCORE_BATCH) -> int:
+        """Take the store's unscored answers, score them and write the scores, until the store
+        says the run is over and none is left; the number scored."""
         scored = 0
         writing = None
         while True:

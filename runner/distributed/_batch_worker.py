@@ -11,13 +11,12 @@ beside.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 
-from conditions import Configuration, Questions
+from conditions import Questions
 from runner._port import Outcome, Shape
 from runner.backends import configured_origin, provider_named
 from runner.batch import (
@@ -31,7 +30,7 @@ from runner.batch import (
     batch_limits,
 )
 from runner.distributed._lifeline import Lifeline, LifelineAddress
-from runner.distributed._worker import KeySource, WorkerStats, request_builder
+from runner.distributed._worker import BackendSetup, KeySource, WorkerStats
 from runner.store import Pending
 
 
@@ -50,26 +49,24 @@ class BatchWorker:
 
     def __init__(
         self,
-        configurations: Sequence[Configuration],
+        setup: BackendSetup,
         questions: Questions,
-        images: Path,
-        cache: Path,
         ledger: Ledger,
         key_for: KeySource,
         spec: BatchSpec,
         lifeline: LifelineAddress | None = None,
     ) -> None:
-        if not configurations:
-            raise ValueError("a batch worker needs at least one configuration")
         # No file uploaded and no batch made once the driver is no longer heard (None: an
         # in-process run); the batches open are left for a later run to collect.
         self._lifeline = Lifeline(lifeline, self.driver_gone)
         self._opening = asyncio.Lock()
-        first = configurations[0]
-        self.configurations = tuple(configurations)
+        # One provider and one key per backend: its first configuration's are every one's.
+        first = setup.configurations[0]
+        self.configurations = setup.configurations
         self.provider = provider_named(first.provider)
         self.key = key_for(first)  # a missing key fails now, as online
-        self.base_url = first.transport.base_url or self.provider.base_url
+        self.transport = setup.transport
+        self.base_url = setup.transport.base_url or self.provider.base_url
         # Where its key may go, whatever base a batch the store recorded names.
         self.origin = configured_origin(f"backend {spec.backend}", self.base_url)
         self.spec = spec
@@ -78,12 +75,13 @@ class BatchWorker:
             spec.backend,
             self.provider.name,
             self.base_url,
-            first.transport.api_key_env or self.provider.key_variable,
+            setup.transport.api_key_env or self.provider.key_variable,
             simulated=spec.simulated,
         )
         self.runner = BatchRunner(
-            where, self.configurations, request_builder(questions, images, cache), ledger,
-            self._make_api, spec.spool, spec.settings, limits=batch_limits(self.provider),
+            where, self.configurations, setup.builder(questions), ledger,
+            self._make_api, spec.spool, spec.settings, transport=setup.transport,
+            limits=batch_limits(self.provider),
         )  # fmt: skip
         self._stats = WorkerStats(batch=True)
 
@@ -101,8 +99,7 @@ class BatchWorker:
         async with self._opening:
             if self._session is None:
                 await self._lifeline.start()  # a driver it cannot hear gets no batch made
-                limit = self.configurations[0].transport.max_concurrency
-                connector = aiohttp.TCPConnector(limit=limit)
+                connector = aiohttp.TCPConnector(limit=self.transport.max_concurrency)
                 self._session = aiohttp.ClientSession(connector=connector)
 
     async def close(self) -> None:

@@ -18,13 +18,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from conditions import Questions
+from conditions import RequestKey
 from runner._names import NAMESPACE
 from runner._port import Shape, Traffic
 from runner._sigterm import sigterm_as_ctrl_c
 from runner.backends import Account
 from runner.batch import BatchOutcome
-from runner.check import CheckReport
 from runner.distributed import _address, _ray
 from runner.distributed._feeder import (
     Feed,
@@ -46,12 +45,11 @@ from runner.estimate import Limited
 from runner.experiment import Experiment
 from runner.monitor import echoing
 from runner.plan import (
-    RequestId,
-    check_backends,
-    check_store_agrees,
+    RunPlan,
+    checked_configurations,
     first_questions,
-    grid_of,
 )
+from runner.preflight import PreflightReport
 from runner.store import Pending, grid_table, response_row
 from runner.summary import summary_lines
 
@@ -80,11 +78,13 @@ def run_experiment(
     """
     options = options if options is not None else RunOptions()
     STARTUP.debug("imported")  # the command's imports, and the experiment read
-    check_backends(experiment)  # what a backend's actor would refuse fails before Ray starts
-    check_store_agrees(experiment)  # and a changed protocol, which the store would refuse
+    # Read once, into the run's plan. What a backend's actor would refuse fails before Ray
+    # starts, and so does a changed protocol, which the store would refuse.
+    configurations = checked_configurations(experiment)
     # Ray takes seconds to start, most of them spent waiting on its own processes: the
-    # questions are read (or built) and the pre-flight's calls made meanwhile, on a thread.
-    preparing = beside(lambda: prepared(experiment, options, echo))
+    # questions are read (or built) into the plan and the pre-flight's calls made meanwhile,
+    # on a thread.
+    preparing = beside(lambda: prepared(experiment, options, echo, configurations))
     preparing.add_done_callback(lambda _: STARTUP.debug("prepared"))
     started_ray = False
     try:
@@ -98,9 +98,7 @@ def run_experiment(
         # run as Ctrl-C does, everything stored kept.
         with sigterm_as_ctrl_c():
             ready = preparing.result()
-            run = _Run(
-                experiment, ready.questions, options, echo, experiment_file, show or echoing(echo)
-            )
+            run = _Run(ready.plan, options, echo, experiment_file, show or echoing(echo))
             run.summarise = summarise
             run.accounts = ready.accounts
             if ready.estimate is not None:
@@ -114,35 +112,35 @@ def run_experiment(
 class _Run:
     def __init__(
         self,
-        experiment: Experiment,
-        questions: Questions,
+        plan: RunPlan,
         options: RunOptions,
         echo: Echo,
         experiment_file: Path | None,
         show: Show,
     ) -> None:
         self.show = show
-        self.experiment = experiment
-        self.questions = questions
+        self.plan = plan
+        self.experiment = plan.experiment
+        self.questions = plan.questions
         self.options = options
         self.echo = echo
         self.experiment_file = experiment_file
-        self.fleet = Fleet(experiment, _ray.driver_node())
+        self.fleet = Fleet(plan.experiment, _ray.driver_node())
         self.store: Any = None
         self.simulator: Any = None
         self.actors: list[BackendActor] = []
         self.feeds: list[Feed] = []
         self.scorers: list[Any] = []
         self.scoring: list[asyncio.Task[Any]] = []  # every scorer run started
-        self.estimate: CheckReport | None = None  # the pre-flight's: the cost per call
+        self.estimate: PreflightReport | None = None  # the pre-flight's: the cost per call
         self.cap = SpendCap(options.max_spend) if options.max_spend is not None else None
-        self.allowed: frozenset[RequestId] | None = None  # with --limit: the requests to send
+        self.allowed: frozenset[RequestKey] | None = None  # with --limit: the requests to send
         self.preflight_spent = 0.0
         self.accounts: Mapping[str, Account] = {}  # by backend: calls already made on it
         self._batches: dict[str, BatchReport] = {}  # batch-mode backends' reports
         self.summarise = True  # the run writes its summary through echo
 
-    def estimated(self, estimate: CheckReport) -> None:
+    def estimated(self, estimate: PreflightReport) -> None:
         """The pre-flight's (or the cap's) estimate: the cost per call the cap starts from;
         what the pre-flight's own calls cost is this run's spend."""
         self.estimate = estimate
@@ -197,19 +195,17 @@ class _Run:
         questions_ref = _ray.put(self.questions)
         self.simulator = self.fleet.start_simulator(questions_ref)  # None: no backend simulated
         url = await _ray.call(self.simulator.start.remote()) if self.simulator is not None else None
-        configurations = [
-            self.experiment.configuration(c, url) for c in self.experiment.configurations
-        ]
+        configurations = self.plan.at(url)
         # Backends build requests: the questions are all they need of the cohort.
         asking_ref = _ray.put(self.questions.for_asking())
-        self.actors = self.fleet.backends(configurations, asking_ref, self.store, lifeline)
+        self.actors = self.fleet.backends(configurations, url, asking_ref, self.store, lifeline)
         later = self._start_backends()
         # Opening is the store actor's readiness: its errors (lock, schema) come back whole,
         # before the run says where it is or registers anything.
         await _ray.call(opening)
         STARTUP.debug("store")
         self._note_where(note)
-        grid = grid_of(self.experiment, self.questions, configurations)
+        grid = self.plan.grid
         registering = self.store.register.remote(
             list(grid.registrations),
             grid_table(grid.rows),
@@ -321,7 +317,7 @@ class _Run:
             return 0
         names = [c.name for c in self.experiment.configurations]
         left: list[Pending] = await _ray.call(self.store.pending.remote(names))
-        return sum((p.configuration, p.condition, p.budget, p.qid) in self.allowed for p in left)
+        return sum(p.request in self.allowed for p in left)
 
     async def _limited(self) -> Limited:
         """The live view's totals under ``--limit``: its requests, and how far they and the
@@ -406,7 +402,7 @@ class _Run:
 
     def _scoring(self, scorer: Any) -> asyncio.Task[Any]:
         # A task now, so scoring runs while the backends are fed.
-        task = asyncio.ensure_future(_ray.lost_if_dead(scorer.run.remote(self.store)))
+        task = asyncio.ensure_future(_ray.lost_if_dead(scorer.score_until_done.remote(self.store)))
         self.scoring.append(task)
         return task
 

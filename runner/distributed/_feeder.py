@@ -35,10 +35,10 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from conditions import RequestKey
 from runner._errors import RunnerError
 from runner._port import CallPort, Outcome, Shape, Traffic
 from runner.distributed._spend import SpendCap, WorstCase
-from runner.distributed._store_port import RequestId, request_of
 from runner.store import Pending
 
 Echo = Callable[[str], None]
@@ -105,16 +105,16 @@ class Feed:
     learnt_per_minute: float | None = None  # the limit its 429s taught, as last reported
     # Times each call was handed this run (see turn); what the worker given it left open is
     # collected before anything else (set again when a new worker replaces a dead one).
-    handed: Counter[Pending | RequestId] = field(default_factory=Counter)
+    handed: Counter[Pending | RequestKey] = field(default_factory=Counter)
     collect_due: bool = True
 
-    def turn(self, call: Pending) -> Pending | RequestId:
+    def turn(self, call: Pending) -> Pending | RequestKey:
         """What counts as handed again. Online, the request: a worker makes all of a request's
         attempts in one lease, so a request pending again in the same run ended in an error,
         whatever attempt it stopped at (its next attempt is another ``Pending``, not another
         call). In batch mode, the attempt: a line is one attempt, and an unparseable answer's
         next attempt goes in a later batch of the same run."""
-        return call if self.shape.one_attempt else request_of(call)
+        return call if self.shape.one_attempt else call.request
 
     def worst_case(self, call: Pending) -> float:
         return self.worst(call) if self.worst is not None else 0.0
@@ -241,9 +241,9 @@ class Feeder:
         feed.collect_due = True
         # Only what the store still lacks is handed again: a call whose record landed before
         # the worker died was paid for, and is not sent again.
-        keys = {request_of(p) for p in lost}
+        keys = {p.request for p in lost}
         now = await self._store.pending(feed.configurations)
-        again = sum(request_of(p) in keys for p in self._handable(feed, now))
+        again = sum(p.request in keys for p in self._handable(feed, now))
         self._echo(f"backend {feed.name}: actor restarted; {again} calls re-sent")
 
     def _say_capped(self, feed: Feed, next_worst: float) -> None:

@@ -26,6 +26,7 @@ from runner.distributed._actors import (
 )
 from runner.distributed._batch_worker import BatchSpec
 from runner.distributed._lifeline import LifelineAddress
+from runner.distributed._worker import BackendSetup
 from runner.experiment import Experiment
 
 
@@ -84,13 +85,15 @@ class Fleet:
     def backends(
         self,
         configurations: Sequence[Configuration],
+        simulator_url: str | None,
         questions_ref: Any,
         store: Any,
         lifeline: LifelineAddress,
     ) -> list[BackendActor]:
         """One actor per backend with a configuration in ``configurations``, each writing to
         the ``store`` actor and sending only while it hears the driver's ``lifeline``; none
-        started yet (:meth:`place` starts one)."""
+        started yet (:meth:`place` starts one). Each backend's limits are its own transport's
+        (a simulated one's at ``simulator_url``), one for all its configurations."""
         by_name = {c.name: c for c in configurations}
         actors = []
         for name, spec in self.experiment.backends.items():
@@ -107,9 +110,13 @@ class Fleet:
                 "namespace": NAMESPACE,
             }
             key = self.experiment.simulator_key if spec.simulated else None
-            args: tuple[Any, ...] = (
-                members, questions_ref, self.experiment.images, self.cache, store, key
-            )  # fmt: skip
+            setup = BackendSetup(
+                transport=spec.transport(simulator_url),
+                configurations=members,
+                images=self.experiment.images,
+                cache=self.cache,
+            )
+            args: tuple[Any, ...] = (setup, questions_ref, store, key)
             batch = spec.mode == "batch"
             if batch:
                 spool = self.experiment.store.with_suffix(".batches")
@@ -149,7 +156,7 @@ class Fleet:
         return [
             RemoteScorer.options(
                 num_cpus=1,
-                max_concurrency=2,  # a second thread answers node() while run() works
+                max_concurrency=2,  # a second thread answers node() while it scores
                 scheduling_strategy="SPREAD",
                 # Named, so a watcher can find them; unique, since a scorer of a killed run
                 # may still be dying when the next run starts.

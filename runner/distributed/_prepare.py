@@ -1,5 +1,6 @@
-"""What a run settles before its actors start, on a thread beside Ray's start: the questions,
-and the estimate the spending cap starts from (the pre-flight's calls, made first when asked).
+"""What a run settles before its actors start, on a thread beside Ray's start: its plan (the
+questions and the grid, :func:`runner.plan.plan_run`), and the estimate the spending cap starts
+from (the pre-flight's calls, made first when asked).
 
 Ray takes seconds to start, most of them spent waiting on its own processes; the driver runs
 :func:`prepared` meanwhile, :func:`beside` it.
@@ -9,25 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TypeVar
 
-from conditions import Questions
+from conditions import Configuration
 from runner._errors import RunnerError
 from runner.backends import Account
 from runner.calls_note import read_calls, read_tokens
-from runner.check import (
-    CheckReport,
-    cap_lines,
-    check,
-    check_lines,
-    stored_state,
-)
 from runner.distributed._options import Echo, RunOptions
 from runner.experiment import Experiment
-from runner.plan import ensure_questions
+from runner.plan import RunPlan, configurations_of, ensure_questions, plan_run
+from runner.preflight import (
+    PreflightReport,
+    cap_lines,
+    preflight_lines,
+    preflight_report,
+    stored_state,
+)
 
 _T = TypeVar("_T")
 
@@ -40,34 +41,42 @@ class PreflightFailed(RunnerError):
 class Prepared:
     """What a run settles before its actors start."""
 
-    questions: Questions
-    estimate: CheckReport | None  # the pre-flight's (its calls made), else the cap's, else None
+    plan: RunPlan
+    estimate: PreflightReport | None  # the pre-flight's (its calls made), else the cap's, else None
     accounts: Mapping[str, Account]  # by backend: the calls already made on its account
 
 
-def prepared(experiment: Experiment, options: RunOptions, echo: Echo) -> Prepared:
-    """The experiment's questions, the estimate the spending cap starts from, and the calls
-    a check and the pre-flight made on each backend's account."""
-    questions = ensure_questions(experiment)
+def prepared(
+    experiment: Experiment,
+    options: RunOptions,
+    echo: Echo,
+    configurations: Sequence[Configuration] | None = None,
+) -> Prepared:
+    """The run's plan (``configurations``, read from ``experiment`` once, and its questions),
+    the estimate the spending cap starts from, and the calls a check and the pre-flight made
+    on each backend's account."""
+    if configurations is None:
+        configurations = configurations_of(experiment)
+    plan = plan_run(experiment, configurations, ensure_questions(experiment))
     noted, ignored = read_calls(experiment.store)
     if ignored is not None:
         echo(ignored)
     if options.preflight:
-        report = preflight(experiment, questions, options, echo, noted)
-        return Prepared(questions, report, report.accounts)
+        report = preflight(plan, options, echo, noted)
+        return Prepared(plan, report, report.accounts)
     if options.max_spend is None:
-        return Prepared(questions, None, noted)
+        return Prepared(plan, None, noted)
     # The cap needs a cost per call before any is measured.
     stored, left = stored_state(experiment)
     estimate = asyncio.run(
-        check(
-            experiment, questions, stored, stated_output=options.output_tokens, call=False,
-            left=left, limit=options.limit, noted=read_tokens(experiment.store),
+        preflight_report(
+            plan, stored, stated_output=options.output_tokens, call=False, left=left,
+            limit=options.limit, noted=read_tokens(experiment.store),
         )
     )  # fmt: skip
     for line in cap_lines(estimate.costs, options.max_spend):
         echo(line)
-    return Prepared(questions, estimate, noted)
+    return Prepared(plan, estimate, noted)
 
 
 def beside(work: Callable[[], _T]) -> Future[_T]:
@@ -85,19 +94,18 @@ def beside(work: Callable[[], _T]) -> Future[_T]:
 
 
 def preflight(
-    experiment: Experiment,
-    questions: Questions,
+    plan: RunPlan,
     options: RunOptions,
     echo: Echo,
     noted: Mapping[str, Account] | None = None,
-) -> CheckReport:
+) -> PreflightReport:
     """Call each configuration of a real backend a few times per decoding
-    (:func:`runner.check.probe_requests`), and say what the calls left will cost and take (a
+    (:func:`runner.preflight.probe_requests`), and say what the calls left will cost and take (a
     simulated backend costs nothing and is not called).
 
     Each call is a request the grid has left (under ``--limit``, one the limit sends), made as
     its attempt: the run stores it and does not send it again (:attr:`Probe.record`), and its
-    backend's limiter goes on from the calls made (:attr:`CheckReport.accounts`), so nothing
+    backend's limiter goes on from the calls made (:attr:`PreflightReport.accounts`), so nothing
     is paid twice and the server's window and the run's agree.
 
     Raises
@@ -107,15 +115,16 @@ def preflight(
     OverCap
         Under `--max-spend`, the calls' worst case does not fit in the cap: none is made.
     """
-    stored, left = stored_state(experiment)
+    store = plan.experiment.store
+    stored, left = stored_state(plan.experiment)
     report = asyncio.run(
-        check(
-            experiment, questions, stored, stated_output=options.output_tokens, only_real=True,
+        preflight_report(
+            plan, stored, stated_output=options.output_tokens, only_real=True,
             cap=options.max_spend, left=left, as_grid=True, accounts=noted,
-            limit=options.limit, noted=read_tokens(experiment.store),
+            limit=options.limit, noted=read_tokens(store),
         )
     )  # fmt: skip
-    for line in check_lines(report, options.max_spend):
+    for line in preflight_lines(report, options.max_spend):
         echo(f"pre-flight: {line}")
     if not report.ok:
         failed = len(report.failed)

@@ -10,9 +10,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayTaskError
 
-from conditions import ConditionsError
-from runner._errors import RunnerError
-from scoring import ScoringError
+from runner._errors import told
 
 
 async def call(ref: Any) -> Any:
@@ -24,9 +22,11 @@ async def call(ref: Any) -> Any:
 
 
 def cause(exc: RayTaskError) -> BaseException:
-    """The error of ours that ``exc`` wraps, else ``exc``."""
+    """The error of ours that ``exc`` wraps, else ``exc``: what :func:`runner._errors.told`
+    tells in a line (the mapping the command line uses too) comes out of the actor as itself,
+    anything else (a bug) stays wrapped with the actor's traceback."""
     inner = exc.cause
-    if isinstance(inner, RunnerError | ConditionsError | ScoringError):
+    if isinstance(inner, BaseException) and told(inner) is not None:
         return inner
     return exc
 

@@ -12,8 +12,10 @@ from runner.distributed._feeder import Feed
 from runner.store import ErrorCount, Progress
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BackendReport:
+    """What one backend did this run: its configurations, what stopped it, what it spent."""
+
     name: str
     configurations: tuple[str, ...]
     quota: str | None
@@ -28,15 +30,15 @@ class BackendReport:
     def of(cls, feed: Feed, batch: BatchReport | None) -> BackendReport:
         """What ``feed``'s backend did this run, as the feeder (or its batches) left it."""
         return cls(
-            feed.name,
-            feed.configurations,
-            feed.quota,
-            feed.restarts,
-            feed.refused,
-            feed.spent,
-            feed.capped,
-            feed.learnt_per_minute,
-            batch,
+            name=feed.name,
+            configurations=feed.configurations,
+            quota=feed.quota,
+            restarts=feed.restarts,
+            refused=feed.refused,
+            spent=feed.spent,
+            capped=feed.capped,
+            learnt_per_minute=feed.learnt_per_minute,
+            batch=batch,
         )
 
 

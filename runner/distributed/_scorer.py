@@ -40,15 +40,14 @@ class Scorer:
             referent = self._referent(job.qid)
             if job.budget == BOX:
                 box = score_box(job.answer, referent, BUDGETS)
-                scores.append(ScoreRow(*job.key, parseable=box.parseable, box_iou=box.box_iou))
+                scores.append(ScoreRow.of(job.key, parseable=box.parseable, box_iou=box.box_iou))
                 controls.extend(
-                    ControlRow(job.configuration, job.condition, job.qid, job.attempt, n,
-                               **_metrics(s))
+                    ControlRow.of(job.key, n=n, **_metrics(s))
                     for n, s in sorted(box.control.items())
-                )  # fmt: skip
+                )
             else:
                 score = score_polygon(job.answer, referent.reference(job.budget))
-                scores.append(ScoreRow(*job.key, **_metrics(score)))
+                scores.append(ScoreRow.of(job.key, **_metrics(score)))
         return scores, controls
 
     def _referent(self, qid: str) -> Referent:
@@ -93,8 +92,8 @@ class BoxScorer:
                 sent_scale(q),
             )
             scores.append(
-                ScoreRow(
-                    *job.key,
+                ScoreRow.of(
+                    job.key,
                     parseable=bool(verdict.found),
                     box_iou=None if q.rejection else verdict.iou,
                     says_absent=verdict.says_absent,

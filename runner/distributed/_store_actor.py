@@ -81,24 +81,24 @@ class StoreActor:
         return self._store.register(configurations, grid, images, experiment)
 
     def pending(self, configurations: Sequence[str] | None = None) -> list[Pending]:
-        return self._store.pending(configurations)
+        return self._store.repository.pending(configurations)
 
     def pending_table(self, configurations: Sequence[str] | None = None) -> pa.Table:
         """:meth:`pending` as the driver takes it: columns (``runner.store.pending_rows``)."""
-        return self._store.pending_table(configurations)
+        return self._store.repository.pending_table(configurations)
 
     def write_responses(self, rows: Sequence[ResponseRow]) -> int:
         return self._store.write_responses(rows)
 
     def take_unscored(self, limit: int) -> list[ScoreJob] | None:
         """Answers to score; None once the run is over and none is left."""
-        jobs = self._store.take_unscored(limit)
+        jobs = self._store.score_queue.take(limit)
         if not jobs and self._finished:
             return None
         return jobs
 
     def write_scores(self, scores: Sequence[ScoreRow], controls: Sequence[ControlRow]) -> None:
-        self._store.write_scores(scores, controls)
+        self._store.repository.write_scores(scores, controls)
 
     def finish(self) -> None:
         """No more responses will come: scorers stop once the queue is empty."""
@@ -108,16 +108,16 @@ class StoreActor:
         return self._store.requeue_unscored()
 
     def unscored(self) -> int:
-        return self._store.unscored()
+        return self._store.repository.unscored()
 
     def progress(self) -> list[Progress]:
-        return self._store.progress()
+        return self._store.repository.progress()
 
     def cells(self) -> list[CellProgress]:
-        return self._store.cells()
+        return self._store.repository.cells()
 
     def error_counts(self) -> list[ErrorCount]:
-        return self._store.error_counts()
+        return self._store.repository.error_counts()
 
     def limit(self, limited: Limited) -> None:
         """The run sends only ``--limit``'s requests: ``groundbench monitor`` counts those."""
@@ -129,22 +129,22 @@ class StoreActor:
     # The batch ledger (runner.batch.Ledger, through StorePort.of_actor).
 
     def held(self) -> int:
-        return self._store.held()
+        return self._store.repository.held()
 
     def open_batches(self, backend: str) -> list[BatchRecord]:
-        return self._store.batches(backend, open_only=True)
+        return self._store.repository.batches(backend, open_only=True)
 
     def batch_keys(self, batch: str) -> list[BatchKey]:
-        return self._store.batch_keys(batch)
+        return self._store.repository.batch_keys(batch)
 
     def record_batch(self, batch: BatchRecord, keys: Sequence[BatchKey]) -> None:
-        self._store.record_batch(batch, keys)
+        self._store.repository.record_batch(batch, keys)
 
     def update_batch(self, batch: str, changes: dict[str, object]) -> BatchRecord:
-        return self._store.update_batch(batch, **changes)
+        return self._store.repository.update_batch(batch, **changes)
 
     def record_problems(self, problems: Sequence[BatchProblem]) -> int:
-        return self._store.record_problems(problems)
+        return self._store.repository.record_problems(problems)
 
     def query(
         self, sql: str, timeout_s: float, token: str
@@ -152,26 +152,26 @@ class StoreActor:
         """A user's read-only query during the run (``groundbench sql``); call it in the
         ``QUERIES`` group, which has a thread more than the store runs queries at once, so
         that one more is refused at once rather than queued."""
-        return self._store.read(sql, timeout_s, token)
+        return self._store.queries.answer(sql, timeout_s, token)
 
     def snapshot(self, timeout_s: float, token: str) -> StoreCopy:
         """Every table and view as of one moment (``report`` and ``show`` during the run); call
         it in the ``QUERIES`` group: it takes a query's slot."""
-        return self._store.snapshot(timeout_s, token)
+        return self._store.queries.copy(timeout_s, token)
 
     def cancel(self, token: str) -> bool:
         """Stop the query of ``token`` (its client was stopped); call it in ``CONTROL``, which
         no query holds."""
-        return self._opened.cancel(token) if self._opened is not None else False
+        return self._opened.queries.cancel(token) if self._opened is not None else False
 
     def keep(self, token: str) -> bool:
         """The client of ``token``'s query still waits (every ``KEEP_EVERY_S``); call it in
         ``CONTROL``."""
-        return self._opened.keep(token) if self._opened is not None else False
+        return self._opened.queries.keep(token) if self._opened is not None else False
 
     def queries(self) -> int:
         """Users' queries running now."""
-        return self._opened.queries() if self._opened is not None else 0
+        return self._opened.queries.running() if self._opened is not None else 0
 
     def node(self) -> str:
         return node_id()

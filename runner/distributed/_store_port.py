@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from conditions import RequestKey
 from runner.distributed._remote import call
 from runner.distributed._store_actor import StoreActor
 from runner.store import (
@@ -27,22 +28,17 @@ from runner.store import (
 )
 
 Invoke = Callable[..., Awaitable[Any]]  # (the store actor's method, *its arguments) -> result
-RequestId = tuple[str, str, int, str]  # configuration, condition, budget, question
-
-
-def request_of(call: Pending) -> RequestId:
-    return (call.configuration, call.condition, call.budget, call.qid)
 
 
 class StorePort:
     """The store, asked asynchronously (see the module docstring)."""
 
-    def __init__(self, invoke: Invoke, allowed: frozenset[RequestId] | None = None) -> None:
+    def __init__(self, invoke: Invoke, allowed: frozenset[RequestKey] | None = None) -> None:
         self._invoke = invoke
         self.allowed = allowed
 
     @classmethod
-    def local(cls, store: Store, allowed: frozenset[RequestId] | None = None) -> StorePort:
+    def local(cls, store: Store, allowed: frozenset[RequestKey] | None = None) -> StorePort:
         """The port over ``store``, open in this process."""
         actor = StoreActor.serving(store)
 
@@ -52,7 +48,7 @@ class StorePort:
         return cls(invoke, allowed)
 
     @classmethod
-    def of_actor(cls, handle: Any, allowed: frozenset[RequestId] | None = None) -> StorePort:
+    def of_actor(cls, handle: Any, allowed: frozenset[RequestKey] | None = None) -> StorePort:
         """The port over the store actor ``handle`` (the driver's, a batch-mode backend's)."""
 
         async def invoke(name: str, *args: Any) -> Any:
@@ -60,7 +56,7 @@ class StorePort:
 
         return cls(invoke, allowed)
 
-    def limited(self, allowed: frozenset[RequestId] | None) -> StorePort:
+    def limited(self, allowed: frozenset[RequestKey] | None) -> StorePort:
         """This port, with only ``allowed`` requests pending (``run --limit``)."""
         return StorePort(self._invoke, allowed)
 
@@ -72,7 +68,7 @@ class StorePort:
         calls = pending_rows(await self._invoke("pending_table", list(configurations)))
         if self.allowed is None:
             return calls
-        return [c for c in calls if request_of(c) in self.allowed]
+        return [c for c in calls if c.request in self.allowed]
 
     async def unscored(self) -> int:
         """Stored answers without a score."""
@@ -107,4 +103,4 @@ class StorePort:
         return await self._invoke("record_problems", problems)
 
 
-__all__ = ["Invoke", "RequestId", "StorePort", "request_of"]
+__all__ = ["Invoke", "StorePort"]

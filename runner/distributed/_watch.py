@@ -17,18 +17,18 @@ from runner.distributed._store_actor import StoreClosed
 from runner.distributed._worker import WorkerStats
 from runner.estimate import Limited
 from runner.experiment import Experiment
-from runner.monitor import Reading, Snapshot, snapshot
+from runner.monitor import Sample, Snapshot, snapshot
 
 
-async def read_run(store: Any, backends: Mapping[str, Any]) -> Reading:
-    """One :class:`Reading` from a run's store actor and backend actors (by backend name).
+async def read_run(store: Any, backends: Mapping[str, Any]) -> Sample:
+    """One :class:`Sample` from a run's store actor and backend actors (by backend name).
 
     A backend actor that cannot answer (being replaced, or already gone) reads as ``None``.
     """
     progress, cells = await asyncio.gather(store.progress.remote(), store.cells.remote())
     names = list(backends)
     stats = await asyncio.gather(*(_stats(backends[n]) for n in names), return_exceptions=True)
-    return Reading(
+    return Sample(
         at=time.monotonic(),
         progress=progress,
         cells=cells,
@@ -39,7 +39,7 @@ async def read_run(store: Any, backends: Mapping[str, Any]) -> Reading:
 
 
 class LiveView:
-    """The live view of the run this process drives: a reading shown every so often, with the
+    """The live view of the run this process drives: a sample shown every so often, with the
     rates since the one before."""
 
     def __init__(
@@ -57,8 +57,8 @@ class LiveView:
         self._show = show
         self._begun = begun
         self._limited = limited  # --limit: its requests are the run's totals
-        self._first: Reading | None = None  # the ETA's rate is the one achieved since
-        self._last: Reading | None = None
+        self._first: Sample | None = None  # the ETA's rate is the one achieved since
+        self._last: Sample | None = None
 
     async def every(self, seconds: float) -> None:
         while True:
@@ -110,8 +110,8 @@ def watch_run(
 
     async def loop() -> None:
         begun = time.monotonic()
-        before: Reading | None = None
-        first: Reading | None = None  # the ETA's rate is the one achieved since
+        before: Sample | None = None
+        first: Sample | None = None  # the ETA's rate is the one achieved since
         while not _ended(experiment.store, note):
             backends = {
                 n: _ray.named_actor(actor_name(tag, f"backend-{n}"), namespace)
@@ -124,7 +124,7 @@ def watch_run(
                 if _ended(experiment.store, note):
                     return
                 raise RunnerError(
-                    f"{experiment.store}: the run's Ray cluster gave no reading for "
+                    f"{experiment.store}: the run's Ray cluster gave no sample for "
                     f"{READ_WAIT_S:g} s; `groundbench monitor` again once it answers"
                 ) from None
             except Exception as exc:
@@ -139,7 +139,7 @@ def watch_run(
     asyncio.run(loop())
 
 
-# A reading takes well under a second; a run's local Ray goes away with it, and a call in
+# A sample takes well under a second; a run's local Ray goes away with it, and a call in
 # flight then would wait a minute for the cluster before the process is killed.
 READ_WAIT_S = 15.0
 

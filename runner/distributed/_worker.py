@@ -18,21 +18,28 @@ from pathlib import Path
 
 import aiohttp
 
-from conditions import Builder, Configuration, Questions, RequestKey, VariantCache, task_of
+from conditions import (
+    Builder,
+    Configuration,
+    Questions,
+    Transport,
+    VariantCache,
+    task_of,
+)
 from runner._port import Outcome, Shape, Traffic, online_shape
 from runner.backends import (
     Account,
     ApiKey,
     AttemptRecord,
-    Backend,
     CallError,
+    Client,
     LimiterStats,
     QuotaExhausted,
     RateLimiter,
     ask,
 )
 from runner.batch import OpenBatch
-from runner.distributed._batcher import CommitBatcher
+from runner.distributed._group_commit import GroupCommit
 from runner.distributed._lifeline import Lifeline, LifelineAddress
 from runner.store import Pending, ResponseRow, response_row
 
@@ -82,10 +89,31 @@ class WorkerStats:
     batches: tuple[OpenBatch, ...] = ()  # its batches open now
 
 
-def request_builder(questions: Questions, images: Path, cache: Path) -> Builder:
-    """The requests of ``questions``, their image variants held :data:`VARIANT_MEMORY` at a
-    time (online or in batches, a backend's worker builds them question by question)."""
-    return task_of(questions).builder(images, VariantCache(cache, memory=VARIANT_MEMORY))
+@dataclass(frozen=True)
+class BackendSetup:
+    """What a backend's worker serves, online or in batches: the backend's own transport (its
+    limits: one for every configuration on it, so they are read here and never from a
+    configuration), its configurations, and where their images and image variants are."""
+
+    transport: Transport
+    configurations: tuple[Configuration, ...]
+    images: Path
+    cache: Path  # the image variants, shared by the run's workers
+
+    def __post_init__(self) -> None:
+        if not self.configurations:
+            raise ValueError("a backend's worker needs at least one configuration")
+
+    @property
+    def max_concurrency(self) -> int:
+        """The backend's limit on calls in flight (and connections open)."""
+        return self.transport.max_concurrency
+
+    def builder(self, questions: Questions) -> Builder:
+        """The requests of ``questions``, their image variants held :data:`VARIANT_MEMORY` at
+        a time (online or in batches, a backend's worker builds them question by question)."""
+        variants = VariantCache(self.cache, memory=VARIANT_MEMORY)
+        return task_of(questions).builder(self.images, variants)
 
 
 class BackendWorker:
@@ -93,10 +121,8 @@ class BackendWorker:
 
     def __init__(
         self,
-        configurations: Sequence[Configuration],
+        setup: BackendSetup,
         questions: Questions,
-        images: Path,
-        cache: Path,
         write: Write,
         key_for: KeySource,
         lifeline: LifelineAddress | None = None,
@@ -104,21 +130,17 @@ class BackendWorker:
         clock: Clock = time.monotonic,
         wall: Clock = time.time,
     ) -> None:
-        if not configurations:
-            raise ValueError("a backend worker needs at least one configuration")
         # Nothing is sent once the driver is no longer heard (None: an in-process run).
         self._lifeline = Lifeline(lifeline, self.driver_gone)
         self._opening = asyncio.Lock()
-        self.configurations = {c.name: c for c in configurations}
-        first = configurations[0]
-        transport = first.transport
-        self.concurrency = transport.max_concurrency
-        self._transport = transport
-        self._builder = request_builder(questions, images, cache)
-        self._batcher: CommitBatcher[ResponseRow] = CommitBatcher(write, linger_s=WRITE_LINGER_S)
+        self.configurations = {c.name: c for c in setup.configurations}
+        self.concurrency = setup.max_concurrency
+        self._transport = setup.transport
+        self._builder = setup.builder(questions)
+        self._group_commit: GroupCommit[ResponseRow] = GroupCommit(write, linger_s=WRITE_LINGER_S)
         self._key_for = key_for
         self._clock, self._wall = clock, wall
-        self._backends: dict[str, Backend] = {}
+        self._backends: dict[str, Client] = {}
         self._session: aiohttp.ClientSession | None = None
         self._slots: asyncio.Semaphore | None = None
         self._stopped: CallError | None = None  # the terminal error that stopped the backend
@@ -134,7 +156,7 @@ class BackendWorker:
         if self._backends:  # fresh backends on the same account: its calls still count
             limiter.inherit(self._limiter.account())
         self._backends = {
-            name: Backend(c, self._key_for(c), limiter=limiter, clock=self._clock)
+            name: Client(c, self._key_for(c), limiter=limiter, clock=self._clock)
             for name, c in self.configurations.items()
         }
 
@@ -248,8 +270,7 @@ class BackendWorker:
     async def _ask(
         self, call: Pending, sink: Callable[[AttemptRecord], Awaitable[None]]
     ) -> list[AttemptRecord]:
-        key = RequestKey(call.configuration, call.condition, call.qid, call.budget)
-        request = self._builder.build(key, self.configurations[call.configuration])
+        request = self._builder.build(call.request, self.configurations[call.configuration])
         backend = self._backends[call.configuration]
         return await ask(backend, request, sink, first=call.next_attempt)
 
@@ -265,7 +286,7 @@ class BackendWorker:
         else:
             stats.errored += 1
             stats.errors[record.outcome] = stats.errors.get(record.outcome, 0) + 1
-        await self._batcher.put(response_row(record))
+        await self._group_commit.put(response_row(record))
 
     def driver_gone(self, why: str) -> None:
         """Send nothing more: calls not taken stay unsent, and those waiting for a rate slot

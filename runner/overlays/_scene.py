@@ -127,4 +127,10 @@ class AnswerView:
 
     @property
     def key(self) -> AttemptKey:
-        return AttemptKey(self.configuration, self.condition, self.budget, self.qid, self.attempt)
+        return AttemptKey(
+            configuration=self.configuration,
+            condition=self.condition,
+            budget=self.budget,
+            qid=self.qid,
+            attempt=self.attempt,
+        )

@@ -240,7 +240,7 @@ async def _inspect(
     result: object = None
     after: PageCounts | None = None
     if script is not None:
-        result = await deadline.within(tab.run(script), "running the check's script")
+        result = await deadline.within(tab.execute(script), "running the check's script")
         after = await deadline.within(tab.count(), "counting the page after the script")
     return PageCheck(
         **vars(counts),
@@ -515,7 +515,7 @@ class _Tab:
         found["missing_links"] = tuple(sorted(url for url in local if not _file_exists(url)))
         return PageCounts(**found)
 
-    async def run(self, script: str) -> object:
+    async def execute(self, script: str) -> object:
         """Run ``script`` as the body of an async function; return what it returns."""
         return await self._evaluate(f"(async () => {{\n{script}\n}})()", "the check's script")
 

@@ -28,8 +28,7 @@ from typing import Literal
 
 import duckdb
 
-from conditions import BOX
-from runner.store import AttemptKey
+from conditions import BOX, AttemptKey
 
 GalleryKind = Literal["worst", "unparseable", "refusal", "illegal", "distractor", "sample"]
 KINDS: tuple[GalleryKind, ...] = (
@@ -38,6 +37,19 @@ KINDS: tuple[GalleryKind, ...] = (
 # Finish reasons that mean the provider cut the answer for its content (OpenAI's and
 # DashScope's content_filter, Gemini's SAFETY, PROHIBITED_CONTENT, BLOCKLIST, SPII).
 _FILTERED = ("content_filter", "safety", "prohibited_content", "blocklist", "spii", "refusal")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the grid: a configuration's condition at one budget (:data:`BOX`: the box)."""
+
+    configuration: str
+    condition: str
+    budget: int
+
+    @property
+    def is_box(self) -> bool:
+        return self.budget == BOX
 
 
 @dataclass(frozen=True)
@@ -55,7 +67,17 @@ class GalleryItem:
 
     @property
     def key(self) -> AttemptKey:
-        return AttemptKey(self.configuration, self.condition, self.budget, self.qid, self.attempt)
+        return AttemptKey(
+            configuration=self.configuration,
+            condition=self.condition,
+            budget=self.budget,
+            qid=self.qid,
+            attempt=self.attempt,
+        )
+
+    @property
+    def cell(self) -> Cell:
+        return Cell(configuration=self.configuration, condition=self.condition, budget=self.budget)
 
 
 @dataclass(frozen=True)
@@ -64,7 +86,7 @@ class Gallery:
     ``of``, for ``worst``, how many parseable answers the cell has (its lower half is
     ``total``)."""
 
-    cell: tuple[str, str, int]
+    cell: Cell
     kind: GalleryKind
     items: tuple[GalleryItem, ...]
     total: int
@@ -94,7 +116,7 @@ _SQL = f"""SELECT r.configuration, r.condition, r.budget, r.qid, r.attempt, s.pa
 def galleries(con: duckdb.DuckDBPyConnection, *, seed: int = 0, size: int = 48) -> list[Gallery]:
     """Every cell's galleries (cells in order, kinds in :data:`KINDS` order; a kind the cell
     has no answer of is left out), each of at most ``size`` scored answers."""
-    cells: dict[tuple[str, str, int], list[_Answer]] = defaultdict(list)
+    cells: dict[Cell, list[_Answer]] = defaultdict(list)
     for (
         c,
         k,
@@ -109,8 +131,16 @@ def galleries(con: duckdb.DuckDBPyConnection, *, seed: int = 0, size: int = 48) 
         distractor,
         refused,
     ) in con.execute(_SQL).fetchall():
-        item = GalleryItem(c, k, n, qid, attempt, iou if parseable else None, defect)
-        cells[(c, k, n)].append(_Answer(item, parseable, refused, legal, union, distractor))
+        item = GalleryItem(
+            configuration=c,
+            condition=k,
+            budget=n,
+            qid=qid,
+            attempt=attempt,
+            iou=iou if parseable else None,
+            defect=defect,
+        )
+        cells[item.cell].append(_Answer(item, parseable, refused, legal, union, distractor))
     out: list[Gallery] = []
     for cell, answers in cells.items():
         for kind in KINDS:
@@ -118,48 +148,46 @@ def galleries(con: duckdb.DuckDBPyConnection, *, seed: int = 0, size: int = 48) 
             if chosen:
                 items = tuple(a.item for a in chosen[:size])
                 of = sum(a.parseable for a in answers) if kind == "worst" else None
-                out.append(Gallery(cell, kind, items, len(chosen), of))
+                out.append(Gallery(cell=cell, kind=kind, items=items, total=len(chosen), of=of))
     return out
 
 
-Chooser = Callable[[Sequence[_Answer], tuple[str, str, int], int], list[_Answer]]
+Chooser = Callable[[Sequence[_Answer], Cell, int], list[_Answer]]
 
 
-def _worst(answers: Sequence[_Answer], cell: tuple[str, str, int], seed: int) -> list[_Answer]:
+def _worst(answers: Sequence[_Answer], cell: Cell, seed: int) -> list[_Answer]:
     """The lower half by IoU, lowest first: ranks, not a threshold, so that a cell whose
     median is 0 (most answers missing the referent) still shows its worst half."""
     ranked = sorted((a for a in answers if a.parseable), key=lambda a: (a.item.iou or 0.0, _at(a)))
     return ranked[: max(1, len(ranked) // 2)]
 
 
-def _unparseable(
-    answers: Sequence[_Answer], cell: tuple[str, str, int], seed: int
-) -> list[_Answer]:
+def _unparseable(answers: Sequence[_Answer], cell: Cell, seed: int) -> list[_Answer]:
     return [a for a in answers if not a.parseable and not a.refused]
 
 
-def _refusal(answers: Sequence[_Answer], cell: tuple[str, str, int], seed: int) -> list[_Answer]:
+def _refusal(answers: Sequence[_Answer], cell: Cell, seed: int) -> list[_Answer]:
     return [a for a in answers if not a.parseable and a.refused]
 
 
-def _illegal(answers: Sequence[_Answer], cell: tuple[str, str, int], seed: int) -> list[_Answer]:
-    if cell[2] == BOX:
+def _illegal(answers: Sequence[_Answer], cell: Cell, seed: int) -> list[_Answer]:
+    if cell.is_box:
         return []
     wrong = (a for a in answers if a.parseable and a.legal is False)
     return sorted(wrong, key=lambda a: (a.item.defect or "", -(a.item.iou or 0.0), _at(a)))
 
 
-def _distractor(answers: Sequence[_Answer], cell: tuple[str, str, int], seed: int) -> list[_Answer]:
-    if cell[2] == BOX:
+def _distractor(answers: Sequence[_Answer], cell: Cell, seed: int) -> list[_Answer]:
+    if cell.is_box:
         return []
     taken = (a for a in answers if a.parseable and _prefers_distractor(a))
     return sorted(taken, key=lambda a: (-(a.iou_distractor or 0.0), _at(a)))
 
 
-def _sample(answers: Sequence[_Answer], cell: tuple[str, str, int], seed: int) -> list[_Answer]:
+def _sample(answers: Sequence[_Answer], cell: Cell, seed: int) -> list[_Answer]:
     # Seeded by the cell's name, not its position: adding a configuration to the store leaves
     # every other cell's sample as it was.
-    rng = random.Random(f"{seed}:{cell[0]}:{cell[1]}:{cell[2]}")
+    rng = random.Random(f"{seed}:{cell.configuration}:{cell.condition}:{cell.budget}")
     return rng.sample(list(answers), len(answers))
 
 
@@ -181,6 +209,6 @@ _CHOOSE: dict[GalleryKind, Chooser] = {
 }
 
 
-def cells_of(found: Iterable[Gallery]) -> list[tuple[str, str, int]]:
+def cells_of(found: Iterable[Gallery]) -> list[Cell]:
     """The cells the galleries cover, in order."""
     return list(dict.fromkeys(g.cell for g in found))

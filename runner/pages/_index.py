@@ -133,8 +133,8 @@ def _galleries(content: IndexContent) -> str:
     thumbnails = content.thumbnails
     shown = sorted(
         (g for g in content.galleries if any(i.key in thumbnails.at for i in g.items)),
-        key=lambda g: (g.cell[0], g.cell[1], g.cell[2] == BOX, g.cell[2]),  # the box last
-    )  # a stable sort: each cell's kinds keep their order
+        key=lambda g: (g.cell.configuration, g.cell.condition, g.cell.is_box, g.cell.budget),
+    )  # the box last; a stable sort: each cell's kinds keep their order
     if not shown:
         return head + "<p>No answer is stored yet: there is nothing to show.</p>"
     templates = "".join(
@@ -165,12 +165,12 @@ def _galleries(content: IndexContent) -> str:
 
 
 def _gallery_data(gallery: Gallery, thumbnails: Thumbnails) -> dict[str, object]:
-    configuration, condition, budget = gallery.cell
+    cell = gallery.cell
     shown = [thumbnails.at[i.key] for i in gallery.items if i.key in thumbnails.at]
     return {
-        "c": configuration,
-        "d": condition,
-        "n": budget_value(budget),
+        "c": cell.configuration,
+        "d": cell.condition,
+        "n": budget_value(cell.budget),
         "k": gallery.kind,
         "h": gallery_heading(gallery, len(shown)),
         "i": shown,
@@ -185,8 +185,8 @@ def budget_value(budget: int) -> str:
 def gallery_heading(gallery: Gallery, shown: int) -> str:
     """The line above a gallery: its cell, its kind and how many of how many it shows; the
     worst gallery says what "worst" is (the lower half, of how many) and its IoUs' span."""
-    configuration, condition, budget = gallery.cell
-    where = f"{configuration} · {condition} · {budget_label(budget)}"
+    cell = gallery.cell
+    where = f"{cell.configuration} · {cell.condition} · {budget_label(cell.budget)}"
     if gallery.kind != "worst" or gallery.of is None:
         return f"{where} — {KINDS[gallery.kind]} ({shown} of {gallery.total})"
     ious = [100 * i.iou for i in gallery.items if i.iou is not None]
@@ -202,9 +202,9 @@ def _filters(galleries: Sequence[Gallery]) -> str:
     """The filters (hidden until the script runs: without it they would do nothing) and the
     pager."""
     choices = {
-        "c": ("configuration", sorted({g.cell[0] for g in galleries})),
-        "d": ("condition", sorted({g.cell[1] for g in galleries})),
-        "n": ("N", [budget_value(n) for n in sorted({g.cell[2] for g in galleries},
+        "c": ("configuration", sorted({g.cell.configuration for g in galleries})),
+        "d": ("condition", sorted({g.cell.condition for g in galleries})),
+        "n": ("N", [budget_value(n) for n in sorted({g.cell.budget for g in galleries},
                                                     key=lambda n: (n == BOX, n))]),
         "k": ("gallery", [k for k in KINDS if any(g.kind == k for g in galleries)]),
     }  # fmt: skip

@@ -12,7 +12,7 @@ re-scored answers: :func:`phase_audit_figures`, :func:`alternate_reference_figur
 tables are :func:`cohort_tables`).
 The rank-stability and subdivision-only analyses are plain values too (:func:`rank_stability`,
 :func:`subdivision_contrasts`), and :func:`findings` states the paper's §4 claims as verdicts
-from all of them.
+from all of them. :func:`write_report_files` writes the tables, figures and results as files.
 """
 
 from runner.reports._all import all_tables, omitted_note, shown_and_omitted
@@ -41,6 +41,7 @@ from runner.reports._data import (
     load_report_data,
 )
 from runner.reports._figures import write_figures
+from runner.reports._files import ReportFiles, write_report_files
 from runner.reports._findings import Finding, findings, findings_table
 from runner.reports._ranks import (
     RANK_METRICS,
@@ -122,6 +123,7 @@ __all__ = [
     "RankStability",
     "ReferenceMeans",
     "ReportData",
+    "ReportFiles",
     "ReportTable",
     "Rescored",
     "Result",
@@ -170,5 +172,6 @@ __all__ = [
     "table5",
     "targets_table",
     "write_figures",
+    "write_report_files",
     "write_results",
 ]

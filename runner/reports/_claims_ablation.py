@@ -53,7 +53,7 @@ def f3_reasoning(data: ReportData) -> Finding:
     broader parse coverage and better geometry (pooled over budgets)."""
     view = data.headline
 
-    def check(name: str, pairs: list[tuple[Cell, Cell]]) -> tuple[str, list[Judged]]:
+    def measure(name: str, pairs: list[tuple[Cell, Cell]]) -> tuple[str, list[Judged]]:
         steps = [(a.budget, cell_contrast(view, a, b)) for a, b in pairs]
         on, off = pooled(view, name, "base"), pooled(view, name, "thinking-off")
         coverage = paired_contrast(per_question(on, "parseable"), per_question(off, "parseable"))
@@ -70,11 +70,11 @@ def f3_reasoning(data: ReportData) -> Finding:
         judged += [Judged(f"{name} parse %", above(coverage))]
         return text, [*judged, Judged(f"{name} parseable IoU", above(geometry))]
 
-    checks = []
+    measures = []
     for name in running(data, ("thinking-off",)):
         pairs = [(c, Cell(name, "thinking-off", c.budget)) for c in base_cells(view, name)]
         pairs = [(a, b) for a, b in pairs if b in view.grid]
-        checks.append(([c for p in pairs for c in p], partial(check, name, pairs)))
+        measures.append(([c for p in pairs for c in p], partial(measure, name, pairs)))
     return verdict(
         data,
         "F3 reasoning: thinking on beats thinking-off at every budget, in coverage and geometry",
@@ -82,7 +82,7 @@ def f3_reasoning(data: ReportData) -> Finding:
         "paired Δ(base − off) > 0 at each N; pooled Δ parse % > 0 and Δ parseable-only IoU "
         "(keys both parsed) > 0",
         "base and thinking-off cells",
-        [c for c in checks if c[0]],
+        [c for c in measures if c[0]],
     )
 
 
@@ -91,7 +91,7 @@ def f3_largest(data: ReportData) -> Finding:
     other such condition's loss (x − off > 0) and gain (2·base − off − x > 0)."""
     view = data.headline
 
-    def check(name: str, others: Sequence[str]) -> tuple[str, list[Judged]]:
+    def measure(name: str, others: Sequence[str]) -> tuple[str, list[Judged]]:
         base, off = _points(data, name, "base"), _points(data, name, "thinking-off")
         parts, judged = [], []
         for other in others:
@@ -108,19 +108,19 @@ def f3_largest(data: ReportData) -> Finding:
             ]
         return f"{name}: " + ", ".join(parts), judged
 
-    checks = []
+    measures = []
     for name in running(data, ("thinking-off",)):
         others = [c for c in INPUT_PRESERVING if c in data.conditions_of(name)]
         if others:
             cells = cells_of(view, name, ("base", "thinking-off", *others))
-            checks.append((cells, partial(check, name, others)))
+            measures.append((cells, partial(measure, name, others)))
     return verdict(
         data,
         "F3 largest: thinking-off's loss exceeds every other input-preserving effect",
         "the thinking setting is the largest input-preserving difference",
         "per other input-preserving condition x: paired Δ(x − off) > 0 and Δ(2·base − off − x) > 0",
         "base, thinking-off and thinking-budget/temperature/repeat cells",
-        checks,
+        measures,
     )
 
 
@@ -129,7 +129,7 @@ def f3_no_image(data: ReportData) -> Finding:
     thinking-off's, either way (a rule fixed before the data; the paper gives no ratio)."""
     view = data.headline
 
-    def check(name: str) -> tuple[str, list[Judged]]:
+    def measure(name: str) -> tuple[str, list[Judged]]:
         base, off = _points(data, name, "base"), _points(data, name, "thinking-off")
         blind = _points(data, name, "no-image")
         keys = base.keys() & off.keys() & blind.keys()
@@ -151,7 +151,7 @@ def f3_no_image(data: ReportData) -> Finding:
         "removing the image is comparably damaging",
         "paired Δ(no-image loss − ½ off loss) > 0 and Δ(2 × off loss − no-image loss) > 0",
         "base, thinking-off and no-image cells",
-        [(cells_of(view, n, needed), partial(check, n)) for n in running(data, needed)],
+        [(cells_of(view, n, needed), partial(measure, n)) for n in running(data, needed)],
     )
 
 
@@ -170,7 +170,7 @@ def f3_second_order(data: ReportData) -> Finding:
     ±2 points of base (an equivalence test, so a small store is not testable, not a pass)."""
     view = data.headline
 
-    def check(name: str, condition: str) -> tuple[str, list[Judged]]:
+    def measure(name: str, condition: str) -> tuple[str, list[Judged]]:
         c = paired(pooled(view, name, condition), pooled(view, name, "base"))
         return f"{name} {condition} − base {_contrast(c)}", [
             Judged(f"{name} {condition}", within(c))
@@ -183,7 +183,7 @@ def f3_second_order(data: ReportData) -> Finding:
         "paired Δ(condition − base) within ±2 (TOST)",
         "base and thinking-budget/temperature/repeat cells",
         [
-            (cells_of(view, n, ("base", c)), partial(check, n, c))
+            (cells_of(view, n, ("base", c)), partial(measure, n, c))
             for n in data.configurations
             for c in INPUT_PRESERVING
             if c in data.conditions_of(n)
@@ -213,7 +213,7 @@ def f4_sub_additive(data: ReportData) -> Finding:
     needed = ("base", "cue-spatial-wrong", "cue-colour-wrong", "cue-both-wrong")
     view = data.headline
 
-    def check(name: str) -> tuple[str, list[Judged]]:
+    def measure(name: str) -> tuple[str, list[Judged]]:
         base, spatial, colour, both = (_points(data, name, c) for c in needed)
         keys = base.keys() & spatial.keys() & colour.keys() & both.keys()
         excess = {k: both[k] - max(0.0, spatial[k] + colour[k] - base[k]) for k in keys}
@@ -226,7 +226,7 @@ def f4_sub_additive(data: ReportData) -> Finding:
         "both-wrong loss < spatial-wrong + colour-wrong losses",
         "paired mean of both-wrong − max(0, spatial + colour − base) > 0",
         f"cells of {', '.join(needed)}",
-        [(cells_of(view, n, needed), partial(check, n)) for n in running(data, needed)],
+        [(cells_of(view, n, needed), partial(measure, n)) for n in running(data, needed)],
     )
 
 
@@ -235,7 +235,7 @@ def f4_truthful_cues(data: ReportData) -> Finding:
     cues = ("cue-spatial-true", "cue-colour-true")
     view = data.headline
 
-    def check(name: str, cue: str) -> tuple[str, list[Judged]]:
+    def measure(name: str, cue: str) -> tuple[str, list[Judged]]:
         c = paired(pooled(view, name, cue), pooled(view, name, "base"))
         return f"{name} {cue} − base {_contrast(c)}", [Judged(f"{name} {cue}", at_most(c))]
 
@@ -246,7 +246,7 @@ def f4_truthful_cues(data: ReportData) -> Finding:
         "paired Δ(cue − base) ≤ +2 (its interval's upper end; one-sided TOST)",
         "base and cue-*-true cells",
         [
-            (cells_of(view, n, ("base", cue)), partial(check, n, cue))
+            (cells_of(view, n, ("base", cue)), partial(measure, n, cue))
             for n in running(data, cues)
             for cue in cues
         ],
@@ -263,7 +263,7 @@ def table4_selection(data: ReportData) -> Finding:
     view = data.headline
     curves = [n for n in data.configurations if has_curve(view, n)]
 
-    def check() -> tuple[str, list[Judged]]:
+    def measure() -> tuple[str, list[Judged]]:
         parts, judged = [], []
         for name in curves:
             sel = by_budget(view, name, fixed("sel"))
@@ -284,7 +284,7 @@ def table4_selection(data: ReportData) -> Finding:
         "target preference high until the densest budget; tracing the differentiator",
         "per curve paired Δ Sel(moderate − 64) > 0; Con(strongest − weakest) > 0 at each N",
         "≥ 2 configurations with base curves (≥ 3 budgets incl. 64)",
-        [(cells, check)] if len(curves) >= 2 else [],
+        [(cells, measure)] if len(curves) >= 2 else [],
     )
 
 
@@ -293,7 +293,7 @@ def table5_difficulty(data: ReportData) -> Finding:
     IoU (different questions, so each step is an unpaired bootstrap contrast)."""
     view = data.headline
 
-    def check(name: str) -> tuple[str, list[Judged]]:
+    def measure(name: str) -> tuple[str, list[Judged]]:
         scores = pooled(view, name, "base")
         parts, judged = [], []
         for kind, parsed_only in (("fixed", False), ("parseable", True)):
@@ -312,7 +312,7 @@ def table5_difficulty(data: ReportData) -> Finding:
         "per configuration and step, bootstrap Δ(easier − harder) > 0, both denominators",
         "complete base cells and the cohort's difficulty labels",
         [
-            (base_cells(view, n), partial(check, n))
+            (base_cells(view, n), partial(measure, n))
             for n in data.configurations
             if base_cells(view, n) and data.questions
         ],
@@ -326,7 +326,7 @@ def _ordered_conditions(data: ReportData, claim: str, paper: str, order: Sequenc
     """Each condition of ``order`` loses more than the next: paired Δ(next − this) > 0."""
     view = data.headline
 
-    def check(name: str) -> tuple[str, list[Judged]]:
+    def measure(name: str) -> tuple[str, list[Judged]]:
         steps = [
             (f"{b} − {a}", paired(pooled(view, name, b), pooled(view, name, a)))
             for a, b in pairwise(order)
@@ -340,7 +340,7 @@ def _ordered_conditions(data: ReportData, claim: str, paper: str, order: Sequenc
         paper,
         "paired Δ between neighbours > 0",
         f"cells of {', '.join(order)}",
-        [(cells_of(view, n, order), partial(check, n)) for n in running(data, order)],
+        [(cells_of(view, n, order), partial(measure, n)) for n in running(data, order)],
     )
 
 

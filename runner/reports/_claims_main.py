@@ -130,7 +130,7 @@ def f1_thresholds(data: ReportData) -> Finding:
     strong, weak = PAPER_ORDER[0], PAPER_ORDER[-1]
     view = data.headline
 
-    def check() -> tuple[str, list[Judged]]:
+    def measure() -> tuple[str, list[Judged]]:
         low = min({c.budget for c in base_cells(view, strong)}
                   & {c.budget for c in base_cells(view, weak)})  # fmt: skip
         lead = {
@@ -158,7 +158,7 @@ def f1_thresholds(data: ReportData) -> Finding:
         "Kimi finds objects at low N, Gemini traces better; both lose high-N reliability",
         "paired Δ[lead@.75 − lead@.25] > 0 at the smallest N; Acc@.5(moderate − 64) > 0",
         f"{strong} and {weak} base curves (≥ 3 budgets incl. 64)",
-        [(needs, check)] if ready else [],
+        [(needs, measure)] if ready else [],
     )
 
 
@@ -176,7 +176,7 @@ def f2_non_monotone(data: ReportData) -> Finding:
     """F2: IoU peaks at moderate budgets: above both the smallest budget and N = 64."""
     view = data.headline
 
-    def check(name: str) -> tuple[str, list[Judged]]:
+    def measure(name: str) -> tuple[str, list[Judged]]:
         curve = by_budget(view, name, fixed("iou"))
         moderate = moderate_budgets(view, name)
         low = min(curve)
@@ -193,7 +193,7 @@ def f2_non_monotone(data: ReportData) -> Finding:
         "per-question mean over the budgets between them",
         "base cells at ≥ 3 budgets incl. 64",
         [
-            (base_cells(view, name), partial(check, name))
+            (base_cells(view, name), partial(measure, name))
             for name in data.configurations
             if has_curve(view, name)
         ],
@@ -205,7 +205,7 @@ def f2_legal_collapse(data: ReportData) -> Finding:
     filled region keeps more: filled IoU at 64 above legal IoU."""
     view = data.headline
 
-    def check(name: str, low: Cell, high: Cell) -> tuple[str, list[Judged]]:
+    def measure(name: str, low: Cell, high: Cell) -> tuple[str, list[Judged]]:
         drop = cell_contrast(view, high, low, "legal")
         scores = view.polygons.get(high, {})
         gap = paired_contrast(per_question(scores), per_question(scores, "legal_iou"))
@@ -225,7 +225,7 @@ def f2_legal_collapse(data: ReportData) -> Finding:
         "paired Δ legal %(64 − 32) < 0; paired Δ(IoU − legal IoU) at 64 > 0",
         "base cells at N = 32 and 64",
         [
-            ([lo, hi], partial(check, n, lo, hi))
+            ([lo, hi], partial(measure, n, lo, hi))
             for n, lo, hi in pairs
             if lo in view.grid and hi in view.grid
         ],

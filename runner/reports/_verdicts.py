@@ -80,26 +80,26 @@ def at_most(c: Contrast, margin: float = MARGIN) -> Outcome:
     return "holds" if c.high <= margin else "fails" if c.low > margin else "open"
 
 
-Check = tuple[Sequence[Cell], Callable[[], tuple[str, list[Judged]]]]
+Measure = tuple[Sequence[Cell], Callable[[], tuple[str, list[Judged]]]]
 """One test of a claim: the cells it needs, and the test itself (this store's figures as
 text, and each contrast read)."""
 
 
 def verdict(
-    data: ReportData, claim: str, paper: str, test: str, needs: str, checks: Iterable[Check]
+    data: ReportData, claim: str, paper: str, test: str, needs: str, measures: Iterable[Measure]
 ) -> Finding:
-    """Run every check whose cells are complete; any cell absent or running makes the claim
-    not testable (and is named), as does having nothing to check (``needs`` says what)."""
+    """Take every measure whose cells are complete; any cell absent or running makes the claim
+    not testable (and is named), as does having nothing to measure (``needs`` says what)."""
     view = data.headline
     parts: list[str] = []
     judged: list[Judged] = []
     missing: list[Cell] = []
-    for cells, run in checks:
+    for cells, measure in measures:
         gaps = missing_cells(view, cells)
         missing += gaps
         if gaps:
             continue
-        text, found = run()
+        text, found = measure()
         parts.append(text)
         judged += found
     if missing or not parts:

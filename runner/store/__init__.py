@@ -1,10 +1,14 @@
 """The experiment's DuckDB store: migrations, the grid, raw responses, scores, the pending set,
 and stored answers re-scored against other references.
 
-Plain Python over DuckDB and Arrow; the run's store actor is a thin wrapper over :class:`Store`,
+Three parts, one job each: :class:`Repository` (the file: migrations, writes, reads),
+:class:`ScoreQueue` (answers waiting for a scorer) and :class:`QueryService` (users' queries
+beside a run's writes); :class:`Store` holds the three for the process that writes. Plain
+Python over DuckDB and Arrow; the run's store actor is a thin wrapper over :class:`Store`,
 and ``groundbench sql`` opens the same file read-only once no run holds it.
 """
 
+from conditions import AttemptKey
 from runner.store._batches import (
     OPEN_PHASES,
     BatchKey,
@@ -15,11 +19,18 @@ from runner.store._batches import (
 )
 from runner.store._errors import DAMAGED_FILE, StoreError, first_line
 from runner.store._queries import KEEP_EVERY_S, LEASE_S, QUERY_SLOTS, QueryService
+from runner.store._repository import Repository, grid_table, pending_rows
 from runner.store._rows import (
-    AttemptKey,
+    CellProgress,
     ControlRow,
+    ErrorCount,
+    GridRow,
+    Pending,
+    Progress,
     ReferenceRow,
+    Registration,
     ResponseRow,
+    ScoreJob,
     ScoreRow,
     response_row,
 )
@@ -33,6 +44,7 @@ from runner.store._schema import (
     SCHEMA_VERSION,
     SCORE_SCHEMA,
 )
+from runner.store._score_queue import ScoreQueue
 from runner.store._snapshot import (
     SNAPSHOT_TABLE,
     SNAPSHOT_TIMEOUT_S,
@@ -55,18 +67,7 @@ from runner.store._sql import (
     query_store,
     read_only,
 )
-from runner.store._store import (
-    CellProgress,
-    ErrorCount,
-    GridRow,
-    Pending,
-    Progress,
-    Registration,
-    ScoreJob,
-    Store,
-    grid_table,
-    pending_rows,
-)
+from runner.store._store import Store
 
 __all__ = [
     "CONTROL_SCHEMA",
@@ -104,9 +105,11 @@ __all__ = [
     "Reading",
     "ReferenceRow",
     "Registration",
+    "Repository",
     "ResponseRow",
     "Result",
     "ScoreJob",
+    "ScoreQueue",
     "ScoreRow",
     "Store",
     "StoreCopy",

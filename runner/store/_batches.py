@@ -29,7 +29,7 @@ import duckdb
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
-from conditions import Migration
+from conditions import AttemptKey, Migration
 
 Phase = Literal["preparing", "uploaded", "submitted", "ended", "read", "abandoned"]
 OPEN_PHASES: tuple[Phase, ...] = ("preparing", "uploaded", "submitted", "ended")
@@ -87,6 +87,22 @@ class BatchKey(NamedTuple):
     budget: int
     qid: str
     attempt: int
+
+    @classmethod
+    def of(cls, key: AttemptKey, *, batch: str, custom_id: str) -> BatchKey:
+        """The row of attempt ``key``, held by ``batch`` under ``custom_id``."""
+        return cls(batch=batch, custom_id=custom_id, **key._asdict())
+
+    @property
+    def key(self) -> AttemptKey:
+        """The attempt it holds."""
+        return AttemptKey(
+            configuration=self.configuration,
+            condition=self.condition,
+            budget=self.budget,
+            qid=self.qid,
+            attempt=self.attempt,
+        )
 
 
 class BatchProblem(NamedTuple):

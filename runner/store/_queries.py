@@ -86,7 +86,9 @@ class QueryService:
         self._running: dict[str, _Query] = {}
         self._cancelled: deque[str] = deque(maxlen=_CANCELS_KEPT)
 
-    def run(self, sql: str, timeout_s: float = QUERY_TIMEOUT_S, token: str | None = None) -> Result:
+    def answer(
+        self, sql: str, timeout_s: float = QUERY_TIMEOUT_S, token: str | None = None
+    ) -> Result:
         """Column names and rows of ``sql``, in a ``READ ONLY`` transaction rolled back after;
         ``token``: a client elsewhere's, which :meth:`keep` and :meth:`cancel` name.
 

@@ -1,26 +1,24 @@
-"""Rows as the store takes them: named records, one per table, in the table's column order.
+"""Rows as the store takes them: named records, one per table, in the table's column order;
+and the records its reads return (the pending requests, the answers to score, progress).
 
 They are named tuples so that they stay cheap to ship between processes and load into Arrow
 column by column, while every reader and writer names the fields it uses. Each record's fields
 are its table's columns (a test holds them to the schema).
+
+A request has one identity, :class:`conditions.RequestKey`, and an attempt at it one key,
+:class:`conditions.AttemptKey` (``request.attempt(n)``). A row that holds one gives it by
+``.request`` or ``.key`` and is made from one by ``.of``; only the store turns rows into
+positional tuples and back (Arrow's columns, DuckDB's rows), by the fields' names.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol
 
+from conditions import AttemptKey, RequestKey
 from runner.backends import AttemptRecord
-
-
-class AttemptKey(NamedTuple):
-    """Which attempt a response or score row is: the store's key (:data:`KEY`)."""
-
-    configuration: str
-    condition: str
-    budget: int
-    qid: str
-    attempt: int
 
 
 class ResponseRow(NamedTuple):
@@ -56,7 +54,7 @@ class ResponseRow(NamedTuple):
 
     @property
     def key(self) -> AttemptKey:
-        return AttemptKey(self.configuration, self.condition, self.budget, self.qid, self.attempt)
+        return _key_of(self)
 
 
 class ScoreRow(NamedTuple):
@@ -80,9 +78,14 @@ class ScoreRow(NamedTuple):
     box_iou: float | None = None  # box questions only (a rejection question has none)
     says_absent: bool | None = None  # a box benchmark's answer says "absent" (§10)
 
+    @classmethod
+    def of(cls, key: AttemptKey, *, parseable: bool, **scores: Any) -> ScoreRow:
+        """The scores of the answer of ``key``, by column name."""
+        return cls(**key._asdict(), parseable=parseable, **scores)
+
     @property
     def key(self) -> AttemptKey:
-        return AttemptKey(self.configuration, self.condition, self.budget, self.qid, self.attempt)
+        return _key_of(self)
 
 
 class ControlRow(NamedTuple):
@@ -104,9 +107,27 @@ class ControlRow(NamedTuple):
     sel: bool
     defect: str | None
 
+    @classmethod
+    def of(cls, answer: AttemptKey, *, n: int, **metrics: Any) -> ControlRow:
+        """The control at budget ``n`` of the box answer of key ``answer``, by column name."""
+        return cls(
+            configuration=answer.configuration,
+            condition=answer.condition,
+            qid=answer.qid,
+            attempt=answer.attempt,
+            n=n,
+            **metrics,
+        )
+
     def answer_key(self, box_budget: int) -> AttemptKey:
         """The key of the box answer this control was derived from."""
-        return AttemptKey(self.configuration, self.condition, box_budget, self.qid, self.attempt)
+        return AttemptKey(
+            configuration=self.configuration,
+            condition=self.condition,
+            budget=box_budget,
+            qid=self.qid,
+            attempt=self.attempt,
+        )
 
 
 class ReferenceRow(NamedTuple):
@@ -119,6 +140,177 @@ class ReferenceRow(NamedTuple):
     attempt: int
     reference: str
     iou: float
+
+    @classmethod
+    def of(cls, key: AttemptKey, *, reference: str, iou: float) -> ReferenceRow:
+        return cls(**key._asdict(), reference=reference, iou=iou)
+
+
+class Pending(NamedTuple):
+    """A request still to finish, and the attempt to send next."""
+
+    configuration: str
+    condition: str
+    budget: int
+    qid: str
+    next_attempt: int
+
+    @classmethod
+    def of(cls, key: RequestKey, *, next_attempt: int) -> Pending:
+        return cls(**_fields_of(key), next_attempt=next_attempt)
+
+    @property
+    def request(self) -> RequestKey:
+        return _request_of(self)
+
+    @property
+    def attempt_key(self) -> AttemptKey:
+        """The key of the attempt it sends next."""
+        return self.request.attempt(self.next_attempt)
+
+
+class ScoreJob(NamedTuple):
+    """An answered attempt waiting for its score."""
+
+    configuration: str
+    condition: str
+    budget: int
+    qid: str
+    attempt: int
+    answer: str
+
+    @classmethod
+    def of(cls, key: AttemptKey, *, answer: str) -> ScoreJob:
+        return cls(**key._asdict(), answer=answer)
+
+    @property
+    def key(self) -> AttemptKey:
+        return _key_of(self)
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A configuration as one run asks it: its protocol hash and how many attempts it may make."""
+
+    name: str
+    protocol: str
+    provider: str
+    model: str
+    attempts: int
+    settings: str  # JSON of the output-affecting settings, for people reading the store
+    reading: str | None = None  # how its box answers are read: a coordinate convention
+    fields: str | None = None  # what the protocol hash was taken of (canonical JSON)
+
+
+class GridRow(NamedTuple):
+    """A request of the run's grid, and how many attempts it may make (``grid``)."""
+
+    configuration: str
+    condition: str
+    budget: int
+    qid: str
+    attempts: int
+
+    @classmethod
+    def of(cls, key: RequestKey, *, attempts: int) -> GridRow:
+        return cls(**_fields_of(key), attempts=attempts)
+
+    @property
+    def request(self) -> RequestKey:
+        return _request_of(self)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far one configuration is: requests by status, and rows stored."""
+
+    configuration: str
+    requests: int
+    complete: int
+    errored: int
+    responses: int
+    answered: int
+    scored: int
+    input_tokens: int
+    output_tokens: int
+    batch_input_tokens: int = 0  # of those, the tokens of answers a batch brought (its price)
+    batch_output_tokens: int = 0
+
+    @property
+    def pending(self) -> int:
+        return self.requests - self.complete
+
+
+@dataclass(frozen=True)
+class CellProgress:
+    """One cell of the grid as a run goes: requests by status, live parse rate and fixed IoU."""
+
+    configuration: str
+    condition: str
+    budget: int
+    requests: int
+    complete: int
+    errored: int
+    settled: int | None
+    parse_rate: float | None  # points, over settled questions (None: none yet)
+    fixed_iou: float | None
+
+
+@dataclass(frozen=True)
+class ErrorCount:
+    """One kind of error among the records of requests not yet complete: its class, status and
+    code, how many records, and the latest message (redacted when it was stored)."""
+
+    configuration: str
+    kind: str  # the record's outcome: fatal, quota, transient, rate-limited
+    status: int | None
+    code: str | None
+    count: int
+    message: str | None
+
+
+class _Keyed(Protocol):
+    """A row that names a request's fields, and maybe an attempt's."""
+
+    @property
+    def configuration(self) -> str: ...
+    @property
+    def condition(self) -> str: ...
+    @property
+    def budget(self) -> int: ...
+    @property
+    def qid(self) -> str: ...
+
+
+class _AttemptKeyed(_Keyed, Protocol):
+    @property
+    def attempt(self) -> int: ...
+
+
+def _fields_of(key: RequestKey) -> dict[str, Any]:
+    """A request key's fields by name, for a row that spreads them into its columns."""
+    return {
+        "configuration": key.configuration,
+        "condition": key.condition,
+        "budget": key.budget,
+        "qid": key.qid,
+    }
+
+
+def _request_of(row: _Keyed) -> RequestKey:
+    return RequestKey(
+        configuration=row.configuration, condition=row.condition, budget=row.budget, qid=row.qid
+    )
+
+
+def _key_of(row: _AttemptKeyed) -> AttemptKey:
+    return AttemptKey(
+        configuration=row.configuration,
+        condition=row.condition,
+        budget=row.budget,
+        qid=row.qid,
+        attempt=row.attempt,
+    )
 
 
 def response_row(record: AttemptRecord) -> ResponseRow:

@@ -2,10 +2,11 @@
 
 The cohort's tables (``cohort``, ``questions``, ``targets``, ``instances``) and a box
 benchmark's belong to ``conditions``; the tables here hold what a run asked and what came back.
-All of them are made by migrations recorded in the file's one ledger (``conditions._ledger``),
-these as part ``run``. Each change of schema is a new :data:`MIGRATIONS` entry, never an edit
-of an old one: a file made by an older groundbench is brought up to date, one transaction per
-migration, when a store opens it, and a file made by a newer one is refused rather than misread.
+All of them are made by migrations recorded in the file's one migrations table
+(``conditions._migrations``), these as part ``run``. Each change of schema is a new
+:data:`MIGRATIONS` entry, never an edit of an old one: a file made by an older groundbench is
+brought up to date, one transaction per migration, when a store opens it, and a file made by a
+newer one is refused rather than misread.
 """
 
 from __future__ import annotations

@@ -166,7 +166,10 @@ def test_requests_ask_as_the_benchmark_asks_once_each(
         by_qid.setdefault(r.key.qid, set()).add(r.fingerprint)
     assert all(len(f) == 2 for f in by_qid.values())
     with pytest.raises(KeyError, match="unknown box condition 'base'"):
-        builder.build(mine[0].__class__("m", "base", mine[0].qid, BOX), configuration)
+        builder.build(
+            mine[0].__class__(configuration="m", condition="base", budget=BOX, qid=mine[0].qid),
+            configuration,
+        )
 
 
 def test_the_box_protocol_hash_covers_the_questions_and_the_model_not_the_transport(

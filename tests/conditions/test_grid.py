@@ -59,7 +59,9 @@ def builder(real_cohort: Cohort, shared_data: Path, tmp_path: Path) -> RequestBu
 
 def request(builder: RequestBuilder, condition: str, budget: int = 16) -> Request:
     qid = builder.cohort.questions[0].qid
-    return builder.build(RequestKey(QWEN.name, condition, qid, budget), QWEN)
+    return builder.build(
+        RequestKey(configuration=QWEN.name, condition=condition, budget=budget, qid=qid), QWEN
+    )
 
 
 def changed(a: Request, b: Request) -> set[str]:
@@ -167,7 +169,9 @@ def test_each_image_variant_is_made_once(builder: RequestBuilder, tmp_path: Path
 
 
 def test_requests_for_another_configuration_are_refused(builder: RequestBuilder) -> None:
-    key = RequestKey("gemini-high", "base", builder.cohort.questions[0].qid, 8)
+    key = RequestKey(
+        configuration="gemini-high", condition="base", budget=8, qid=builder.cohort.questions[0].qid
+    )
     with pytest.raises(KeyError, match="gemini-high"):
         builder.build(key, QWEN)
 

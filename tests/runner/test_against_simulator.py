@@ -25,7 +25,7 @@ from conditions import (
 from runner.backends import (
     ApiKey,
     AttemptRecord,
-    Backend,
+    Client,
     QuotaExhausted,
     ask,
 )
@@ -67,26 +67,26 @@ def _run(
     sim: Simulator,
     configuration: Configuration,
     requests: Callable[[Configuration], list[Request]],
-    body: Callable[[Backend, list[Request]], Awaitable[T]],
+    body: Callable[[Client, list[Request]], Awaitable[T]],
     key: str = KEY,
     **transport: object,
 ) -> T:
     async def main() -> T:
         async with serving(sim) as url:
             conf = _with(configuration, url, **transport)
-            async with Backend(conf, ApiKey(key)) as backend:
+            async with Client(conf, ApiKey(key)) as backend:
                 return await body(backend, requests(conf))
 
     return asyncio.run(main())
 
 
-async def _ask_all(backend: Backend, requests: list[Request]) -> list[AttemptRecord]:
+async def _ask_all(backend: Client, requests: list[Request]) -> list[AttemptRecord]:
     records: list[AttemptRecord] = []
     await asyncio.gather(*(ask(backend, r, records.append) for r in requests))
     return records
 
 
-async def _ask_until_stopped(backend: Backend, requests: list[Request]) -> list[AttemptRecord]:
+async def _ask_until_stopped(backend: Client, requests: list[Request]) -> list[AttemptRecord]:
     """As ``_ask_all``, where a terminal error (a refused key) may stop the backend."""
     records: list[AttemptRecord] = []
     ended = await asyncio.gather(
@@ -153,7 +153,7 @@ def test_a_resumed_request_goes_on_from_its_next_attempt(
         small_cohort, small_root.images, cache, SimSpec(behaviour=Behaviour(refusal=1.0))
     )
 
-    async def resumed(backend: Backend, requests: list[Request]) -> list[list[AttemptRecord]]:
+    async def resumed(backend: Client, requests: list[Request]) -> list[list[AttemptRecord]]:
         kept: list[AttemptRecord] = []
 
         async def store(record: AttemptRecord) -> None:  # an async sink is awaited
@@ -224,7 +224,7 @@ def test_quota_exhaustion_is_terminal_at_once_with_no_retry(
     )  # fmt: skip
     records: list[AttemptRecord] = []
 
-    async def body(backend: Backend, requests: list[Request]) -> list[QuotaExhausted]:
+    async def body(backend: Client, requests: list[Request]) -> list[QuotaExhausted]:
         errors = []
         for request in requests:  # one at a time, as the quota runs out
             try:

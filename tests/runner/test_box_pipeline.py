@@ -20,7 +20,7 @@ from conditions import (
     generate_box_benchmark,
     plan_boxes,
 )
-from runner.backends import ApiKey, AttemptRecord, Backend, ask
+from runner.backends import ApiKey, AttemptRecord, Client, ask
 from runner.distributed import BoxScorer
 from runner.simulator import Behaviour, BoxBehaviour, SimSpec, Simulator, serving
 from runner.store import ScoreJob, ScoreRow
@@ -63,7 +63,7 @@ def _answers(
             requests = [
                 builder.build(k, configuration) for k in plan_boxes(questions, [configuration])
             ]
-            async with Backend(configuration, ApiKey(KEY)) as backend:
+            async with Client(configuration, ApiKey(KEY)) as backend:
                 await asyncio.gather(*(ask(backend, r, records.append) for r in requests))
         return records
 
@@ -74,7 +74,14 @@ def _scores(
     questions: BoxSet, records: list[AttemptRecord], convention: Convention
 ) -> list[ScoreRow]:
     jobs = [
-        ScoreJob(r.configuration, r.condition, r.budget, r.qid, r.attempt, r.answer or "")
+        ScoreJob(
+            configuration=r.configuration,
+            condition=r.condition,
+            budget=r.budget,
+            qid=r.qid,
+            attempt=r.attempt,
+            answer=r.answer or "",
+        )
         for r in records
     ]
     scores, controls = BoxScorer(questions, {"m": convention}).score(jobs)

@@ -26,7 +26,7 @@ from conditions import (
     write_cohort,
 )
 from runner._output import OutputError
-from runner.backends import ApiKey, AttemptRecord, Backend, ask
+from runner.backends import ApiKey, AttemptRecord, Client, ask
 from runner.cli import app, main
 from tests.runner.unwritable import unwritable
 
@@ -159,7 +159,7 @@ def test_simulate_serves_a_cohort_on_loopback(
         request = builder.build(next(iter(plan(small_cohort, [configuration]))), configuration)
 
         async def one() -> list[AttemptRecord]:
-            async with Backend(configuration, ApiKey("sk-cli-test")) as backend:
+            async with Client(configuration, ApiKey("sk-cli-test")) as backend:
                 return await ask(backend, request, lambda r: None)
 
         records = asyncio.run(one())
@@ -455,7 +455,7 @@ def test_run_given_a_store_runs_the_experiment_it_names_else_asks_for_the_toml(
     capfd: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from runner import cli
+    from runner.cli import _run
     from runner.store import GridRow, Registration, Store
 
     store = tmp_path / "exp.duckdb"
@@ -469,16 +469,24 @@ def test_run_given_a_store_runs_the_experiment_it_names_else_asks_for_the_toml(
     with Store(store) as s:  # as a run of it leaves the store
         s.register(
             [Registration("q", "a" * 64, "qwen", "m", 1, "{}")],
-            [GridRow("q", "base", 8, small_cohort.questions[0].qid, 1)],
+            [
+                GridRow(
+                    configuration="q",
+                    condition="base",
+                    budget=8,
+                    qid=small_cohort.questions[0].qid,
+                    attempts=1,
+                )
+            ],
             experiment=experiment,
         )
     ran: list[Path] = []
 
-    def run_in_view(loaded: object, where: Path, **_: object) -> object:
+    def run_in_view(loaded: object, where: Path, options: object) -> object:
         ran.append(where)
         return type("Report", (), {"done": True})()
 
-    monkeypatch.setattr(cli, "_run_in_view", run_in_view)
+    monkeypatch.setattr(_run, "run_in_view", run_in_view)
     code, err = _console(capfd, monkeypatch, "run", str(store))
     assert code == 0 and ran == [experiment]
     assert err == [f"store {store} → experiment {experiment}"]
@@ -506,7 +514,8 @@ def test_help_imports_none_of_the_packages_the_commands_use() -> None:
 
 def test_the_defaults_help_shows_are_their_sources() -> None:
     from conditions import CohortSpec, SynthSpec
-    from runner import cli, demo
+    from runner import demo
+    from runner.cli import _common as cli
     from runner.store import MAX_QUERY_TIMEOUT_S, QUERY_TIMEOUT_S
 
     assert SynthSpec.images == cli.SYNTH_IMAGES

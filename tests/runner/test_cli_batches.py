@@ -37,13 +37,21 @@ def _record(tag: str, **fields: object) -> BatchRecord:
 
 
 def _key(tag: str) -> BatchKey:
-    return BatchKey(tag, f"{tag}-line", "qwen", "plain", 8, "q1", 0)
+    return BatchKey(
+        batch=tag,
+        custom_id=f"{tag}-line",
+        configuration="qwen",
+        condition="plain",
+        budget=8,
+        qid="q1",
+        attempt=0,
+    )
 
 
 def _store(path: Path, *records: BatchRecord) -> Path:
     with Store(path) as store:
         for record in records:
-            store.record_batch(record, [_key(record.id)])
+            store.repository.record_batch(record, [_key(record.id)])
     return path
 
 

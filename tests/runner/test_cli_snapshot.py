@@ -120,7 +120,7 @@ def test_report_during_a_run_reads_a_snapshot_and_leaves_none(
     assert free.exit_code == 0, free.output
     assert "snapshot" not in free.output
     with held(path) as (take, pid):
-        monkeypatch.setattr("runner.cli._snapshot_of_run", take)
+        monkeypatch.setattr("runner.cli._report.snapshot_of_run", take)
         result = runner.invoke(app, ["report", str(path), "--html", str(tmp_path / "html")])
     assert result.exit_code == 0, result.output
     said = _line(pid, answers).match(result.output)
@@ -148,7 +148,7 @@ def test_show_during_a_run_draws_from_a_snapshot(
     out = tmp_path / "one.png"
     args = ["show", str(path), qids[0], "--configuration", "qwen", "--budget", "8"]
     with held(path) as (take, pid):
-        monkeypatch.setattr("runner.cli._snapshot_of_run", take)
+        monkeypatch.setattr("runner.cli._show.snapshot_of_run", take)
         result = runner.invoke(app, [*args, "--out", str(out)])
     assert result.exit_code == 0, result.output
     said = _line(pid, answers).match(result.output)
@@ -169,7 +169,8 @@ def test_a_run_that_sends_garbage_is_one_line(
     path, qids, _ = store
     args = [command, str(path)] + ([qids[0]] if command == "show" else [])
     with held(path):
-        monkeypatch.setattr("runner.cli._snapshot_of_run", lambda _: Held(b"\x00garbage", 7))
+        garbage = Held(b"\x00garbage", 7)
+        monkeypatch.setattr(f"runner.cli._{command}.snapshot_of_run", lambda _: garbage)
         code, stderr = run_console(capfd, monkeypatch, *args)
     assert code == 2
     assert stderr == (

@@ -1,4 +1,4 @@
-"""What a hostile server sends, through the real :class:`Backend` on loopback to the store and
+"""What a hostile server sends, through the real :class:`Client` on loopback to the store and
 the pages (issue 37).
 
 Finding 1: a body of 1 MB of ``[`` raised ``RecursionError`` out of the decoder and ended the
@@ -19,7 +19,7 @@ import pytest
 from aiohttp import web
 
 from conditions import Cohort, Configuration, DataRoot, Decoding, Request, RequestKey, Transport
-from runner.backends import ApiKey, AttemptRecord, Backend, ask, holds_key
+from runner.backends import ApiKey, AttemptRecord, Client, ask, holds_key
 from runner.overlays import Pictures, read_answers, read_question
 from runner.overlays._caption import caption
 from runner.pages import write_html_report
@@ -41,11 +41,18 @@ def _answering(body: bytes) -> Handler:
 
 
 async def _records(provider: str, handler: Handler) -> list[AttemptRecord]:
-    request = Request(RequestKey("c", "base", "q1", 8), "p", "outline", None, Decoding(), 0)
+    request = Request(
+        RequestKey(configuration="c", condition="base", budget=8, qid="q1"),
+        "p",
+        "outline",
+        None,
+        Decoding(),
+        0,
+    )
     async with serving_posts(handler) as url:
         transport = Transport(base_url=url, max_response_bytes=4 << 20, max_transport_retries=0)
         configuration = Configuration(name="c", provider=provider, model="m", transport=transport)
-        async with Backend(configuration, KEY) as backend:
+        async with Client(configuration, KEY) as backend:
             return await ask(backend, request, lambda r: None)
 
 
@@ -88,9 +95,12 @@ def test_a_200_kb_finish_reason_and_id_are_stored_cut_without_the_key(
     assert record.outcome == "answer"
     with Store(tmp_path / "exp.duckdb") as store:
         registration = Registration("c", "p" * 64, provider, "m", 3, "{}")
-        store.register([registration], [GridRow("c", "base", 8, "q1", 3)])
+        store.register(
+            [registration],
+            [GridRow(configuration="c", condition="base", budget=8, qid="q1", attempts=3)],
+        )
         store.write_responses([response_row(record)])
-        (row,) = store.query("SELECT finish_reason, response_id FROM responses")[1]
+        (row,) = store.repository.query("SELECT finish_reason, response_id FROM responses")[1]
     for text in row:
         assert len(text) <= MAX_FIELD and text.endswith("chars]") and not holds_key(text, KEY)
 

@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 
 from conditions import Cohort, DataRoot, Request, VariantCache
-from runner.backends import ApiKey, AttemptRecord, Backend, CallError, RateLimiter, ask
+from runner.backends import ApiKey, AttemptRecord, CallError, Client, RateLimiter, ask
 from runner.simulator import Faults, LimiterKind, SimSpec, Simulator, serving
 from tests.runner.test_against_simulator import CLEAN, KEY, QWEN, _requests, _with
 from tests.virtual_time import run_virtual, virtual_clock
@@ -51,7 +51,7 @@ def _paced(
                         clock=clock)  # fmt: skip
         async with serving(sim) as url:
             conf = _with(QWEN, url, requests_per_minute=told, max_concurrency=4)
-            async with Backend(conf, ApiKey(KEY), clock=clock) as backend:
+            async with Client(conf, ApiKey(KEY), clock=clock) as backend:
                 begun = clock()
                 calls = [batch[i % len(batch)] for i in range(count)]
                 await asyncio.gather(*(backend.send(r, attempt=i) for i, r in enumerate(calls)))
@@ -125,7 +125,7 @@ def test_no_call_leaves_after_a_quota_error_and_the_waiting_ones_are_not_sent(
             # One call in flight at a time: the sixth (the quota error) is answered before any
             # other call holds a slot, so every later one waits for a slot when the quota goes.
             conf = _with(QWEN, url, requests_per_minute=6000, max_concurrency=1)
-            async with Backend(conf, ApiKey(KEY)) as backend:
+            async with Client(conf, ApiKey(KEY)) as backend:
                 asks = (ask(backend, r, records.append) for r in batch[:40])
                 return await asyncio.gather(*asks, return_exceptions=True)
 
@@ -149,8 +149,8 @@ def test_a_quota_error_stops_every_configuration_of_the_account(
             second = first.model_copy(update={"name": "qwen-second"})
             shared = RateLimiter.for_transport(first.transport)  # one account, one limiter
             async with (
-                Backend(first, ApiKey(KEY), limiter=shared) as a,
-                Backend(second, ApiKey(KEY), limiter=shared) as b,
+                Client(first, ApiKey(KEY), limiter=shared) as a,
+                Client(second, ApiKey(KEY), limiter=shared) as b,
             ):
                 asks = [ask(backend, r, lambda _: None) for r in batch[:20] for backend in (a, b)]
                 return await asyncio.gather(*asks, return_exceptions=True)

@@ -1,4 +1,4 @@
-"""The live monitor: rates and ETA from two readings, and what it draws."""
+"""The live monitor: rates and ETA from two samples, and what it draws."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from runner.experiment import Prices
 from runner.monitor import (
     MAX_CELLS,
     ChangedLines,
-    Reading,
+    Sample,
     Snapshot,
     plain_lines,
     render,
@@ -54,8 +54,8 @@ def _stats(requests: int, tokens: int, quota: str | None = None) -> WorkerStats:
 
 
 def test_rates_eta_and_spend_come_from_two_readings() -> None:
-    before = Reading(10.0, _progress(100), _cells(100), {"qwen": _stats(120, 50_000), "kimi": None})
-    now = Reading(20.0, _progress(300), _cells(300), {"qwen": _stats(330, 150_000), "kimi": None})
+    before = Sample(10.0, _progress(100), _cells(100), {"qwen": _stats(120, 50_000), "kimi": None})
+    now = Sample(20.0, _progress(300), _cells(300), {"qwen": _stats(330, 150_000), "kimi": None})
     view = snapshot(now, before, 0.0, {"qwen": Prices(input_per_mtok=1.0, output_per_mtok=2.0)})
     assert view.rate == 20.0 and view.eta_s == 35.0  # 700 left at 20 a second
     qwen = next(b for b in view.backends if b.name == "qwen")
@@ -73,8 +73,8 @@ def test_rates_eta_and_spend_come_from_two_readings() -> None:
 
 
 def test_the_view_draws_backends_cells_and_the_totals() -> None:
-    before = Reading(0.0, _progress(100), _cells(100), {"qwen": _stats(0, 0)})
-    now = Reading(10.0, _progress(300), _cells(300), {"qwen": _stats(210, 10, quota="spent")})
+    before = Sample(0.0, _progress(100), _cells(100), {"qwen": _stats(0, 0)})
+    now = Sample(10.0, _progress(300), _cells(300), {"qwen": _stats(210, 10, quota="spent")})
     view = snapshot(now, before, 0.0, {})
     out = io.StringIO()
     Console(file=out, width=160, color_system=None).print(render(view))
@@ -97,7 +97,7 @@ def test_the_view_draws_backends_cells_and_the_totals() -> None:
 
 def test_a_backend_stopped_by_a_refused_key_says_so() -> None:
     refused = WorkerStats(requests=8, refused="fatal (HTTP 401 invalid_api_key): no")
-    now = Reading(10.0, _progress(0), _cells(0), {"qwen": refused})
+    now = Sample(10.0, _progress(0), _cells(0), {"qwen": refused})
     view = snapshot(now, None, 0.0, {})
     out = io.StringIO()
     Console(file=out, width=160, color_system=None).print(render(view))
@@ -119,8 +119,8 @@ def test_at_80_by_24_the_totals_stay_and_condition_names_are_whole() -> None:
         for n in (8, 16, 24, 32, 64)
     ]  # fmt: skip
     backends = {name: _stats(10, 10) for name in ("doubao", "gemini-high", "kimi", "qwen-max")}
-    before = Reading(0.0, _progress(100), cells, backends)
-    view = snapshot(Reading(10.0, _progress(300), cells, backends), before, 0.0, {})
+    before = Sample(0.0, _progress(100), cells, backends)
+    view = snapshot(Sample(10.0, _progress(300), cells, backends), before, 0.0, {})
     console = Console(file=io.StringIO(), width=80, height=24, color_system=None, record=True)
     console.print(render(view))
     lines = console.export_text().splitlines()
@@ -140,7 +140,7 @@ def test_a_batch_mode_backend_shows_its_open_batches_and_spend_at_the_batch_pric
         requests=300, attempts=300, answered=290, input_tokens=1_000_000,
         output_tokens=500_000, batch=True, batches=batches,
     )  # fmt: skip
-    now = Reading(10.0, _progress(300), _cells(300), {"qwen": stats})
+    now = Sample(10.0, _progress(300), _cells(300), {"qwen": stats})
     prices = Prices(input_per_mtok=1.0, output_per_mtok=2.0, batch_rate=0.5)
     view = snapshot(now, None, 0.0, {"qwen": prices})
     (qwen,) = view.backends
@@ -181,8 +181,8 @@ def _long_view() -> Snapshot:
         LONG_NAMES[2]: WorkerStats(requests=8, refused="fatal (HTTP 401 invalid_api_key): no"),
         "gemini-high": None,
     }
-    before = Reading(0.0, _progress(100), cells, backends)
-    return snapshot(Reading(10.0, _progress(300), cells, backends), before, 0.0, {})
+    before = Sample(0.0, _progress(100), cells, backends)
+    return snapshot(Sample(10.0, _progress(300), cells, backends), before, 0.0, {})
 
 
 def _words(view: Snapshot) -> set[str]:
@@ -217,7 +217,7 @@ def test_piped_progress_shows_a_backend_only_when_its_figures_changed() -> None:
     """A log gets the totals every time, and a backend's line only when its figures moved
     since its last one: a finished backend's final line once, not every 5 s."""
     lines = ChangedLines()
-    readings: list[Reading] = []
+    samples: list[Sample] = []
 
     def shown(qwen: int, kimi: int) -> list[str]:
         """The backends shown for the next reading, 5 s after the last, with these counts."""
@@ -225,9 +225,9 @@ def test_piped_progress_shows_a_backend_only_when_its_figures_changed() -> None:
             "qwen": _stats(qwen, 10),
             "kimi": _stats(kimi, 10),
         }
-        now = Reading(5.0 * (len(readings) + 1), _progress(qwen + kimi), _cells(qwen), backends)
-        view = snapshot(now, readings[-1] if readings else None, 0.0, {})
-        readings.append(now)
+        now = Sample(5.0 * (len(samples) + 1), _progress(qwen + kimi), _cells(qwen), backends)
+        view = snapshot(now, samples[-1] if samples else None, 0.0, {})
+        samples.append(now)
         out = lines(view)
         assert out[0] == summary_line(view)  # the totals, every time
         assert len(plain_lines(view)) == 3  # the full view has every backend
@@ -248,7 +248,7 @@ def test_a_batch_that_only_ages_is_no_change() -> None:
     def view(age: float, succeeded: int) -> Snapshot:
         batch = OpenBatch("gb-0123456789abcdef", "in_progress", 500, succeeded, 0, age)
         stats = WorkerStats(requests=300, answered=290, batch=True, batches=(batch,))
-        return snapshot(Reading(age, _progress(300), _cells(300), {"qwen": stats}), None, 0.0, {})
+        return snapshot(Sample(age, _progress(300), _cells(300), {"qwen": stats}), None, 0.0, {})
 
     assert len(lines(view(10.0, 100))) == 3  # totals, the backend, its batch
     assert len(lines(view(15.0, 100))) == 1  # older, nothing else
@@ -261,14 +261,14 @@ def test_under_a_limit_the_totals_and_the_eta_are_the_limits() -> None:
     1h17m": the limit's 200 are the totals, and the ETA is what is left of them at the rate
     achieved since the first reading, not the last second's."""
     limited = Limited(total=200, left_at_start=200, complete_at_start=100)
-    first = Reading(0.0, _progress(100), _cells(100), {})
-    before = Reading(9.0, _progress(190), _cells(190), {})
-    now = Reading(10.0, _progress(200), _cells(200), {})
+    first = Sample(0.0, _progress(100), _cells(100), {})
+    before = Sample(9.0, _progress(190), _cells(190), {})
+    now = Sample(10.0, _progress(200), _cells(200), {})
     view = snapshot(now, before, 0.0, {}, since=first, limited=limited)
     assert (view.requests, view.complete) == (200, 100)
     assert view.rate == 10.0  # the last second's, as shown
     assert view.eta_s == 10.0  # 100 left at the 10 a second achieved since the first reading
     assert plain_lines(view)[0].startswith("[   10.0 s] 100/200 requests complete (50.0%)")
     assert "ETA 0m10s" in plain_lines(view)[0]
-    done = snapshot(Reading(20.0, _progress(300), _cells(300), {}), now, 0.0, {}, limited=limited)
+    done = snapshot(Sample(20.0, _progress(300), _cells(300), {}), now, 0.0, {}, limited=limited)
     assert (done.complete, done.eta_s) == (200, 0.0)

@@ -54,7 +54,11 @@ def made(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> tupl
     q = [small_cohort.questions[i].qid for i in range(4)]
     unparseable = {"parseable": False, "answer": "I cannot outline it."}
     with Store(path) as s:
-        grid = [GridRow("cfg", "base", n, qid, 3) for n in (8, 16, BOX) for qid in q]
+        grid = [
+            GridRow(configuration="cfg", condition="base", budget=n, qid=qid, attempts=3)
+            for n in (8, 16, BOX)
+            for qid in q
+        ]
         s.register([Registration("cfg", "p" * 64, "qwen", "m", 3, "{}")], grid)
         s.write_responses(
             [attempt_row(q[0], answer=_traced(small_cohort, q[0], 8)),
@@ -64,8 +68,8 @@ def made(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> tupl
              *(attempt_row(q[3], a, **unparseable) for a in range(3)),  # type: ignore[arg-type]
              attempt_row(q[1], budget=BOX, answer="[100, 120, 600, 700]")]
         )  # fmt: skip
-        jobs = s.take_unscored(100)
-        s.write_scores(*Scorer(small_cohort).score(jobs))
+        jobs = s.score_queue.take(100)
+        s.repository.write_scores(*Scorer(small_cohort).score(jobs))
         # An answer the run stored but never scored: re-scoring needs no score row.
         s.write_responses([attempt_row(q[0], budget=16, answer=_traced(small_cohort, q[0], 16))])
     return path, q

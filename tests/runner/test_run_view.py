@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-import runner.cli
+import runner.cli._run
 import runner.distributed
 from runner.demo import experiment_text
 from runner.distributed import RunOptions, RunReport
 from runner.distributed._options import Echo, Show
 from runner.experiment import Experiment, load_experiment
-from runner.monitor import Reading, snapshot
+from runner.monitor import Sample, snapshot
 from runner.store import Progress
 
 
@@ -36,7 +36,7 @@ def _fake_run(seen: dict[str, object]) -> Callable[..., RunReport]:
         echo("attach from another terminal: groundbench monitor exp.toml")
         for complete in (10, 150, 200):
             now = [Progress("qwen-max", 4800, complete, 0, complete, complete, 0, 0, 0)]
-            show(snapshot(Reading(1.0, now, [], {}), None, 0.0, {}))
+            show(snapshot(Sample(1.0, now, [], {}), None, 0.0, {}))
         ended = (Progress("qwen-max", 4800, 200, 0, 200, 200, 200, 200_000, 20_000),)
         return RunReport(ended, (), 12.0, 200, 0, limit=2, limited_requests=200)
 
@@ -50,10 +50,12 @@ def test_the_summary_prints_below_the_live_views_last_frame(
     experiment = load_experiment(tmp_path / "exp.toml")
     out = io.StringIO()
     terminal = Console(file=out, force_terminal=True, width=100, height=30, color_system=None)
-    monkeypatch.setattr(runner.cli, "console", terminal)
+    monkeypatch.setattr(runner.cli._run, "console", terminal)
     seen: dict[str, object] = {}
     monkeypatch.setattr(runner.distributed, "run_experiment", _fake_run(seen))
-    report = runner.cli._run_in_view(experiment, tmp_path / "exp.toml", limit=2)
+    report = runner.cli._run.run_in_view(
+        experiment, tmp_path / "exp.toml", RunOptions(limit=2, preflight=True)
+    )
     assert report.limited_requests == 200 and seen["summarise"] is False
     text = out.getvalue()
     last_frame = text.rindex("Cells (IoU2, settled questions)")  # the frame's last table
@@ -87,7 +89,9 @@ def test_an_interrupted_runs_resume_line_keeps_its_limit_and_its_cap(
 
     monkeypatch.setattr(runner.distributed, "run_experiment", interrupted)
     with pytest.raises(typer.Exit) as ended:
-        runner.cli._run_in_view(experiment, Path("exp.toml"), limit=5, max_spend=200.0)
+        runner.cli._run.run_in_view(
+            experiment, Path("exp.toml"), RunOptions(limit=5, max_spend=200.0, preflight=True)
+        )
     assert ended.value.exit_code == 130
     assert capsys.readouterr().err.strip() == (
         "groundbench: interrupted; everything stored is kept: run `groundbench run exp.toml "

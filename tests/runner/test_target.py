@@ -30,7 +30,7 @@ def _run_store(path: Path, experiment: Path | None) -> Path:
     with Store(path) as s:
         s.register(
             [Registration("q", "a" * 64, "qwen", "m", 1, "{}")],
-            [GridRow("q", "base", 8, "q1", 1)],
+            [GridRow(configuration="q", condition="base", budget=8, qid="q1", attempts=1)],
             experiment=experiment,
         )
     return path

@@ -12,6 +12,9 @@ from conditions import Thinking
 from runner.backends._providers._base import ErrorCodes, Provider, codes, refuse
 
 
+# Shaped as qwen.py's: both switch thinking in one field and refuse what Thinking asks that
+# their API cannot say. What differs is the point of each unit: Ark takes an effort (low,
+# medium, high) and no budget; DashScope a token budget and no effort but the full 'max'.
 def thinking(t: Thinking) -> dict[str, Any]:
     if t.mode == "off":
         return {"thinking": {"type": "disabled"}}

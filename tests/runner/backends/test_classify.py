@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from runner.backends import (
@@ -14,13 +12,14 @@ from runner.backends import (
     classify_openai,
     what_to_do,
 )
+from runner.backends._wire import ErrorBody
 
 from .recorded import RECORDED, Recorded
 
 
 def _classify(r: Recorded) -> CallError:
     classify = classify_gemini if r.wire == "gemini" else classify_openai
-    return classify(r.status, r.headers, r.raw)
+    return classify(r.status, r.headers, ErrorBody.read(r.raw))
 
 
 @pytest.mark.parametrize("recorded", RECORDED, ids=[r.name for r in RECORDED])
@@ -85,7 +84,7 @@ def _declared() -> list[tuple[str, str, str]]:
 def test_every_code_a_provider_declares_is_read_as_it_says(
     provider: str, code: str, kind: str, status: int
 ) -> None:
-    body = json.dumps({"error": {"code": code, "message": "m", "type": "t"}}).encode()
+    body = ErrorBody({"error": {"code": code, "message": "m", "type": "t"}})
     assert classify_openai(status, {}, body).kind == kind, (provider, code)
 
 

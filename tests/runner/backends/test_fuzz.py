@@ -64,7 +64,14 @@ images = st.none() | st.builds(
 def test_every_request_body_reads_back_exactly_what_was_asked(
     provider: str, model: str, prompt: str, image: ImageBlob | None, decoding: Decoding
 ) -> None:
-    request = Request(RequestKey("c", "base", "q1", 8), "p", prompt, image, decoding, 0)
+    request = Request(
+        RequestKey(configuration="c", condition="base", budget=8, qid="q1"),
+        "p",
+        prompt,
+        image,
+        decoding,
+        0,
+    )
     wire_fmt = wire_format(provider_named(provider), model)
     try:
         expected_fields = thinking_fields(provider, decoding.thinking)

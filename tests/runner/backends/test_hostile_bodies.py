@@ -30,7 +30,7 @@ from runner.backends import (
     provider_named,
 )
 from runner.backends._json import MAX_JSON_DEPTH, nesting
-from runner.backends._wire import error_json
+from runner.backends._wire import ErrorBody, error_json
 from runner.batch import RemoteBatch, ResultLine
 from runner.batch._gemini import inline_lines, read_line, remote_batch
 from runner.batch._openai import OpenAIBatches
@@ -164,7 +164,7 @@ def _online(wire: OpenAIChat | GeminiGenerate, body: bytes) -> None:
     with contextlib.suppress(CallError):
         assert isinstance(wire.decode(body), Reply)
     for status in (400, 429, 500):
-        assert isinstance(wire.classify(status, {}, body), CallError)
+        assert isinstance(wire.classify(status, {}, ErrorBody.read(body)), CallError)
 
 
 def _openai_line(body: bytes) -> None:
@@ -205,7 +205,7 @@ def _answer_text(body: bytes) -> None:
 @given(bodies(CHAT_REPLY, OPENAI_ERROR))
 def test_the_openai_wire_answers_or_errs_on_any_body(body: bytes) -> None:
     _online(CHAT, body)
-    assert isinstance(classify_openai(400, {}, body), CallError)
+    assert isinstance(classify_openai(400, {}, ErrorBody.read(body)), CallError)
     assert isinstance(error_json(body), dict)
 
 
@@ -213,7 +213,7 @@ def test_the_openai_wire_answers_or_errs_on_any_body(body: bytes) -> None:
 @given(bodies(GEMINI_REPLY, GEMINI_ERROR))
 def test_the_gemini_wire_answers_or_errs_on_any_body(body: bytes) -> None:
     _online(GEMINI, body)
-    assert isinstance(classify_gemini(429, {}, body), CallError)
+    assert isinstance(classify_gemini(429, {}, ErrorBody.read(body)), CallError)
 
 
 @settings(max_examples=scaled(2))
@@ -241,7 +241,7 @@ def test_the_bodies_that_ended_runs_are_an_error_of_their_attempt(body: bytes) -
     for wire in (CHAT, GEMINI):
         with pytest.raises(CallError, match=f"nested deeper than {MAX_JSON_DEPTH}"):
             wire.decode(body)
-        assert isinstance(wire.classify(500, {}, body), CallError)
+        assert isinstance(wire.classify(500, {}, ErrorBody.read(body)), CallError)
     assert error_json(body) == {}
     for line in (
         OPENAI_BATCHES._result(body, "f line 1"),

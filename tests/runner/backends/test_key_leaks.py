@@ -17,7 +17,7 @@ from aiohttp import web
 
 from conditions import Configuration, Decoding, Request, RequestKey, Transport
 from runner._errors import ConfigError
-from runner.backends import FRAGMENT, ApiKey, AttemptRecord, Backend, ask
+from runner.backends import FRAGMENT, ApiKey, AttemptRecord, Client, ask
 from tests.runner.backends.loopback import serving_posts
 
 # A UUID-style key (as Volcengine Ark issues) matches no key shape: only its value can find it.
@@ -81,11 +81,18 @@ def _configuration(provider: str, url: str) -> Configuration:
 
 
 def _request() -> Request:
-    return Request(RequestKey("c", "base", "q1", 8), "p", "outline it", None, Decoding(), 0)
+    return Request(
+        RequestKey(configuration="c", condition="base", budget=8, qid="q1"),
+        "p",
+        "outline it",
+        None,
+        Decoding(),
+        0,
+    )
 
 
 async def _one_record(configuration: Configuration) -> AttemptRecord:
-    async with Backend(configuration, ApiKey(KEY)) as backend:
+    async with Client(configuration, ApiKey(KEY)) as backend:
         (record, *_) = await ask(backend, _request(), lambda r: None)
     return record
 
@@ -152,7 +159,7 @@ def test_a_model_name_holding_the_key_is_refused_in_one_line(model: str) -> None
     with pytest.raises(
         ConfigError, match=r"^configuration c: its model holds an API key;"
     ) as caught:
-        Backend(configuration, ApiKey(KEY))
+        Client(configuration, ApiKey(KEY))
     assert KEY[:FRAGMENT] not in str(caught.value) and "\n" not in str(caught.value)
 
 
@@ -160,4 +167,4 @@ def test_a_url_holding_the_key_is_refused() -> None:
     transport = Transport(base_url=f"http://127.0.0.1:9/{KEY}")
     configuration = Configuration(name="c", provider="doubao", model="m", transport=transport)
     with pytest.raises(ConfigError, match="its URL holds an API key"):
-        Backend(configuration, ApiKey(KEY))
+        Client(configuration, ApiKey(KEY))

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from tenacity import Future, RetryCallState, Retrying
 
 from runner.backends import ApiKey, Transient, classify_gemini, classify_openai, redact
-from runner.backends._client import MAX_BACKOFF_S, waiting
+from runner.backends._retry import MAX_BACKOFF_S, waiting
+from runner.backends._wire import ErrorBody
 
 KINDS = {"rate-limited", "quota", "transient", "fatal"}
 json_values = st.recursive(
@@ -41,7 +42,7 @@ def test_every_error_response_maps_to_one_of_four_classes(
     status: int, head: dict[str, str], body: bytes
 ) -> None:
     for classify in (classify_openai, classify_gemini):
-        error = classify(status, head, body)
+        error = classify(status, head, ErrorBody.read(body))
         assert error.kind in KINDS and error.status == status
         assert error.retry_after is None or error.retry_after >= 0
         if status >= 500:

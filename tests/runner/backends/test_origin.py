@@ -22,7 +22,7 @@ GOOD = Origin.of("https://api.example.com/v1")
     ],
 )
 def test_the_same_origin_however_spelt_passes(url: str) -> None:
-    assert str(GOOD.check(url).host).rstrip(".").lower() == "api.example.com"
+    assert str(GOOD.admit(url).host).rstrip(".").lower() == "api.example.com"
 
 
 @pytest.mark.parametrize(
@@ -45,7 +45,7 @@ def test_the_same_origin_however_spelt_passes(url: str) -> None:
 )
 def test_another_origin_is_refused_in_one_line_naming_both(url: str) -> None:
     with pytest.raises(OffOrigin) as refused:
-        GOOD.check(url, ApiKey(KEY))
+        GOOD.admit(url, ApiKey(KEY))
     line = refused.value.message
     assert "\n" not in line and line.startswith("refused to send the key to ")
     assert "the backend's base_url is at https://api.example.com" in line
@@ -54,7 +54,7 @@ def test_another_origin_is_refused_in_one_line_naming_both(url: str) -> None:
 
 def test_the_refusal_names_both_origins_and_says_what_to_do() -> None:
     with pytest.raises(OffOrigin) as refused:
-        GOOD.check("http://127.0.0.1:8123/v1/batches/b1")
+        GOOD.admit("http://127.0.0.1:8123/v1/batches/b1")
     assert refused.value.message == (
         "refused to send the key to http://127.0.0.1:8123: the backend's base_url is at "
         "https://api.example.com, and a key goes nowhere else; if that address is yours, set "
@@ -64,18 +64,18 @@ def test_the_refusal_names_both_origins_and_says_what_to_do() -> None:
 
 def test_credentials_in_the_address_are_refused_even_on_the_right_host_and_never_shown() -> None:
     with pytest.raises(OffOrigin) as refused:
-        GOOD.check("https://me:hunter2@api.example.com/v1")
+        GOOD.admit("https://me:hunter2@api.example.com/v1")
     assert "hunter2" not in refused.value.message and "me:" not in refused.value.message
 
 
 def test_ipv6_literals_are_compared_as_addresses() -> None:
     local = Origin.of("http://[::1]:8000/v1")
-    assert local.check("http://[0:0:0::1]:8000/v1/batches").port == 8000
+    assert local.admit("http://[0:0:0::1]:8000/v1/batches").port == 8000
     assert str(local) == "http://[::1]:8000"
     with pytest.raises(OffOrigin):
-        local.check("http://[::2]:8000/v1")
+        local.admit("http://[::2]:8000/v1")
     with pytest.raises(OffOrigin):
-        local.check("http://127.0.0.1:8000/v1")
+        local.admit("http://127.0.0.1:8000/v1")
 
 
 def test_default_ports_are_written_out_and_left_out_when_shown() -> None:
@@ -87,11 +87,11 @@ def test_default_ports_are_written_out_and_left_out_when_shown() -> None:
 
 def test_a_key_in_the_refused_address_is_redacted() -> None:
     with pytest.raises(OffOrigin) as refused:
-        GOOD.check(f"https://{KEY}.evil.example/v1", ApiKey(KEY))
+        GOOD.admit(f"https://{KEY}.evil.example/v1", ApiKey(KEY))
     assert KEY not in refused.value.message and KEY[:12] not in refused.value.message
 
 
 def test_a_forged_address_of_any_length_is_shown_cut() -> None:
     with pytest.raises(OffOrigin) as refused:
-        GOOD.check("https://" + "a" * 10_000 + ".example/v1")
+        GOOD.admit("https://" + "a" * 10_000 + ".example/v1")
     assert len(refused.value.message) < 600

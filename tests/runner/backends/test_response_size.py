@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 
 from conditions import Configuration, Decoding, Request, RequestKey, Transport
-from runner.backends import ApiKey, AttemptRecord, Backend, ask
+from runner.backends import ApiKey, AttemptRecord, Client, ask
 from tests.runner.backends.loopback import Handler, serving_posts
 
 CAP = 64 << 10
@@ -43,11 +43,18 @@ async def _small(request: web.Request) -> web.StreamResponse:
 
 
 async def _record(handler: Handler) -> AttemptRecord:
-    request = Request(RequestKey("c", "base", "q1", 2), "p", "outline", None, Decoding(), 0)
+    request = Request(
+        RequestKey(configuration="c", condition="base", budget=2, qid="q1"),
+        "p",
+        "outline",
+        None,
+        Decoding(),
+        0,
+    )
     async with serving_posts(handler) as url:
         transport = Transport(base_url=url, max_response_bytes=CAP, max_transport_retries=0)
         configuration = Configuration(name="c", provider="qwen", model="m", transport=transport)
-        async with Backend(configuration, ApiKey("sk-test-0123456789")) as backend:
+        async with Client(configuration, ApiKey("sk-test-0123456789")) as backend:
             (record, *_) = await ask(backend, request, lambda r: None)
     return record
 

@@ -22,7 +22,7 @@ from runner._errors import ConfigError
 from runner.backends import (
     PROVIDERS,
     ApiKey,
-    Backend,
+    Client,
     GeminiGenerate,
     OpenAIChat,
     Transient,
@@ -37,7 +37,7 @@ def _request(
     thinking: Thinking, image: ImageBlob | None = IMAGE, temperature: float | None = None
 ) -> Request:
     decoding = Decoding(thinking=thinking, temperature=temperature, max_output_tokens=4096)
-    key = RequestKey("c", "base", "refcoco:1", 8)
+    key = RequestKey(configuration="c", condition="base", budget=8, qid="refcoco:1")
     return Request(key, "p" * 64, 'Outline "the cat".', image, decoding, 0)
 
 
@@ -91,7 +91,7 @@ def test_a_backend_refuses_a_configuration_whose_condition_it_cannot_map() -> No
         name="kimi", provider="kimi", model="kimi-k2.6", conditions=("base", "thinking-budget")
     )
     with pytest.raises(ConfigError, match=r"configuration kimi: .*budget"):
-        Backend(configuration, ApiKey("sk-x"))
+        Client(configuration, ApiKey("sk-x"))
 
 
 def test_a_backend_refuses_a_box_configuration_whose_reasoning_it_cannot_map() -> None:
@@ -101,9 +101,9 @@ def test_a_backend_refuses_a_box_configuration_whose_reasoning_it_cannot_map() -
         decoding=Decoding(thinking=Thinking(mode="on", effort="high")),
     )  # fmt: skip
     with pytest.raises(ConfigError, match=r"configuration qwen: .*effort 'high'"):
-        Backend(configuration, ApiKey("sk-x"))
+        Client(configuration, ApiKey("sk-x"))
     direct_only = configuration.model_copy(update={"conditions": ("direct",)})
-    Backend(direct_only, ApiKey("sk-x"))  # thinking off: nothing to map
+    Client(direct_only, ApiKey("sk-x"))  # thinking off: nothing to map
 
 
 def test_openai_body_carries_the_image_as_a_data_url_before_the_text() -> None:
@@ -220,7 +220,7 @@ def test_a_missing_key_variable_is_named_without_any_value(monkeypatch: pytest.M
 
 
 def test_a_box_request_key_has_budget_zero() -> None:
-    assert RequestKey("c", "base", "q", BOX).is_box
+    assert RequestKey(configuration="c", condition="base", budget=BOX, qid="q").is_box
 
 
 def test_a_backend_reads_its_key_from_the_named_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -229,15 +229,15 @@ def test_a_backend_reads_its_key_from_the_named_variable(monkeypatch: pytest.Mon
     )
     monkeypatch.delenv("MY_QWEN_KEY", raising=False)
     with pytest.raises(ConfigError, match="MY_QWEN_KEY is not set"):
-        Backend.from_env(configuration)
+        Client.from_env(configuration)
     monkeypatch.setenv("MY_QWEN_KEY", "sk-qwen-secret-1")
-    backend = Backend.from_env(configuration)
+    backend = Client.from_env(configuration)
     assert "sk-qwen-secret-1" not in repr(backend)
     default = Configuration(name="g", provider="gemini", model="m")
     monkeypatch.setenv("GEMINI_API_KEY", "AIza-default-variable")
-    assert Backend.from_env(default).provider.key_variable == "GEMINI_API_KEY"
+    assert Client.from_env(default).provider.key_variable == "GEMINI_API_KEY"
 
 
 def test_an_unknown_provider_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="unknown provider 'acme'"):
-        Backend(Configuration(name="a", provider="acme", model="m"), ApiKey("k"))
+        Client(Configuration(name="a", provider="acme", model="m"), ApiKey("k"))

@@ -132,7 +132,8 @@ def _run_against_simulator(
                 Where("qwen", "qwen", url + "/v1", "DASHSCOPE_API_KEY"), [_configuration()],
                 builder, rig.ledger, lambda *_: api, rig.tmp / "spool",
                 BatchSettings.model_validate({"poll_s": 1, "max_requests": 8, "max_open": 1}),
-                limits=api.limits, sleep=no_wait, offload=inline,
+                transport=_configuration().transport, limits=api.limits, sleep=no_wait,
+                offload=inline,
             )  # fmt: skip
             feeder = Feeder(rig.ledger, FeedPolicy(), rig.echoed.append, no_wait)
             await feeder.drive(rig.feed(runner))
@@ -144,7 +145,7 @@ def _run_against_simulator(
 def _stored_texts(rig: Rig) -> list[str]:
     texts = []
     for table in ("batches", "batch_problems", "responses"):
-        for row in rig.store.query(f"SELECT * FROM {table}")[1]:
+        for row in rig.store.repository.query(f"SELECT * FROM {table}")[1]:
             texts += [v for v in row if isinstance(v, str)]
     return texts
 
@@ -161,11 +162,11 @@ def _one_hostile_batch(
     """A run whose batch objects carry ``field`` as the server gives it: the rig, its pending
     requests before, the runner, and the one batch it recorded (nothing stored holds the key)."""
     rig = _rig(cohort, root, tmp_path, SimSpec(behaviour=CLEAN))
-    requests = len(rig.store.pending())
+    requests = len(rig.store.repository.pending())
     _hostile_batches(monkeypatch, **field)
     runner = _run_against_simulator(rig, cohort, root)
     _nothing_stored_holds_it(rig)
-    (record,) = rig.store.batches()
+    (record,) = rig.store.repository.batches()
     return rig, requests, runner, record
 
 
@@ -182,7 +183,7 @@ def test_a_batch_created_under_a_hostile_id_is_not_made_and_the_run_says_so_once
     )  # one tried; no more made after it
     assert record.phase == "abandoned" and record.remote_id is None
     assert (record.message or "").startswith("not created: fatal (no response bad-id): ")
-    assert len(rig.store.pending()) == requests  # nothing lost: every request is pending
+    assert len(rig.store.repository.pending()) == requests  # nothing lost: every request is pending
     said = runner.outcome.not_made
     assert said is not None and "the server answered a batch id" in said
     report = BatchReport(created=0, read=0, unrun=0, problems=0, online_cost=0.0, not_made=said)
@@ -204,7 +205,7 @@ def test_a_batch_that_ends_naming_a_hostile_output_file_is_lost_not_read(
     assert record.phase == "abandoned" and record.output_file is None
     assert (record.message or "").startswith("lost: fatal (no response bad-id): ")
     assert "output_file_id" in (record.message or "")
-    assert len(rig.store.pending()) == requests and rig.answered() == 0
+    assert len(rig.store.repository.pending()) == requests and rig.answered() == 0
     assert runner.outcome.not_made is not None
 
 
@@ -218,10 +219,17 @@ def test_a_hostile_id_an_older_version_stored_loses_its_batch_without_a_request(
             id="gb-old", backend="qwen", provider="qwen", model=QWEN.model, base_url=url,
             phase="submitted", remote_id=ECHOED, requests=1, created_at=datetime.now(UTC),
         )  # fmt: skip
-        rig.store.record_batch(old, [BatchKey("gb-old", "x", *rig.store.pending()[0])])
+        rig.store.repository.record_batch(
+            old,
+            [
+                BatchKey.of(
+                    rig.store.repository.pending()[0].attempt_key, batch="gb-old", custom_id="x"
+                )
+            ],
+        )
 
     _run_against_simulator(rig, small_cohort, small_root, before=record_old)
-    (record, *_) = rig.store.batches(ids=["gb-old"])
+    (record, *_) = rig.store.repository.batches(ids=["gb-old"])
     assert record.phase == "abandoned" and "holds the API key" in (record.message or "")
     assert not holds_key(record.message or "", API_KEY)
 
@@ -234,8 +242,8 @@ def test_a_problem_however_long_a_reader_said_it_is_stored_clipped(
         ResultLine("out line 1" + "w" * 10_000, "id-" + "c" * 10_000, problem="p" * 200_000),
         ResultLine("out line 2", None, problem=f"said {KEY} " + "q" * 5_000),
     ]
-    rig.run()
-    rows = rig.store.query("SELECT line, custom_id, message FROM batch_problems")[1]
+    rig.drive_fresh()
+    rows = rig.store.repository.query("SELECT line, custom_id, message FROM batch_problems")[1]
     assert len(rows) == 2
     for row in rows:
         for text in row:

@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from conditions import Cohort, DataRoot, RequestKey, VariantCache, task_of
+from conditions import Cohort, DataRoot, VariantCache, task_of
 from runner.backends import ApiKey, OffOrigin, Origin, call_id, provider_named
 from runner.batch import BatchSettings, RemoteBatch
 from runner.batch._gemini import GeminiBatches
@@ -26,7 +26,7 @@ from runner.simulator import BatchFaults, SimSpec, Simulator, serving
 from runner.store import BatchKey, BatchRecord
 from runner.summary import batch_lines
 from tests.runner.backends.loopback import Listener, listening, serving_posts
-from tests.runner.distributed.test_worker import CLEAN, QWEN, _configuration, _store
+from tests.runner.distributed.test_worker import CLEAN, QWEN, _configuration, _setup, _store
 
 KEY = "sk-origin-run-0123456789abcdef"
 NOW = datetime(2025, 1, 2, 3, 4, tzinfo=UTC)
@@ -49,13 +49,13 @@ def test_a_run_sends_no_key_to_an_open_batch_the_store_recorded_at_another_addre
     )  # fmt: skip
     hostile = Listener()
     store = _store(tmp_path / "exp.duckdb", small_cohort)
-    ours, theirs = store.pending()[:2]
+    ours, theirs = store.repository.pending()[:2]
 
     async def main() -> tuple[BatchWorker, str]:
         async with serving(sim) as url, listening(hostile) as evil:
             configuration = _configuration(url + "/v1")
             builder = task_of(small_cohort).builder(small_root.images, VariantCache(tmp_path / "v"))
-            request = builder.build(RequestKey(*ours[:2], ours.qid, ours.budget), configuration)
+            request = builder.build(ours.request, configuration)
             custom = call_id(request, 0)
             async with aiohttp.ClientSession() as session:  # a batch of ours, at our simulator
                 api = OpenAIBatches(session, provider_named("qwen"), QWEN.model, url + "/v1",
@@ -64,17 +64,18 @@ def test_a_run_sends_no_key_to_an_open_batch_the_store_recorded_at_another_addre
                 remote = await api.create(
                     await api.upload(tmp_path / "in.jsonl", "gb-ours"), "gb-ours"
                 )
-            store.record_batch(
-                _record("gb-ours", url + "/v1", remote.id), [BatchKey("gb-ours", custom, *ours)]
+            store.repository.record_batch(
+                _record("gb-ours", url + "/v1", remote.id),
+                [BatchKey.of(ours.attempt_key, batch="gb-ours", custom_id=custom)],
             )
             # A forged (or someone else's) store: an open batch at another address.
-            store.record_batch(
+            store.repository.record_batch(
                 _record("gb-forged", evil + "/v1", "batch_forged"),
-                [BatchKey("gb-forged", "forged-line", *theirs)],
+                [BatchKey.of(theirs.attempt_key, batch="gb-forged", custom_id="forged-line")],
             )
             spec = BatchSpec("qwen", BatchSettings(poll_s=0.01), tmp_path / "spool", False)
-            worker = BatchWorker([configuration], small_cohort, small_root.images,
-                                 tmp_path / "v", StorePort.local(store), lambda _: ApiKey(KEY),
+            worker = BatchWorker(_setup(configuration, small_root.images, tmp_path / "v"),
+                                 small_cohort, StorePort.local(store), lambda _: ApiKey(KEY),
                                  spec)  # fmt: skip
             try:
                 await worker.collect_open()
@@ -84,9 +85,9 @@ def test_a_run_sends_no_key_to_an_open_batch_the_store_recorded_at_another_addre
 
     worker, evil = asyncio.run(main())
     assert hostile.seen == []  # not one request, with the key or without
-    (forged,) = store.batches(ids=["gb-forged"])
+    (forged,) = store.repository.batches(ids=["gb-forged"])
     assert forged.phase == "submitted"  # left open: its request stays held, never sent again
-    (collected,) = store.batches(ids=["gb-ours"])
+    (collected,) = store.repository.batches(ids=["gb-ours"])
     assert collected.phase == "read" and collected.answered == 1  # ours: collected as ever
     outcome = worker.report()
     assert outcome.elsewhere == 1 and outcome.read == 1

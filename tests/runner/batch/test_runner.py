@@ -233,7 +233,8 @@ class Rig:
         return BatchRunner(
             where, [_configuration()], builder, self.ledger, lambda *_: self.api,
             self.tmp / "spool", BatchSettings.model_validate({"poll_s": 1, **settings}),
-            limits=self.api.limits, sleep=sleep, offload=inline,
+            transport=_configuration().transport, limits=self.api.limits, sleep=sleep,
+            offload=inline,
         )  # fmt: skip
 
     def feed(self, runner: BatchRunner, restarts: list[BatchRunner] | None = None) -> Feed:
@@ -255,14 +256,16 @@ class Rig:
         asyncio.run(feeder.drive(feed))
         return feed
 
-    def run(self, **settings: Any) -> BatchRunner:
+    def drive_fresh(self, **settings: Any) -> BatchRunner:
         """A fresh runner with ``settings``, driven to the end."""
         runner = self.runner(**settings)
         self.drive(runner)
         return runner
 
     def answered(self) -> int:
-        rows = self.store.query("SELECT count(*) FROM responses WHERE outcome = 'answer'")[1]
+        rows = self.store.repository.query(
+            "SELECT count(*) FROM responses WHERE outcome = 'answer'"
+        )[1]
         return int(rows[0][0])
 
     def sent_once(self) -> bool:
@@ -280,7 +283,16 @@ def _rig(cohort: Cohort, root: DataRoot, tmp: Path, spec: SimSpec) -> Rig:
     keys = plan(cohort, [_configuration()], budgets=(8, 16), box=False)
     store.register(
         [Registration(QWEN.name, "p" * 64, "qwen", QWEN.model, 3, "{}")],
-        [GridRow(k.configuration, k.condition, k.budget, k.qid, 3) for k in keys],
+        [
+            GridRow(
+                configuration=k.configuration,
+                condition=k.condition,
+                budget=k.budget,
+                qid=k.qid,
+                attempts=3,
+            )
+            for k in keys
+        ],
     )
     simulator = Simulator(cohort, root.images, VariantCache(tmp / "v"), spec)
     return Rig(store, FakeBatches(simulator, QWEN.model), simulator, cohort, root, tmp)
@@ -297,16 +309,16 @@ def test_the_shape_is_a_batch_a_lease_and_the_open_batches_in_all(rig: Rig) -> N
 
 
 def test_every_request_goes_in_batches_under_the_limit_and_is_stored_once(rig: Rig) -> None:
-    requests = len(rig.store.pending())
+    requests = len(rig.store.repository.pending())
     runner = rig.runner(max_requests=7)
     feed = rig.drive(runner)
-    assert rig.store.pending() == []
+    assert rig.store.repository.pending() == []
     assert feed.finished == requests == rig.answered() == runner.outcome.finished
     assert runner.outcome.answered == requests and feed.answered == requests
     assert all(len(b.lines) <= 7 for b in rig.api.batches.values())
     assert len(rig.api.batches) == -(-requests // 7) == runner.outcome.created
     assert rig.sent_once()
-    records = rig.store.batches()
+    records = rig.store.repository.batches()
     assert {b.phase for b in records} == {"read"} and sum(b.requests for b in records) == requests
     assert list(rig.tmp.joinpath("spool").iterdir()) == []  # no file left behind
     assert rig.api.files == {}  # input files deleted once read
@@ -328,17 +340,17 @@ def _open_at_each_create(rig: Rig) -> list[int]:
 
 def test_at_most_max_open_batches_are_open_at_once(rig: Rig) -> None:
     open_at_create = _open_at_each_create(rig)
-    rig.run(max_requests=3, max_open=2)
-    assert rig.store.pending() == [] and max(open_at_create) == 1 and rig.sent_once()
+    rig.drive_fresh(max_requests=3, max_open=2)
+    assert rig.store.repository.pending() == [] and max(open_at_create) == 1 and rig.sent_once()
     assert len(open_at_create) > 2
 
 
 def test_a_lease_gives_back_what_its_batch_has_no_room_for_and_it_goes_later(rig: Rig) -> None:
-    requests = len(rig.store.pending())
+    requests = len(rig.store.repository.pending())
     runner = rig.runner()
     # Room for about three lines a file, in leases of ten: each batch gives most back.
-    largest = max(len(runner._api(QWEN.model).line(str(i), runner._build(c)))
-                  for i, c in enumerate(rig.store.pending()))  # fmt: skip
+    largest = max(len(runner._api(QWEN.model).line(str(i), runner._build(c.request)))
+                  for i, c in enumerate(rig.store.repository.pending()))  # fmt: skip
     runner = rig.runner(max_requests=10, max_bytes=3 * largest + 1)
     given_back: list[int] = []
     lease = runner.lease
@@ -350,7 +362,7 @@ def test_a_lease_gives_back_what_its_batch_has_no_room_for_and_it_goes_later(rig
 
     runner.lease = watched  # type: ignore[method-assign]
     rig.drive(runner)
-    assert rig.store.pending() == [] and rig.answered() == requests and rig.sent_once()
+    assert rig.store.repository.pending() == [] and rig.answered() == requests and rig.sent_once()
     assert sum(given_back) > 0 and max(len(b.lines) for b in rig.api.batches.values()) < 10
 
 
@@ -359,12 +371,14 @@ def test_unparseable_answers_go_again_in_later_batches(
 ) -> None:
     spec = SimSpec(behaviour=Behaviour(refusal=0.5, wrong_count=0.0, prose=0.0))
     rig = _rig(small_cohort, small_root, tmp_path, spec)
-    requests = len(rig.store.pending())
-    outcome = rig.run().outcome
+    requests = len(rig.store.repository.pending())
+    outcome = rig.drive_fresh().outcome
     assert outcome.finished == requests < outcome.attempts  # retries are attempts, not requests
-    attempts = dict(rig.store.query("SELECT attempt, count(*) FROM responses GROUP BY ALL")[1])
+    attempts = dict(
+        rig.store.repository.query("SELECT attempt, count(*) FROM responses GROUP BY ALL")[1]
+    )
     assert attempts[1] > 0 and attempts[2] > 0  # retries went, each in a batch after its failure
-    assert rig.store.pending() == [] and rig.sent_once()
+    assert rig.store.repository.pending() == [] and rig.sent_once()
 
 
 # -- a driver killed, a worker dead ---------------------------------------------------------------
@@ -376,16 +390,16 @@ def test_a_run_killed_at_each_step_resumes_without_sending_a_key_twice(
 ) -> None:
     rig.api.kill_at = point
     with pytest.raises(Killed):
-        rig.run(max_requests=5)
+        rig.drive_fresh(max_requests=5)
     rig.api.dead = False  # a new driver
-    phases = Counter(b.phase for b in rig.store.batches())
+    phases = Counter(b.phase for b in rig.store.repository.batches())
     assert phases == Counter({"preparing" if point == "upload" else "uploaded": 1})
-    rig.run(max_requests=5)  # a new runner and feeder: the ledger's batch collected first
-    assert rig.store.pending() == [] and rig.sent_once()
+    rig.drive_fresh(max_requests=5)  # a new runner and feeder: the ledger's batch collected first
+    assert rig.store.repository.pending() == [] and rig.sent_once()
     if point == "create":  # the batch made before the kill was found and collected
-        assert len(rig.api.batches) == len(rig.store.batches())
+        assert len(rig.api.batches) == len(rig.store.repository.batches())
     else:
-        assert Counter(b.phase for b in rig.store.batches())["abandoned"] == 1
+        assert Counter(b.phase for b in rig.store.repository.batches())["abandoned"] == 1
 
 
 def test_a_run_killed_while_polling_or_reading_collects_the_same_batch(rig: Rig) -> None:
@@ -402,68 +416,68 @@ def test_a_run_killed_while_polling_or_reading_collects_the_same_batch(rig: Rig)
 
     rig.ledger.write_responses = dying  # type: ignore[method-assign]
     with pytest.raises(Killed):
-        rig.run(max_requests=5)
+        rig.drive_fresh(max_requests=5)
     rig.api.dead = False
-    assert any(b.phase == "ended" for b in rig.store.batches())
-    rig.run(max_requests=5)
-    assert rig.store.pending() == [] and rig.sent_once()
+    assert any(b.phase == "ended" for b in rig.store.repository.batches())
+    rig.drive_fresh(max_requests=5)
+    assert rig.store.repository.pending() == [] and rig.sent_once()
 
 
 @pytest.mark.parametrize("point", ["upload", "create"])
 def test_a_worker_dying_at_each_step_is_replaced_and_no_key_goes_twice(
     rig: Rig, point: str
 ) -> None:
-    requests = len(rig.store.pending())
+    requests = len(rig.store.repository.pending())
     rig.api.kill_at, rig.api.death = point, WorkerLost
     dying, fresh = rig.runner(max_requests=5), rig.runner(max_requests=5)
     feed = rig.drive(dying, rig.feed(dying, [fresh]))
     assert feed.restarts == 1 and feed.port is fresh
-    assert rig.store.pending() == [] and rig.answered() == requests and rig.sent_once()
+    assert rig.store.repository.pending() == [] and rig.answered() == requests and rig.sent_once()
     assert rig.echoed[0].startswith("backend qwen: actor restarted")
 
 
 def test_a_create_whose_answer_was_lost_is_found_not_made_again(rig: Rig) -> None:
     rig.api.lose_create_answer = True
-    rig.run()
-    assert rig.store.pending() == []
+    rig.drive_fresh()
+    assert rig.store.repository.pending() == []
     assert rig.sent_once() and len(rig.api.batches) == 1
 
 
 def test_after_the_driver_is_gone_nothing_is_uploaded_and_leases_give_all_back(rig: Rig) -> None:
     runner = rig.runner(max_requests=5)
     runner.driver_gone("the driver's node is gone")
-    calls = rig.store.pending()[:5]
+    calls = rig.store.repository.pending()[:5]
     outcome = asyncio.run(runner.lease(calls))
     assert outcome.given_back == tuple(calls) and outcome.calls == 0
-    assert rig.api.files == {} and rig.api.batches == {} and rig.store.batches() == []
+    assert rig.api.files == {} and rig.api.batches == {} and rig.store.repository.batches() == []
 
 
 # -- batches that end badly -----------------------------------------------------------------------
 
 
 def test_an_expired_batch_keeps_its_answers_and_its_other_keys_go_again(rig: Rig) -> None:
-    requests = len(rig.store.pending())
+    requests = len(rig.store.repository.pending())
     rig.api.expire = {1}
-    outcome = rig.run().outcome
-    assert rig.store.pending() == [] and rig.answered() == requests
-    first = rig.store.batches()[0]
+    outcome = rig.drive_fresh().outcome
+    assert rig.store.repository.pending() == [] and rig.answered() == requests
+    first = rig.store.repository.batches()[0]
     assert first.state == "expired" and first.answered == requests // 2
     assert first.unrun == requests - requests // 2 == outcome.unrun
     assert rig.simulator.stats.paid_twice == 0  # the expired half was answered once, later
 
 
 def test_a_batch_that_never_runs_is_resubmitted_only_as_often_as_allowed(rig: Rig) -> None:
-    requests = len(rig.store.pending())
+    requests = len(rig.store.repository.pending())
     rig.api.expire = {1, 2, 3, 4}  # every batch ends with half its lines unrun
     rig.api.polls_to_end = 1
-    outcome = rig.run(resubmits=1).outcome
+    outcome = rig.drive_fresh(resubmits=1).outcome
     # Each attempt goes at most twice: what two batches left unrun waits for the next run.
     assert Counter(rig.api.submitted.values()).keys() <= {1, 2}
     assert outcome.unrun > 0 and rig.answered() < requests
 
 
 def test_after_a_failed_batch_no_batch_is_made_until_another_ends(rig: Rig) -> None:
-    requests = len(rig.store.pending())
+    requests = len(rig.store.repository.pending())
     rig.api.polls_to_end = 4  # the others end on their fourth poll ...
     real_get = rig.api.get
     held: Counter[str] = Counter()
@@ -483,9 +497,9 @@ def test_after_a_failed_batch_no_batch_is_made_until_another_ends(rig: Rig) -> N
 
     made_while_open = _open_at_each_create(rig)
     rig.api.get = get  # type: ignore[method-assign]
-    rig.run(max_requests=10, max_open=3)
-    assert rig.store.pending() == [] and rig.answered() == requests
-    first = rig.store.batches()[0]
+    rig.drive_fresh(max_requests=10, max_open=3)
+    assert rig.store.repository.pending() == [] and rig.answered() == requests
+    first = rig.store.repository.batches()[0]
     assert first.state == "failed" and first.unrun == 10
     # Three made while there was room; when the first failed two were open, and the next was
     # made only once one of them had ended (room alone would have made it beside both).
@@ -493,7 +507,7 @@ def test_after_a_failed_batch_no_batch_is_made_until_another_ends(rig: Rig) -> N
 
 
 def test_bad_result_lines_are_each_one_stored_problem_and_the_rest_kept(rig: Rig) -> None:
-    requests = len(rig.store.pending())
+    requests = len(rig.store.repository.pending())
 
     def bad(first: str) -> list[ResultLine]:
         return [
@@ -510,9 +524,11 @@ def test_bad_result_lines_are_each_one_stored_problem_and_the_rest_kept(rig: Rig
         original(batch)
 
     rig.api._end = end  # type: ignore[method-assign]
-    outcome = rig.run().outcome
-    assert rig.answered() == requests and rig.store.pending() == []
-    problems = rig.store.query("SELECT line, message FROM batch_problems ORDER BY line")[1]
+    outcome = rig.drive_fresh().outcome
+    assert rig.answered() == requests and rig.store.repository.pending() == []
+    problems = rig.store.repository.query("SELECT line, message FROM batch_problems ORDER BY line")[
+        1
+    ]
     assert [p[0] for p in problems] == ["out line 901", "out line 902", "out line 903"]
     assert "does not hold" in problems[0][1] and "second result" in problems[1][1]
     assert outcome.problems == 3
@@ -522,12 +538,14 @@ def test_an_answer_from_another_model_is_stored_as_an_error_naming_batch_and_lin
     rig: Rig,
 ) -> None:
     rig.api.model_said = "qwen-something-else"
-    rig.run()  # resubmits allowed: an error no resend mends is held back all the same
-    rows = rig.store.query("SELECT DISTINCT outcome, error_code FROM responses")[1]
+    rig.drive_fresh()  # resubmits allowed: an error no resend mends is held back all the same
+    rows = rig.store.repository.query("SELECT DISTINCT outcome, error_code FROM responses")[1]
     assert rows == [("fatal", "model_mismatch")]
-    message = rig.store.query("SELECT error_message FROM responses LIMIT 1")[1][0][0]
+    message = rig.store.repository.query("SELECT error_message FROM responses LIMIT 1")[1][0][0]
     assert "batch gb-" in message and "line" in message and "qwen-something-else" in message
-    assert rig.store.pending() != [] and max(rig.api.submitted.values()) == 1  # a later run's
+    assert (
+        rig.store.repository.pending() != [] and max(rig.api.submitted.values()) == 1
+    )  # a later run's
 
 
 def test_a_batch_of_an_earlier_runs_own_simulator_is_given_up_not_polled(rig: Rig) -> None:
@@ -536,23 +554,25 @@ def test_a_batch_of_an_earlier_runs_own_simulator_is_given_up_not_polled(rig: Ri
         base_url="http://127.0.0.1:1", phase="submitted", remote_id="batch_gone", requests=1,
         created_at=datetime.now(UTC),
     )  # fmt: skip
-    first = rig.store.pending()[0]
-    rig.store.record_batch(old, [BatchKey("gb-old", "x", *first)])
+    first = rig.store.repository.pending()[0]
+    rig.store.repository.record_batch(
+        old, [BatchKey.of(first.attempt_key, batch="gb-old", custom_id="x")]
+    )
     runner = rig.runner()
     runner.where = Where("qwen", "qwen", "http://batch.invalid", None, simulated=True)
     rig.drive(runner)
-    (record,) = rig.store.batches(ids=["gb-old"])
+    (record,) = rig.store.repository.batches(ids=["gb-old"])
     assert record.phase == "abandoned" and "simulator of an earlier run" in (record.message or "")
-    assert rig.store.pending() == []  # its request went in a batch of this run
+    assert rig.store.repository.pending() == []  # its request went in a batch of this run
 
 
 def test_files_keep_under_the_byte_limit_and_a_line_over_it_alone_goes_in_none(
     rig: Rig,
 ) -> None:
-    requests = len(rig.store.pending())
-    rig.run(max_bytes=1)  # every line is over it
-    assert rig.api.batches == {} and len(rig.store.pending()) == requests
-    assert rig.store.batches() == []  # nothing recorded: nothing was sent
+    requests = len(rig.store.repository.pending())
+    rig.drive_fresh(max_bytes=1)  # every line is over it
+    assert rig.api.batches == {} and len(rig.store.repository.pending()) == requests
+    assert rig.store.repository.batches() == []  # nothing recorded: nothing was sent
     largest = 0
 
     real_upload = rig.api.upload
@@ -563,8 +583,8 @@ def test_files_keep_under_the_byte_limit_and_a_line_over_it_alone_goes_in_none(
         return await real_upload(path, display_name)
 
     rig.api.upload = upload  # type: ignore[method-assign]
-    rig.run(max_bytes=400_000)
-    assert rig.store.pending() == [] and 0 < largest <= 400_000
+    rig.drive_fresh(max_bytes=400_000)
+    assert rig.store.repository.pending() == [] and 0 < largest <= 400_000
     assert len(rig.api.batches) > 1 and rig.sent_once()
 
 
@@ -572,20 +592,20 @@ def test_files_keep_under_the_byte_limit_and_a_line_over_it_alone_goes_in_none(
 
 
 def test_quota_on_create_stops_submitting_and_leaves_the_rest_pending(rig: Rig) -> None:
-    requests = len(rig.store.pending())
+    requests = len(rig.store.repository.pending())
     rig.api.quota_after = 1
     runner = rig.runner(max_requests=5)
     feed = rig.drive(runner)
     assert feed.quota is not None and "insufficient_quota" in feed.quota
     assert runner.outcome.quota == feed.quota
-    assert rig.answered() == 5 and len(rig.store.pending()) == requests - 5
-    phases = Counter(b.phase for b in rig.store.batches())
+    assert rig.answered() == 5 and len(rig.store.repository.pending()) == requests - 5
+    phases = Counter(b.phase for b in rig.store.repository.batches())
     assert phases == Counter({"read": 1, "abandoned": 1})
     assert rig.echoed == [f"backend qwen: quota exhausted, stopped: {feed.quota}"]
 
 
 def test_after_the_quota_wait_batches_are_made_again(rig: Rig) -> None:
-    requests = len(rig.store.pending())
+    requests = len(rig.store.repository.pending())
     rig.api.quota_after = 1
     runner = rig.runner(max_requests=5)
     real_create = rig.api.create
@@ -600,7 +620,7 @@ def test_after_the_quota_wait_batches_are_made_again(rig: Rig) -> None:
     rig.api.create = create  # type: ignore[method-assign]
     feed = rig.drive(runner, policy=FeedPolicy(wait_on_quota_s=60.0))
     assert feed.quota is None and runner.outcome.quota is None
-    assert rig.store.pending() == [] and rig.answered() == requests and rig.sent_once()
+    assert rig.store.repository.pending() == [] and rig.answered() == requests and rig.sent_once()
 
 
 def test_a_refused_key_stops_the_backend_and_its_batch_is_left_for_the_next_run(rig: Rig) -> None:
@@ -611,7 +631,9 @@ def test_a_refused_key_stops_the_backend_and_its_batch_is_left_for_the_next_run(
     feed = rig.drive(rig.runner(max_requests=5, max_open=1))
     assert feed.refused is not None and "invalid_api_key" in feed.refused
     assert len(rig.api.batches) == 1  # none made after the refusal
-    assert [b.phase for b in rig.store.batches()] == ["submitted"]  # the next run polls it
+    assert [b.phase for b in rig.store.repository.batches()] == [
+        "submitted"
+    ]  # the next run polls it
 
 
 def test_a_throttled_poll_waits_the_servers_retry_after_and_goes_on(rig: Rig) -> None:
@@ -633,22 +655,22 @@ def test_a_throttled_poll_waits_the_servers_retry_after_and_goes_on(rig: Rig) ->
 
     rig.api.get = get  # type: ignore[method-assign]
     feed = rig.drive(rig.runner(sleep=sleep))
-    assert rig.store.pending() == [] and feed.quota is None
+    assert rig.store.repository.pending() == [] and feed.quota is None
     assert waits[:2] == [7.5, 7.5]  # each throttle waited the server's time, then polled again
 
 
 def test_a_file_the_provider_refuses_stops_making_batches_with_its_reason(rig: Rig) -> None:
-    requests = len(rig.store.pending())
+    requests = len(rig.store.repository.pending())
 
     async def refused(path: Path, display_name: str) -> str:
         raise Fatal("File is too large: at most 209715200 bytes", status=400)
 
     rig.api.upload = refused  # type: ignore[method-assign]
-    outcome = rig.run(max_requests=10).outcome
+    outcome = rig.drive_fresh(max_requests=10).outcome
     assert outcome.not_made is not None and "File is too large" in outcome.not_made
-    (record,) = rig.store.batches()  # one tried, not one per resend
+    (record,) = rig.store.repository.batches()  # one tried, not one per resend
     assert record.phase == "abandoned" and "upload failed" in (record.message or "")
-    assert len(rig.store.pending()) == requests
+    assert len(rig.store.repository.pending()) == requests
 
 
 # -- the spending cap -----------------------------------------------------------------------------
@@ -663,7 +685,7 @@ def test_batches_are_only_as_large_as_the_money_left_pays_for(rig: Rig) -> None:
     estimate, max_output = 500, 1_000
     worst = WorstCase(_batch_price, 4 * estimate, {QWEN.name: max_output}, {QWEN.name: 3},
                       one_attempt=True)  # fmt: skip
-    line = worst(rig.store.pending()[0])  # every line's worst case
+    line = worst(rig.store.repository.pending()[0])  # every line's worst case
     rig.api.usage = (3 * estimate, max_output)  # 3x the estimate, within the bounds
     cap = SpendCap(line * 17.5)
     runner = rig.runner(max_requests=8)
@@ -684,4 +706,4 @@ def test_batches_are_only_as_large_as_the_money_left_pays_for(rig: Rig) -> None:
     answers = rig.answered()
     assert cap.spent == pytest.approx(answers * _batch_price(3 * estimate, max_output))
     assert answers >= 17 and rig.sent_once()  # the money went on lines, each once
-    assert rig.store.pending() != []  # the rest wait for more money
+    assert rig.store.repository.pending() != []  # the rest wait for more money

@@ -13,7 +13,15 @@ from pathlib import Path
 
 from conditions import Cohort, Configuration, protocol_hash, task_of
 from runner.backends import ApiKey, attempts_allowed
-from runner.distributed import BackendWorker, Feed, Feeder, FeedPolicy, Scorer, StorePort
+from runner.distributed import (
+    BackendSetup,
+    BackendWorker,
+    Feed,
+    Feeder,
+    FeedPolicy,
+    Scorer,
+    StorePort,
+)
 from runner.store import GridRow, Registration, ResponseRow, Store
 
 
@@ -27,7 +35,7 @@ def register(
     store.register(
         [Registration(configuration.name, protocol_hash(cohort.hash, configuration),
                       configuration.provider, configuration.model, attempts, "{}")],
-        [GridRow(k.configuration, k.condition, k.budget, k.qid, attempts) for k in keys],
+        [GridRow.of(k, attempts=attempts) for k in keys],
     )  # fmt: skip
 
 
@@ -52,9 +60,8 @@ def run_here(
             return store.write_responses(rows)
 
         def worker() -> BackendWorker:
-            return BackendWorker(
-                [configuration], cohort, images, cache, write, lambda _: ApiKey(key)
-            )
+            setup = BackendSetup(configuration.transport, (configuration,), images, cache)
+            return BackendWorker(setup, cohort, write, lambda _: ApiKey(key))
 
         async def main() -> None:
             first = worker()
@@ -67,8 +74,8 @@ def run_here(
                 await first.close()
 
         asyncio.run(main())
-        store.write_scores(*Scorer(cohort).score(store.take_unscored(1_000_000)))
-        return store.pending() == []
+        store.repository.write_scores(*Scorer(cohort).score(store.score_queue.take(1_000_000)))
+        return store.repository.pending() == []
 
 
 async def _no_restart() -> BackendWorker:

@@ -15,6 +15,7 @@ from runner.batch import BatchSettings
 from runner.distributed._actors import BackendActor, BatchBackendActor
 from runner.distributed._batch_worker import BatchSpec
 from runner.distributed._store_actor import StoreActor, StoreClosed
+from runner.distributed._worker import BackendSetup
 
 
 def test_a_store_actor_serves_only_while_open(tmp_path: Path) -> None:
@@ -39,8 +40,8 @@ def test_an_actors_process_imports_none_of_the_drivers_modules() -> None:
         capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
     drivers = {
-        "runner.check", "runner.plan", "runner.distributed._driver", "runner.distributed._spend",
-        "runner.monitor", "runner.simulator._server", "rich",
+        "runner.preflight", "runner.plan", "runner.distributed._driver",
+        "runner.distributed._spend", "runner.monitor", "runner.simulator._server", "rich",
     }  # fmt: skip
     assert drivers.isdisjoint(loaded), drivers.intersection(loaded)
 
@@ -58,15 +59,19 @@ def _refused(variable: str) -> Configuration:
     )
 
 
+def _setup(configuration: Configuration, root: DataRoot, tmp_path: Path) -> BackendSetup:
+    """``configuration`` alone on its backend: its transport is the backend's."""
+    return BackendSetup(configuration.transport, (configuration,), root.images, tmp_path / "v")
+
+
 def test_a_backend_actor_that_cannot_make_its_backend_says_why_at_every_call(
     small_cohort: Cohort, small_root: DataRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Raised in __init__, Ray gave the driver an ActorDiedError with the traceback as text and
     # printed it again; kept, the driver's first call (shape) gets the error itself.
     monkeypatch.setenv("GB_SHARED_KEY", SHARED_KEY)
-    actor = BackendActor(
-        [_refused("GB_SHARED_KEY")], small_cohort, small_root.images, tmp_path / "v", None, None
-    )
+    actor = BackendActor(_setup(_refused("GB_SHARED_KEY"), small_root, tmp_path), small_cohort,
+                         None, None)  # fmt: skip
     with pytest.raises(ConfigError, match=f"^configuration {QWEN.name}: its model holds"):
         actor.shape()
     with pytest.raises(ConfigError, match="its model holds an API key"):
@@ -80,10 +85,8 @@ def test_a_batch_actor_without_its_key_on_its_node_says_so_at_every_call(
 ) -> None:
     monkeypatch.delenv("GB_UNSET_ON_THIS_NODE", raising=False)
     spec = BatchSpec("qwen", BatchSettings(), tmp_path / "spool", simulated=False)
-    actor = BatchBackendActor(
-        [_refused("GB_UNSET_ON_THIS_NODE")], small_cohort, small_root.images, tmp_path / "v",
-        None, None, spec,
-    )  # fmt: skip
+    setup = _setup(_refused("GB_UNSET_ON_THIS_NODE"), small_root, tmp_path)
+    actor = BatchBackendActor(setup, small_cohort, None, None, spec)
     with pytest.raises(ConfigError, match="GB_UNSET_ON_THIS_NODE is not set"):
         actor.shape()
     with pytest.raises(ConfigError, match="GB_UNSET_ON_THIS_NODE is not set"):

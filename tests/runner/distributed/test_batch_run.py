@@ -173,7 +173,7 @@ def test_a_run_sends_no_key_to_an_open_batch_the_store_recorded_at_another_addre
     ):
         path = _experiment(run.tmp, run.store, run.root, url, "qwen")
         with Store(run.store) as store:
-            store.record_batch(
+            store.repository.record_batch(
                 BatchRecord(
                     id="gb-forged",
                     backend="a",
@@ -186,7 +186,17 @@ def test_a_run_sends_no_key_to_an_open_batch_the_store_recorded_at_another_addre
                     requests=1,
                     created_at=datetime.now(UTC),
                 ),
-                [BatchKey("gb-forged", "forged-line", "qa", "base", 8, qid, 0)],
+                [
+                    BatchKey(
+                        batch="gb-forged",
+                        custom_id="forged-line",
+                        configuration="qa",
+                        condition="base",
+                        budget=8,
+                        qid=qid,
+                        attempt=0,
+                    )
+                ],
             )
         lines: list[str] = []
         report = run_once(path, lines)

@@ -121,6 +121,6 @@ def _assert_live_scores_equal_offline(
         "SELECT configuration, condition, budget, qid, attempt, answer FROM responses "
         "WHERE outcome = 'answer' ORDER BY ALL",
     )
-    offline, _ = BoxScorer(questions, conventions, reader).score(ScoreJob(*a) for a in answers)  # type: ignore[arg-type]
+    offline, _ = BoxScorer(questions, conventions, reader).score(ScoreJob._make(a) for a in answers)  # type: ignore[arg-type]
     live = query(store, "SELECT * FROM scores ORDER BY configuration, condition, budget, qid")
     assert [tuple(row) for row in live] == sorted(offline)

@@ -39,7 +39,7 @@ from runner.distributed import (
 )
 from runner.simulator import SimSpec, Simulator, serving
 from runner.store import Pending, ResponseRow
-from tests.runner.distributed.test_worker import CLEAN, _configuration, _store
+from tests.runner.distributed.test_worker import CLEAN, _configuration, _setup, _store
 
 ONLINE = online_shape(4)  # holds 5, a lease of 1
 BATCH = Shape(holds=12, lease=6, resends=2, one_attempt=True)
@@ -47,7 +47,10 @@ MODES = pytest.mark.parametrize("shape", [ONLINE, BATCH], ids=["online", "batch"
 
 
 def _calls(n: int) -> list[Pending]:
-    return [Pending("m", "base", 8, f"q{i:03d}", 0) for i in range(n)]
+    return [
+        Pending(configuration="m", condition="base", budget=8, qid=f"q{i:03d}", next_attempt=0)
+        for i in range(n)
+    ]
 
 
 @dataclass
@@ -504,7 +507,7 @@ def test_a_real_worker_dying_mid_chunk_is_resumed_with_no_call_paid_twice(
     small_cohort: Cohort, small_root: DataRoot, tmp_path: Path, die_on: int
 ) -> None:
     store = _store(tmp_path / "exp.duckdb", small_cohort)
-    requests = len(store.pending())
+    requests = len(store.repository.pending())
     simulator = Simulator(
         small_cohort, small_root.images, VariantCache(tmp_path / "v"), SimSpec(behaviour=CLEAN)
     )
@@ -518,8 +521,8 @@ def test_a_real_worker_dying_mid_chunk_is_resumed_with_no_call_paid_twice(
 
             def worker() -> BackendWorker:
                 workers.append(
-                    BackendWorker([_configuration(url)], small_cohort, small_root.images,
-                                  tmp_path / "v", write, lambda _: ApiKey("sk-test"))
+                    BackendWorker(_setup(_configuration(url), small_root.images, tmp_path / "v"),
+                                  small_cohort, write, lambda _: ApiKey("sk-test"))
                 )  # fmt: skip
                 return workers[-1]
 
@@ -537,8 +540,8 @@ def test_a_real_worker_dying_mid_chunk_is_resumed_with_no_call_paid_twice(
             return feed
 
     feed = asyncio.run(main())
-    assert feed.restarts == 1 and store.pending() == []
-    _, ((answers, keys),) = store.query(
+    assert feed.restarts == 1 and store.repository.pending() == []
+    _, ((answers, keys),) = store.repository.query(
         "SELECT count(*), count(DISTINCT (configuration, condition, budget, qid)) FROM responses"
     )
     assert answers == keys == requests  # every request answered once

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from conditions import DataRoot
-from runner.check import PROBES_PER_DECODING
 from runner.distributed import RunOptions
+from runner.preflight import PROBES_PER_DECODING
 from runner.simulator import SimSpec
 from tests.runner.distributed.conftest import (
     KEY,

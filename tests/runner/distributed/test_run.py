@@ -110,7 +110,7 @@ def test_a_small_grid_completes_once_with_live_scores_equal_to_offline(run: RunS
         "SELECT configuration, condition, budget, qid, attempt, answer FROM responses "
         "WHERE outcome = 'answer' ORDER BY ALL",
     )
-    offline, _ = Scorer(run.cohort).score(ScoreJob(*a) for a in answers)
+    offline, _ = Scorer(run.cohort).score(ScoreJob._make(a) for a in answers)
     live = query(
         run.store,
         "SELECT * FROM scores ORDER BY configuration, condition, budget, qid, attempt",

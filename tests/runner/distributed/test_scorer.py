@@ -18,11 +18,27 @@ def _answer_for(cohort: Cohort, qid: str, n: int) -> str:
 def test_polygon_rows_equal_score_polygon(small_cohort: Cohort) -> None:
     qids = [q.qid for q in small_cohort.questions[:6]]
     jobs = [
-        ScoreJob("cfg", "base", n, qid, 0, _answer_for(small_cohort, qid, n))
+        ScoreJob(
+            configuration="cfg",
+            condition="base",
+            budget=n,
+            qid=qid,
+            attempt=0,
+            answer=_answer_for(small_cohort, qid, n),
+        )
         for qid in qids
         for n in (8, 32)
     ]
-    jobs.append(ScoreJob("cfg", "base", 8, qids[0], 1, "I cannot see it."))
+    jobs.append(
+        ScoreJob(
+            configuration="cfg",
+            condition="base",
+            budget=8,
+            qid=qids[0],
+            attempt=1,
+            answer="I cannot see it.",
+        )
+    )
     scores, controls = Scorer(small_cohort).score(jobs)
     assert controls == []
     assert len(scores) == len(jobs)
@@ -45,7 +61,18 @@ def test_a_box_answer_has_its_iou_and_one_control_row_per_budget(small_cohort: C
     x, y, w, h = q.box
     answer = str([round(x * SCALE / q.width), round(y * SCALE / q.height),
                   round((x + w) * SCALE / q.width), round((y + h) * SCALE / q.height)])  # fmt: skip
-    scores, controls = Scorer(small_cohort).score([ScoreJob("cfg", "base", BOX, q.qid, 0, answer)])
+    scores, controls = Scorer(small_cohort).score(
+        [
+            ScoreJob(
+                configuration="cfg",
+                condition="base",
+                budget=BOX,
+                qid=q.qid,
+                attempt=0,
+                answer=answer,
+            )
+        ]
+    )
     expected = score_box(answer, small_cohort.referent(q.qid), BUDGETS)
     (row,) = scores
     assert row.parseable is True and row.iou is None

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from runner._port import online_shape
-from runner.check import check
 from runner.distributed import RunOptions
 from runner.distributed._spend import INPUT_MARGIN
 from runner.experiment import load_experiment
 from runner.plan import prepare
+from runner.preflight import preflight_report
 from runner.simulator import SimSpec, Simulator
 from tests.runner.distributed.conftest import (
     KEY_ENV,
@@ -101,7 +101,7 @@ def test_a_capped_run_stops_at_the_cap_and_a_rerun_completes_paying_nothing_twic
 ) -> None:
     with _grid(run) as (path, sim):
         experiment = load_experiment(path)
-        estimate = asyncio.run(check(experiment, prepare(experiment), call=False))
+        estimate = asyncio.run(preflight_report(prepare(experiment), call=False))
         (cost,) = estimate.costs
         cap = cost.per_call * cost.requests / 3  # about a third of the grid
         lines: list[str] = []

@@ -24,7 +24,15 @@ def test_a_refused_key_is_said_with_its_errors_and_what_to_do() -> None:
         ErrorCount("qa", "transient", None, None, 2, "ClientConnectorError: cannot connect"),
     )
     lines = summary_lines(
-        _report((BackendReport("a", ("qa",), None, 0, refusal),), errors), Path("exp.toml")
+        _report(
+            (
+                BackendReport(
+                    name="a", configurations=("qa",), quota=None, restarts=0, refused=refusal
+                ),
+            ),
+            errors,
+        ),
+        Path("exp.toml"),
     )
     assert f"  backend a stopped: no call of it can succeed ({refusal})" in lines
     assert (
@@ -44,7 +52,10 @@ def test_a_refused_key_is_said_with_its_errors_and_what_to_do() -> None:
 def test_a_long_message_is_cut_to_one_line_and_quota_says_it_resets() -> None:
     errors = (ErrorCount("qa", "quota", 429, "insufficient_quota", 1, "x" * 500),)
     lines = summary_lines(
-        _report((BackendReport("a", ("qa",), "spent", 0),), errors), Path("exp.toml")
+        _report(
+            (BackendReport(name="a", configurations=("qa",), quota="spent", restarts=0),), errors
+        ),
+        Path("exp.toml"),
     )
     (line,) = [line for line in lines if "insufficient_quota" in line]
     assert "x" * 159 + "…" in line and "x" * 160 not in line
@@ -54,8 +65,10 @@ def test_a_long_message_is_cut_to_one_line_and_quota_says_it_resets() -> None:
 
 def test_the_spend_is_said_for_this_run_and_the_store_and_a_cap_says_how_to_go_on() -> None:
     backends = (
-        BackendReport("a", ("qa",), None, 0, spent=1.25, capped=True),
-        BackendReport("b", ("qb",), None, 0, spent=0.5),
+        BackendReport(
+            name="a", configurations=("qa",), quota=None, restarts=0, spent=1.25, capped=True
+        ),
+        BackendReport(name="b", configurations=("qb",), quota=None, restarts=0, spent=0.5),
     )
     report = RunReport(
         (Progress("qa", 120, 20, 0, 20, 20, 20, 0, 0),),
@@ -94,7 +107,7 @@ def test_the_spend_is_said_for_this_run_and_the_store_and_a_cap_says_how_to_go_o
 
 def test_calls_attempts_and_requests_are_said_apart_and_retries_apart_from_ends() -> None:
     report = dataclasses.replace(
-        _report((BackendReport("a", ("qa",), None, 0),), ()),
+        _report((BackendReport(name="a", configurations=("qa",), quota=None, restarts=0),), ()),
         elapsed_s=14.1,
         requests_finished=94,
         traffic=Traffic(http_calls=116, transient_retried=14, throttles_retried=2),
@@ -110,14 +123,21 @@ def test_calls_attempts_and_requests_are_said_apart_and_retries_apart_from_ends(
 
 
 def test_a_limit_learnt_from_429s_is_said_with_the_setting_to_start_there() -> None:
-    backends = (BackendReport("a", ("qa",), None, 0, learnt_per_minute=148.6),)
+    backends = (
+        BackendReport(
+            name="a", configurations=("qa",), quota=None, restarts=0, learnt_per_minute=148.6
+        ),
+    )
     lines = summary_lines(_report(backends, ()), Path("exp.toml"))
     assert (
         "  backend a: its server admits about 148 requests/min, below its requests_per_minute "
         "(learnt from its 429s, and kept to, rising each minute without one); set "
         "requests_per_minute = 148 to start there"
     ) in lines
-    quiet = summary_lines(_report((BackendReport("a", ("qa",), None, 0),), ()), None)
+    quiet = summary_lines(
+        _report((BackendReport(name="a", configurations=("qa",), quota=None, restarts=0),), ()),
+        None,
+    )
     assert not any("learnt" in line for line in quiet)
 
 
@@ -126,7 +146,9 @@ def test_a_batch_backend_says_its_batches_its_saving_and_why_it_stopped_making_t
         created=3, read=3, unrun=12, problems=2, online_cost=1.68,
         not_made="fatal (HTTP 400 invalid_request_error): File is too large",
     )  # fmt: skip
-    held = BackendReport("qwen", ("qa",), None, 0, spent=0.84, batch=batch)
+    held = BackendReport(
+        name="qwen", configurations=("qa",), quota=None, restarts=0, spent=0.84, batch=batch
+    )
     lines = summary_lines(dataclasses.replace(_report((held,), ()), held=40), None)
     assert (
         "  backend qwen (batch mode): 3 batches created, 3 read; $0.84 at the batch price, "

@@ -60,7 +60,8 @@ class Place:
     root: DataRoot
     cache: Path
 
-    def run(self, url: str, **transport: Any) -> bool:
+    def completes(self, url: str, **transport: Any) -> bool:
+        """Run the grid here at ``url``; whether it completed."""
         configuration = _configuration(url, **transport)
         return run_here(self.store, self.cohort, self.root.images, self.cache, configuration, KEY)
 
@@ -75,7 +76,7 @@ def reference(small_cohort: Cohort, small_root: DataRoot, tmp_path_factory: Any)
     """The fault-free run: the results every scenario must end with."""
     place = _place(tmp_path_factory.mktemp("reference"), small_cohort, small_root)
     with simulator_thread(small_cohort, small_root, place.cache, SimSpec(seed=SEED)) as (url, sim):
-        assert place.run(url)
+        assert place.completes(url)
         assert sim.stats.paid_twice == 0 and not sim.stats.faults
     found = results(place.store)
     assert len(found.answers) > 90 and len(found.scores) == len(found.answers)
@@ -155,7 +156,7 @@ def test_a_fault_costs_nothing_stored_and_ends_with_the_fault_free_results(
         runs = complete = 0
         while runs < MAX_RUNS and not complete:
             runs += 1
-            complete = place.run(url, **scenario.transport)
+            complete = place.completes(url, **scenario.transport)
             ledger.keep(results(place.store).answers)
             if scenario.top_up:
                 sim.spec = sim.spec.model_copy(update={"faults": Faults()})
@@ -175,7 +176,7 @@ def test_a_body_nested_too_deep_is_its_attempts_stored_error_and_the_run_goes_on
     place = _place(tmp_path, small_cohort, small_root)
     spec = SimSpec(seed=SEED, faults=Faults(deep=0.2))
     with simulator_thread(small_cohort, small_root, place.cache, spec) as (url, sim):
-        place.run(url, max_transport_retries=0)
+        place.completes(url, max_transport_retries=0)
         deep = sim.stats.faults["deep"]
     with read_only(place.store) as con:
         errors = con.execute(

@@ -16,7 +16,7 @@ from conditions import (
     plan,
 )
 from runner.backends import ApiKey
-from runner.distributed import BackendWorker, Outcome
+from runner.distributed import BackendSetup, BackendWorker, Outcome
 from runner.simulator import Behaviour, Faults, SimSpec, Simulator, serving
 from runner.store import GridRow, Registration, ResponseRow, Store
 
@@ -31,12 +31,26 @@ def _configuration(url: str, **settings: float) -> Configuration:
     return QWEN.model_copy(update={"conditions": ("base",), "transport": transport})
 
 
+def _setup(configuration: Configuration, images: Path, cache: Path) -> BackendSetup:
+    """``configuration`` alone on its backend: its transport is the backend's."""
+    return BackendSetup(configuration.transport, (configuration,), images, cache)
+
+
 def _store(path: Path, cohort: Cohort) -> Store:
     store = Store(path)
     keys = plan(cohort, [_configuration("http://unused")], budgets=(8, 16), box=False)
     store.register(
         [Registration(QWEN.name, "p" * 64, "qwen", QWEN.model, 3, "{}")],
-        [GridRow(k.configuration, k.condition, k.budget, k.qid, 3) for k in keys],
+        [
+            GridRow(
+                configuration=k.configuration,
+                condition=k.condition,
+                budget=k.budget,
+                qid=k.qid,
+                attempts=3,
+            )
+            for k in keys
+        ],
     )
     return store
 
@@ -58,11 +72,11 @@ def _run_worker(
     async def main() -> Outcome:
         async with serving(simulator) as url:
             worker = BackendWorker(
-                [_configuration(url, **transport)], cohort, root.images, tmp / "variants", write,
-                lambda _: ApiKey(key),
+                _setup(_configuration(url, **transport), root.images, tmp / "variants"), cohort,
+                write, lambda _: ApiKey(key),
             )  # fmt: skip
             try:
-                return await worker.lease(store.pending())
+                return await worker.lease(store.repository.pending())
             finally:
                 await worker.close()
 
@@ -73,12 +87,14 @@ def test_a_chunk_is_sent_and_every_attempt_stored(
     small_cohort: Cohort, small_root: DataRoot, tmp_path: Path
 ) -> None:
     store = _store(tmp_path / "exp.duckdb", small_cohort)
-    requests = len(store.pending())
+    requests = len(store.repository.pending())
     outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, SimSpec(behaviour=CLEAN))
     assert outcome.quota is None
     assert outcome.calls == requests and outcome.answered == requests
-    assert store.pending() == []
-    _, (row,) = store.query("SELECT count(*), count(DISTINCT fingerprint) FROM responses")
+    assert store.repository.pending() == []
+    _, (row,) = store.repository.query(
+        "SELECT count(*), count(DISTINCT fingerprint) FROM responses"
+    )
     assert row == (requests, requests)
     assert sum(sim.stats.statuses.values()) == requests
 
@@ -87,18 +103,20 @@ def test_quota_stops_the_worker_and_a_second_run_sends_exactly_the_rest(
     small_cohort: Cohort, small_root: DataRoot, tmp_path: Path
 ) -> None:
     store = _store(tmp_path / "exp.duckdb", small_cohort)
-    requests = len(store.pending())
+    requests = len(store.repository.pending())
     spent = SimSpec(behaviour=CLEAN, faults=Faults(quota_after=25))
     outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, spent)
     assert outcome.quota is not None and "quota" in outcome.quota.lower()
-    _, rows = store.query("SELECT outcome, count(*) FROM responses GROUP BY ALL ORDER BY 1")
+    _, rows = store.repository.query(
+        "SELECT outcome, count(*) FROM responses GROUP BY ALL ORDER BY 1"
+    )
     stored = dict(rows)
     assert stored["answer"] == 25 == sim.stats.answered  # every paid answer is stored
     # Every call the simulator saw is stored: the answers, and the quota errors of the calls
     # that were in flight when the quota ran out (at most the concurrency).
     assert sum(stored.values()) == sum(sim.stats.statuses.values()) == outcome.traffic.http_calls
     assert stored["quota"] <= 8
-    left = store.pending()
+    left = store.repository.pending()
     assert len(left) == requests - 25
     # What the quota kept from being sent comes back to the feeder, untouched.
     assert len(outcome.given_back) == requests - outcome.calls
@@ -107,8 +125,8 @@ def test_quota_stops_the_worker_and_a_second_run_sends_exactly_the_rest(
     outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, SimSpec(behaviour=CLEAN))
     assert outcome.quota is None and outcome.calls == len(left)
     assert sum(sim.stats.statuses.values()) == len(left)  # no completed call paid twice
-    assert store.pending() == []
-    _, ((answers, keys),) = store.query(
+    assert store.repository.pending() == []
+    _, ((answers, keys),) = store.repository.query(
         "SELECT count(*), count(DISTINCT (configuration, condition, budget, qid)) FROM responses "
         "WHERE outcome = 'answer'"
     )
@@ -121,7 +139,7 @@ def test_http_calls_attempts_and_requests_are_counted_apart_and_retries_counted(
     """Every call the server saw is one the worker counts; each 5xx or reset is either retried
     within its attempt or ends it, and is counted as one or the other."""
     store = _store(tmp_path / "exp.duckdb", small_cohort)
-    requests = len(store.pending())
+    requests = len(store.repository.pending())
     faulty = SimSpec(behaviour=CLEAN, faults=Faults(server_error=0.25, reset=0.25))
     outcome, sim = _run_worker(
         store, small_cohort, small_root, tmp_path, faulty,
@@ -142,7 +160,7 @@ def test_a_wrong_key_stops_the_worker_after_the_calls_in_flight(
     small_cohort: Cohort, small_root: DataRoot, tmp_path: Path
 ) -> None:
     store = _store(tmp_path / "exp.duckdb", small_cohort)
-    requests = len(store.pending())
+    requests = len(store.repository.pending())
     spec = SimSpec(behaviour=CLEAN, api_key="sk-right")
     outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, spec, key="sk-wrong")
     assert outcome.refused is not None and "HTTP 401 invalid_api_key" in outcome.refused
@@ -152,13 +170,15 @@ def test_a_wrong_key_stops_the_worker_after_the_calls_in_flight(
     sent = sim.stats.statuses[401]
     assert 1 <= sent <= 8 < requests and sum(sim.stats.statuses.values()) == sent
     assert outcome.calls == outcome.attempts == outcome.errored == sent  # each said as sent
-    _, ((fatal,),) = store.query("SELECT count(*) FROM responses WHERE http_status = 401")
+    _, ((fatal,),) = store.repository.query(
+        "SELECT count(*) FROM responses WHERE http_status = 401"
+    )
     assert fatal == sent
-    assert len(store.pending()) == requests
+    assert len(store.repository.pending()) == requests
 
     outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, spec, key="sk-right")
     assert outcome.refused is None and outcome.answered == requests
-    assert store.pending() == []
+    assert store.repository.pending() == []
 
 
 def test_once_its_driver_is_gone_the_worker_sends_nothing_it_has_not_sent_already(
@@ -167,7 +187,7 @@ def test_once_its_driver_is_gone_the_worker_sends_nothing_it_has_not_sent_alread
     """The lifeline broke after the 5th record: the calls waiting for a rate slot leave it
     unsent, no call is taken after, and only calls already on the wire reach the server."""
     store = _store(tmp_path / "exp.duckdb", small_cohort)
-    calls = store.pending()
+    calls = store.repository.pending()
     simulator = Simulator(
         small_cohort, small_root.images, VariantCache(tmp_path / "v"), SimSpec(behaviour=CLEAN)
     )
@@ -176,7 +196,7 @@ def test_once_its_driver_is_gone_the_worker_sends_nothing_it_has_not_sent_alread
 
     async def write(rows: Sequence[ResponseRow]) -> int:
         written = store.write_responses(rows)
-        _, ((stored,),) = store.query("SELECT count(*) FROM responses")
+        _, ((stored,),) = store.repository.query("SELECT count(*) FROM responses")
         if stored >= 5 and not seen:
             seen.append(sum(simulator.stats.statuses.values()))
             seen.append(workers[0].stats().in_flight)
@@ -188,8 +208,8 @@ def test_once_its_driver_is_gone_the_worker_sends_nothing_it_has_not_sent_alread
             # 10 calls a second: most of the lease waits for a rate slot when the line breaks.
             configuration = _configuration(url, requests_per_minute=600.0)
             key = lambda _: ApiKey("sk-test")  # noqa: E731
-            workers.append(BackendWorker([configuration], small_cohort, small_root.images,
-                                         tmp_path / "v", write, key))  # fmt: skip
+            setup = _setup(configuration, small_root.images, tmp_path / "v")
+            workers.append(BackendWorker(setup, small_cohort, write, key))
             try:
                 return await workers[0].lease(calls)
             finally:
@@ -202,4 +222,4 @@ def test_once_its_driver_is_gone_the_worker_sends_nothing_it_has_not_sent_alread
     assert outcome.calls == reached  # each call sent was finished and stored
     assert len(outcome.given_back) == len(calls) - reached  # the rest come back unsent
     assert outcome.quota is None and outcome.refused is None
-    assert len(store.pending()) == len(calls) - reached
+    assert len(store.repository.pending()) == len(calls) - reached

@@ -47,7 +47,7 @@ def write_scored_store(path: Path, cohort: Cohort, images: Path | None = None) -
     qids = [q.qid for q in cohort.questions[:QUESTIONS]]
     with Store(path) as store:
         grid = [
-            GridRow(c, k, n, qid, 3)
+            GridRow(configuration=c, condition=k, budget=n, qid=qid, attempts=3)
             for c in CONFIGURATIONS
             for k in CONDITIONS
             for n in (*BUDGETS, BOX)
@@ -64,8 +64,8 @@ def write_scored_store(path: Path, cohort: Cohort, images: Path | None = None) -
             rows.extend(_attempts(cohort, row, i))
         store.write_responses(rows)
         scorer = Scorer(cohort)
-        while jobs := store.take_unscored(512):
-            store.write_scores(*scorer.score(jobs))
+        while jobs := store.score_queue.take(512):
+            store.repository.write_scores(*scorer.score(jobs))
     return qids
 
 

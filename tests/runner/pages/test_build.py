@@ -234,8 +234,13 @@ def test_galleries_of_every_kind_show_with_their_filters(
         ).fetchall()
     kinds = KINDS
     hand = [
-        Gallery((c, d, n), kind, (GalleryItem(c, d, n, q, a, 0.5, None),), 10)
+        Gallery(cell=item.cell, kind=kind, items=(item,), total=10)
         for kind, (c, d, n, q, a) in zip(kinds, rows, strict=True)
+        for item in [
+            GalleryItem(
+                configuration=c, condition=d, budget=n, qid=q, attempt=a, iou=0.5, defect=None
+            )
+        ]
     ]
     monkeypatch.setattr("runner.pages._build.galleries", lambda con, seed, size: hand)
     (tmp_path / "empty").mkdir()
@@ -257,7 +262,8 @@ def _box_store(tmp_path: Path) -> Path:
     with Store(store) as s:
         qids = [q.qid for q in questions.questions]
         s.register([Registration("a", "p", "qwen", "m", 1, "{}", "groundingme reader, pixels")],
-                   [GridRow("a", "direct", 0, q, 1) for q in qids])  # fmt: skip
+                   [GridRow(configuration="a", condition="direct", budget=0, qid=q, attempts=1)
+                    for q in qids])  # fmt: skip
     return store
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conditions import BOX, Cohort
-from runner.pages._galleries import KINDS, Gallery, galleries
+from runner.pages._galleries import KINDS, Cell, Gallery, galleries
 from runner.store import read_only
 from tests.runner.overlays.stores import write_scored_store
 
@@ -37,9 +37,10 @@ def _answers(store: Path) -> list[tuple[object, ...]]:
         ).fetchall()
 
 
-def _parseable_ious(store: Path, cell: tuple[str, str, int]) -> list[float]:
+def _parseable_ious(store: Path, cell: Cell) -> list[float]:
     """The IoUs of ``cell``'s parseable answers, lowest first."""
-    return sorted(float(r[6]) for r in _answers(store) if tuple(r[:3]) == cell and r[5])  # type: ignore[arg-type]
+    where = (cell.configuration, cell.condition, cell.budget)
+    return sorted(float(r[6]) for r in _answers(store) if tuple(r[:3]) == where and r[5])  # type: ignore[arg-type]
 
 
 def test_each_kind_holds_what_its_rule_names(store: Path, found: list[Gallery]) -> None:
@@ -51,7 +52,7 @@ def test_each_kind_holds_what_its_rule_names(store: Path, found: list[Gallery]) 
         for item in g.items:
             row = rows[(item.configuration, item.condition, item.budget, item.qid, item.attempt)]
             parseable, legal, union, distractor, text = row[5], row[7], row[8], row[9], row[10]
-            assert (item.configuration, item.condition, item.budget) == g.cell
+            assert item.cell == g.cell
             if g.kind == "worst":
                 assert parseable
             elif g.kind == "unparseable":
@@ -59,7 +60,7 @@ def test_each_kind_holds_what_its_rule_names(store: Path, found: list[Gallery]) 
             elif g.kind == "refusal":
                 assert not parseable and not any(ch.isdigit() for ch in str(text))
             elif g.kind == "illegal":
-                assert parseable and legal is False and g.cell[2] != BOX
+                assert parseable and legal is False and g.cell.budget != BOX
             elif g.kind == "distractor":
                 assert parseable and float(distractor) > float(union)  # type: ignore[arg-type]
 

@@ -32,8 +32,15 @@ def store(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> Pat
     write_cohort(path, small_cohort)
     q = [small_cohort.questions[i].qid for i in range(4)]
     with Store(path) as s:
-        grid = [GridRow("cfg", "base", n, qid, 3) for n in (8, 16, BOX) for qid in q]
-        grid += [GridRow("cfg", "no-image", 8, qid, 3) for qid in q[:2]]
+        grid = [
+            GridRow(configuration="cfg", condition="base", budget=n, qid=qid, attempts=3)
+            for n in (8, 16, BOX)
+            for qid in q
+        ]
+        grid += [
+            GridRow(configuration="cfg", condition="no-image", budget=8, qid=qid, attempts=3)
+            for qid in q[:2]
+        ]
         s.register([Registration("cfg", "p" * 64, "qwen", "m", 3, "{}")], grid)
         unparseable = {"parseable": False, "answer": "no list"}
         s.write_responses(
@@ -45,7 +52,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> Pat
              *(attempt_row(q[0], a, budget=BOX, **unparseable) for a in range(3)),  # type: ignore[arg-type]
              attempt_row(q[1], budget=BOX)]
         )  # fmt: skip
-        s.write_scores(
+        s.repository.write_scores(
             [_score("base", 8, q[0], 0, 0.5), _score("base", 8, q[1], 0, 0.8, legal=False),
              _score("base", 8, q[3], 1, 0.6), _score("base", 16, q[0], 0, 0.7),
              _score("no-image", 8, q[0], 0, 0.1), _score("no-image", 8, q[1], 0, 0.2),

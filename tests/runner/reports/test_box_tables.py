@@ -83,9 +83,16 @@ def test_a_store_reports_complete_runs_and_names_the_others(tmp_path: Path) -> N
     path = tmp_path / "exp.duckdb"
     write_box_set(path, questions)
     qids = [q.qid for q in questions.questions]
-    grid = [GridRow(c, r, 0, q, 1) for c in ("a", "b") for r in ("direct", "cot") for q in qids]
+    grid = [
+        GridRow(configuration=c, condition=r, budget=0, qid=q, attempts=1)
+        for c in ("a", "b")
+        for r in ("direct", "cot")
+        for q in qids
+    ]
     answered = [g for g in grid if not (g.configuration == "b" and g.condition == "cot")]
-    answered += [GridRow("b", "cot", 0, qids[0], 1)]  # one of b's cot answers is in
+    answered += [
+        GridRow(configuration="b", condition="cot", budget=0, qid=qids[0], attempts=1)
+    ]  # one of b's cot answers is in
     with Store(path) as s:
         s.register(
             [Registration(c, "p", "qwen", "m", 1, "{}", f"groundingme reader, {convention}")
@@ -96,11 +103,12 @@ def test_a_store_reports_complete_runs_and_names_the_others(tmp_path: Path) -> N
             [attempt_row(g.qid, configuration=g.configuration, condition=g.condition, budget=0)
              for g in answered]
         )  # fmt: skip
-        jobs = s.take_unscored(100)
+        jobs = s.score_queue.take(100)
         # Every answer right: the box where there is one, "absent" where there is none.
-        s.write_scores(
-            [ScoreRow(*j.key, True, box_iou=None if questions.question(j.qid).rejection else 1.0,
-                      says_absent=questions.question(j.qid).rejection) for j in jobs],
+        rejection = {j.qid: questions.question(j.qid).rejection for j in jobs}
+        s.repository.write_scores(
+            [ScoreRow.of(j.key, parseable=True, box_iou=None if rejection[j.qid] else 1.0,
+                         says_absent=rejection[j.qid]) for j in jobs],
             [],
         )  # fmt: skip
     with read_only(path) as con:

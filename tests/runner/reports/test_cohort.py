@@ -131,7 +131,12 @@ def lengths(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> R
     names = ("big", "tight", "unknown")
     settings = (_settings(4096), _settings(1280), "{}")
     with Store(path) as s:
-        grid = [GridRow(c, "base", n, qid, 3) for c in names for n in (8, BOX) for qid in q]
+        grid = [
+            GridRow(configuration=c, condition="base", budget=n, qid=qid, attempts=3)
+            for c in names
+            for n in (8, BOX)
+            for qid in q
+        ]
         s.register([Registration(c, "p" * 64, "qwen", "m", 3, t)
                     for c, t in zip(names, settings, strict=True)], grid)  # fmt: skip
         answers = {(q[0], "big"): "x" * 40, (q[1], "big"): "y" * 25, (q[2], "big"): "z" * 10,
@@ -141,7 +146,7 @@ def lengths(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> R
         s.write_responses(
             [*polygons, attempt_row(q[0], budget=BOX, configuration="big", answer="b" * 60)]
         )
-        s.write_scores(
+        s.repository.write_scores(
             [ScoreRow(c, "base", 8, qid, 0, parseable=True, iou=0.5, legal=qid != q[0])
              for qid, c in answers]
             + [ScoreRow("big", "base", BOX, q[0], 0, parseable=True, box_iou=0.5)],

@@ -58,8 +58,15 @@ def store(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> tup
     q = [small_cohort.questions[i].qid for i in range(4)]
     unparseable = {"parseable": False, "answer": "no list"}
     with Store(path) as s:
-        grid = [GridRow("cfg", "base", n, qid, 3) for n in (8, 16, BOX) for qid in q]
-        grid += [GridRow("cfg", "no-image", 8, qid, 3) for qid in q[:2]]
+        grid = [
+            GridRow(configuration="cfg", condition="base", budget=n, qid=qid, attempts=3)
+            for n in (8, 16, BOX)
+            for qid in q
+        ]
+        grid += [
+            GridRow(configuration="cfg", condition="no-image", budget=8, qid=qid, attempts=3)
+            for qid in q[:2]
+        ]
         s.register([Registration("cfg", "p" * 64, "qwen", "m", 3, "{}")], grid)
         s.write_responses(
             [attempt_row(q[0]), attempt_row(q[1]),
@@ -69,14 +76,14 @@ def store(tmp_path_factory: pytest.TempPathFactory, small_cohort: Cohort) -> tup
              attempt_row(q[0], condition="no-image"), attempt_row(q[1], condition="no-image"),
              attempt_row(q[0], budget=BOX)]
         )  # fmt: skip
-        s.write_scores(
+        s.repository.write_scores(
             [_score("base", 8, q[0], 0, 0.5), _score("base", 8, q[1], 0, 0.75),
              _score("base", 8, q[3], 1, 0.625), _score("base", 16, q[0], 0, 0.7),
              _score("no-image", 8, q[0], 0, 0.1), _score("no-image", 8, q[1], 0, 0.2),
              ScoreRow("cfg", "base", BOX, q[0], 0, parseable=True, box_iou=0.75)],
             [],
         )  # fmt: skip
-        s.write_reference_scores(
+        s.repository.write_reference_scores(
             [*_rows(BASE8, q[0], 0, 0.5), *_rows(BASE8, q[1], 0, 0.75, leave_out="continuous"),
              *_rows(BASE8, q[3], 1, 0.625), *_rows(BASE8, q[3], 0, 0.0),
              *_rows(BASE16, q[1], 0, 0.25)]  # q1/16 is not settled: not read

@@ -247,7 +247,11 @@ def test_the_server_answers_a_paper_model_with_the_luck_of_the_runners_attempt(
     sim = Simulator(small_cohort, small_root.images, cache, SimSpec(profile="paper"))
     builder = RequestBuilder(small_cohort, small_root.images, cache)
     qids = [q.qid for q in small_cohort.questions[:4]]
-    keys = [RequestKey(QWEN.name, c, qid, 64) for c in ("base", "repeat") for qid in qids]
+    keys = [
+        RequestKey(configuration=QWEN.name, condition=c, budget=64, qid=qid)
+        for c in ("base", "repeat")
+        for qid in qids
+    ]
     records = _run(sim, QWEN, lambda conf: [builder.build(k, conf) for k in keys], _ask_all)
     tracing = PAPER.tracings[QWEN.model]
     assert len(records) >= len(keys)  # an unparseable answer was asked again
@@ -264,8 +268,9 @@ def test_the_runners_call_id_names_its_replicate_and_attempt(
     small_cohort: Cohort, small_root: DataRoot, tmp_path: Path, condition: str, attempt: int
 ) -> None:
     builder = RequestBuilder(small_cohort, small_root.images, VariantCache(tmp_path / "v"))
-    request = builder.build(RequestKey(QWEN.name, condition, small_cohort.questions[0].qid, 8),
-                            QWEN)  # fmt: skip
+    qid = small_cohort.questions[0].qid
+    key = RequestKey(configuration=QWEN.name, condition=condition, budget=8, qid=qid)
+    request = builder.build(key, QWEN)
     content = "f" * 64  # the server prefixes the request's content hash
     assert replicate_and_attempt(f"{content}:{call_id(request, attempt)}") == (
         request.replicate,

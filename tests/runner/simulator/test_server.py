@@ -9,7 +9,7 @@ from pathlib import Path
 import aiohttp
 
 from conditions import Cohort, DataRoot, VariantCache
-from runner.backends import Refused, classify_gemini, classify_openai
+from runner.backends import ErrorBody, Refused, classify_gemini, classify_openai
 from runner.simulator import SimSpec, Simulator, serving
 from runner.simulator._server import _lift_image
 from runner.simulator._wires import OpenAIWire
@@ -94,7 +94,7 @@ def test_a_model_it_does_not_serve_is_answered_404_as_each_provider_answers_it(
     (s1, openai), (s2, gemini) = asyncio.run(main())
     # Read as the clients read them: a refusal of the model, which stops the backend.
     for status, raw, classify in ((s1, openai, classify_openai), (s2, gemini, classify_gemini)):
-        error = classify(status, {}, raw)
+        error = classify(status, {}, ErrorBody.read(raw))
         assert status == 404 and isinstance(error, Refused) and error.stops
     assert json.loads(openai)["error"]["code"] == "model_not_found"
     assert json.loads(gemini)["error"]["status"] == "NOT_FOUND"

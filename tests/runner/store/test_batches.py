@@ -14,16 +14,19 @@ from runner.store import (
     BatchRecord,
     GridRow,
     Registration,
-    Store,
+    Repository,
     StoreError,
 )
 
 
-def _store(path: Path) -> Store:
-    store = Store(path)
+def _store(path: Path) -> Repository:
+    store = Repository(path)
     store.register(
         [Registration("cfg", "p" * 64, "qwen", "m", 3, "{}")],
-        [GridRow("cfg", "base", 8, f"q{i}", 3) for i in range(4)],
+        [
+            GridRow(configuration="cfg", condition="base", budget=8, qid=f"q{i}", attempts=3)
+            for i in range(4)
+        ],
     )
     return store
 
@@ -38,7 +41,18 @@ def _batch(tag: str, requests: int) -> BatchRecord:
 
 def test_an_open_batch_holds_its_requests_out_of_pending_until_it_is_read(tmp_path: Path) -> None:
     with _store(tmp_path / "exp.duckdb") as store:
-        keys = [BatchKey("gb-1", f"id{i}", "cfg", "base", 8, f"q{i}", 0) for i in range(2)]
+        keys = [
+            BatchKey(
+                batch="gb-1",
+                custom_id=f"id{i}",
+                configuration="cfg",
+                condition="base",
+                budget=8,
+                qid=f"q{i}",
+                attempt=0,
+            )
+            for i in range(2)
+        ]
         store.record_batch(_batch("gb-1", 2), keys)
         assert sorted(p.qid for p in store.pending()) == ["q2", "q3"]
         assert store.held() == 2 and len(store.pending_table()) == 2
@@ -56,9 +70,22 @@ def test_an_abandoned_batch_frees_its_requests_and_the_ledger_survives_reopening
 ) -> None:
     path = tmp_path / "exp.duckdb"
     with _store(path) as store:
-        store.record_batch(_batch("gb-2", 1), [BatchKey("gb-2", "a", "cfg", "base", 8, "q0", 0)])
+        store.record_batch(
+            _batch("gb-2", 1),
+            [
+                BatchKey(
+                    batch="gb-2",
+                    custom_id="a",
+                    configuration="cfg",
+                    condition="base",
+                    budget=8,
+                    qid="q0",
+                    attempt=0,
+                )
+            ],
+        )
         store.update_batch("gb-2", phase="abandoned", message="not created: quota")
-    with Store(path) as store:
+    with Repository(path) as store:
         (record,) = store.batches()
         assert (record.phase, record.message) == ("abandoned", "not created: quota")
         assert store.batches(open_only=True) == [] and len(store.pending()) == 4

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-import runner.store._store as store_module
+import runner.store._repository as store_module
 from runner.store import (
     BatchRecord,
     GridRow,
     Registration,
+    Repository,
     ScoreRow,
-    Store,
     query_store,
     read_only,
 )
@@ -31,11 +31,12 @@ QIDS = [f"q{i}" for i in range(1, 7)]
 # A run killed after six single-row writes: three checkpointed, three only in the log.
 _KILLED_RUN = """
 import os, sys
-from runner.store import GridRow, Registration, Store
+from runner.store import GridRow, Registration, Repository
 from tests.runner.store.rows import attempt_row
-store = Store(sys.argv[1])
+store = Repository(sys.argv[1])
 store.register([Registration("cfg", "a" * 64, "qwen", "m", 3, "{{}}")],
-               [GridRow("cfg", "base", 8, q, 3) for q in {qids!r}])
+               [GridRow(configuration="cfg", condition="base", budget=8, qid=q, attempts=3)
+                for q in {qids!r}])
 for qid in {qids!r}[:3]:
     store.write_responses([attempt_row(qid)])
 store._con.execute("CHECKPOINT")
@@ -93,7 +94,7 @@ def test_a_torn_log_loses_only_what_came_after_the_damage(
     torn = wal.read_bytes()
     with caplog.at_level(logging.WARNING, logger="groundbench.store"):
         if opener == "store":
-            Store(path).close()
+            Repository(path).close()
         elif opener == "read-only":
             read_only(path).close()
         else:
@@ -128,7 +129,7 @@ def test_a_log_cut_in_half_says_how_many_responses_are_lost_and_keeps_the_store_
     wal.write_bytes(wal.read_bytes()[: wal.stat().st_size // 2])  # no checksum fails: cut
     cut, found = wal.read_bytes(), path.read_bytes()
     with caplog.at_level(logging.WARNING, logger="groundbench.store"):
-        store = Store(path)
+        store = Repository(path)
     # The copy was made by another process: closing a descriptor of the file here would have
     # dropped this process's lock on it, and a second run could open the live store.
     assert lock_held(path)
@@ -145,9 +146,9 @@ def test_a_log_cut_in_half_says_how_many_responses_are_lost_and_keeps_the_store_
     assert Path(f"{path}.damaged.wal").read_bytes() == cut  # write cut the log at its end
     assert _answered(path) == kept
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="groundbench.store"), Store(path) as store:
+    with caplog.at_level(logging.WARNING, logger="groundbench.store"), Repository(path) as store:
         # Said once (the store holds what its note says now), and the run goes on.
-        assert store.write_responses([attempt_row(q) for q in set(QIDS) - kept]) == lost
+        assert len(store.write_responses([attempt_row(q) for q in set(QIDS) - kept])) == lost
     assert caplog.records == []
     assert _answered(path) == set(QIDS)
     assert not Path(f"{path}.damaged.1").exists()  # one copy, of the store that lost rows
@@ -189,7 +190,7 @@ def test_a_link_at_the_notes_name_or_the_copys_is_never_written_through(
     elsewhere, victim = tmp_path / "elsewhere", tmp_path / "victim.txt"
     Path(f"{path}.damaged").symlink_to(elsewhere)
     with caplog.at_level(logging.WARNING, logger="groundbench.store"):
-        Store(path).close()
+        Repository(path).close()
     assert not elsewhere.exists()  # the copy went to the next free name instead
     (warning,) = [r.getMessage() for r in caplog.records]
     assert warning.endswith("copied to exp.duckdb.damaged.1 (with its log)")
@@ -198,7 +199,7 @@ def test_a_link_at_the_notes_name_or_the_copys_is_never_written_through(
     Path(f"{path}.written").unlink()
     Path(f"{path}.written").symlink_to(victim)
     assert noted(path) is None  # a link claims nothing
-    Store(path).close()
+    Repository(path).close()
     assert victim.read_text() == "the user's own words\n"
 
 
@@ -208,7 +209,7 @@ def test_an_intact_log_is_no_loss_and_no_copy(
     path = tmp_path / "exp.duckdb"
     _with_note(killed, path)
     with caplog.at_level(logging.WARNING, logger="groundbench.store"):
-        Store(path).close()
+        Repository(path).close()
     assert caplog.records == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exp.duckdb", "exp.duckdb.written"]
     assert _answered(path) == set(QIDS)
@@ -222,7 +223,7 @@ def test_a_note_beside_a_store_made_anew_is_not_a_loss(
     path.unlink()  # the user starts again: the note is of the store deleted
     Path(f"{path}.wal").unlink()
     with caplog.at_level(logging.WARNING, logger="groundbench.store"):
-        Store(path).close()
+        Repository(path).close()
     assert caplog.records == []
     assert not Path(f"{path}.damaged").exists()
 
@@ -234,26 +235,40 @@ def test_the_note_claims_only_what_is_committed(
 
     path = tmp_path / "exp.duckdb"
     in_flight: list[Written | None] = []
-    register = Store._register_configurations
+    register = Repository._register_configurations
 
-    def registering(store: Store, configurations: list[Registration]) -> object:
+    def registering(store: Repository, configurations: list[Registration]) -> object:
         in_flight.append(noted(path))  # as the transaction that may drop scores begins
         return register(store, configurations)
 
-    monkeypatch.setattr(Store, "_register_configurations", registering)
+    monkeypatch.setattr(Repository, "_register_configurations", registering)
 
     def registration(reading: str) -> Registration:
         return Registration("cfg", "a" * 64, "qwen", "m", 3, "{}", reading)
 
-    with Store(path) as store:
+    with Repository(path) as store:
         assert noted(path) == Written(0, 0, 0)
-        store.register([registration("pixels")], [GridRow("cfg", "base", 8, q, 3) for q in QIDS])
+        store.register(
+            [registration("pixels")],
+            [
+                GridRow(configuration="cfg", condition="base", budget=8, qid=q, attempts=3)
+                for q in QIDS
+            ],
+        )
         store.write_responses([attempt_row(q) for q in QIDS[:3]])
         store.write_responses([attempt_row(QIDS[3])])
-        store.write_scores([ScoreRow(*j.key, True) for j in store.take_unscored(2)], [])
+        store.write_scores(
+            [ScoreRow.of(j.key, parseable=True) for j in store.unscored_answers()[:2]], []
+        )
         store.record_batch(_batch(), [])
         assert noted(path) == Written(4, 2, 1)
-        store.register([registration("unit")], [GridRow("cfg", "base", 8, q, 3) for q in QIDS])
+        store.register(
+            [registration("unit")],
+            [
+                GridRow(configuration="cfg", condition="base", budget=8, qid=q, attempts=3)
+                for q in QIDS
+            ],
+        )
         assert in_flight[-1] == Written(4, 0, 1)  # lowered before: a crash inside is no loss
         assert noted(path) == Written(4, 0, 1)  # the scores dropped by the new reading
 
@@ -262,10 +277,10 @@ def test_lost_scores_and_batches_are_named_too(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "exp.duckdb"
-    Store(path).close()
+    Repository(path).close()
     Note(path).write(Written(7, 5, 2))  # what a store that lost its whole log had written
     with caplog.at_level(logging.WARNING, logger="groundbench.store"):
-        Store(path).close()
+        Repository(path).close()
     (warning,) = [r.getMessage() for r in caplog.records]
     assert (
         ": 7 of 7 responses written, 5 of 5 scores (made again, no call), 2 of 2 batches "
@@ -276,10 +291,13 @@ def test_lost_scores_and_batches_are_named_too(
 
 def test_a_store_in_memory_keeps_no_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    with Store(":memory:") as store:
+    with Repository(":memory:") as store:
         store.register(
             [Registration("cfg", "a" * 64, "qwen", "m", 3, "{}")],
-            [GridRow("cfg", "base", 8, q, 3) for q in QIDS],
+            [
+                GridRow(configuration="cfg", condition="base", budget=8, qid=q, attempts=3)
+                for q in QIDS
+            ],
         )
     assert list(tmp_path.iterdir()) == []
 
@@ -300,10 +318,13 @@ def test_the_store_checkpoints_every_few_thousand_rows(
     monkeypatch.setattr(store_module, "CHECKPOINT_ROWS", 4)
     path = tmp_path / "exp.duckdb"
     wal = Path(f"{path}.wal")
-    with Store(path) as store:
+    with Repository(path) as store:
         store.register(
             [Registration("cfg", "a" * 64, "qwen", "m", 3, "{}")],
-            [GridRow("cfg", "base", 8, q, 3) for q in QIDS],
+            [
+                GridRow(configuration="cfg", condition="base", budget=8, qid=q, attempts=3)
+                for q in QIDS
+            ],
         )
         for qid in QIDS[:3]:
             store.write_responses([attempt_row(qid)])
@@ -324,10 +345,13 @@ def test_a_damaged_store_file_is_one_line_from_sql_and_report(
     from tests.runner.store.rows import attempt_row
 
     pristine = tmp_path / "pristine.duckdb"
-    with Store(pristine) as store:
+    with Repository(pristine) as store:
         store.register(
             [Registration("cfg", "a" * 64, "qwen", "m", 3, "{}")],
-            [GridRow("cfg", "base", 8, f"q{i}", 3) for i in range(200)],
+            [
+                GridRow(configuration="cfg", condition="base", budget=8, qid=f"q{i}", attempts=3)
+                for i in range(200)
+            ],
         )
         store.write_responses([attempt_row(f"q{i}") for i in range(200)])
     blocks = (pristine.stat().st_size - 12_288) // _BLOCK

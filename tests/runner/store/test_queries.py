@@ -100,10 +100,10 @@ def test_a_client_gone_quiet_has_its_query_stopped(database: duckdb.DuckDBPyConn
     """A killed ``groundbench sql`` says no more that it waits; Ray stops nothing for it."""
     service = QueryService(database, "exp.duckdb", lease_s=0.2)
     with pytest.raises(StoreError, match=r"its client went away \(no word from it for 0\.2 s\)"):
-        service.run(ENDLESS, MAX_QUERY_TIMEOUT_S, token="killed")  # never kept
+        service.answer(ENDLESS, MAX_QUERY_TIMEOUT_S, token="killed")  # never kept
     assert service.running() == 0
     # A query with no token is this process's own, waited for here: no client to go quiet.
-    assert service.run("SELECT count(*) FROM t")[1] == [(3,)]
+    assert service.answer("SELECT count(*) FROM t")[1] == [(3,)]
 
 
 def test_a_cancel_that_comes_before_its_query_stops_it_as_it_arrives(
@@ -112,7 +112,7 @@ def test_a_cancel_that_comes_before_its_query_stops_it_as_it_arrives(
     service = QueryService(database, "exp.duckdb")
     assert not service.cancel("early")  # nothing running yet: remembered
     with pytest.raises(StoreError, match="cancelled by its client"):
-        service.run("SELECT count(*) FROM t", token="early")
+        service.answer("SELECT count(*) FROM t", token="early")
     assert not service.keep("early")
 
 
@@ -124,7 +124,7 @@ def test_the_time_limit_is_short_unless_asked_and_bounded(
     path = tmp_path / "exp.duckdb"
     Store(path).close()
     refusals: list[Callable[[], object]] = [
-        lambda: service.run("SELECT 1", 86_400.0, "t"),
+        lambda: service.answer("SELECT 1", 86_400.0, "t"),
         lambda: query_store(path, "SELECT 1", timeout_s=601.0),
     ]
     for refused in refusals:
@@ -133,6 +133,6 @@ def test_the_time_limit_is_short_unless_asked_and_bounded(
         assert "\n" not in str(said.value)
     for below in (0.0, -5.0, float("nan")):
         with pytest.raises(StoreError, match=r"a number of seconds above 0, not (0|-5|nan)$"):
-            service.run("SELECT 1", below, "t")
+            service.answer("SELECT 1", below, "t")
     with pytest.raises(StoreError, match=r"stopped at its time limit of 0\.2 s"):
-        service.run(ENDLESS, 0.2, "short")
+        service.answer(ENDLESS, 0.2, "short")

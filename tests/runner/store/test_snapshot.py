@@ -35,7 +35,10 @@ def _store(path: Path | str) -> Store:
     store = Store(path)
     store.register(
         [Registration("cfg", "a" * 64, "qwen", "m", 3, "{}")],
-        [GridRow("cfg", "base", 8, f"q{i}", 3) for i in range(6)],
+        [
+            GridRow(configuration="cfg", condition="base", budget=8, qid=f"q{i}", attempts=3)
+            for i in range(6)
+        ],
     )
     store.write_responses([attempt_row(f"q{i}") for i in range(3)])
     store.write_responses([attempt_row("q3", outcome="transient")])
@@ -48,8 +51,8 @@ def _views(con: duckdb.DuckDBPyConnection) -> list[list[tuple[object, ...]]]:
 
 def test_a_copy_reads_as_the_store_does_and_counts_its_answers(tmp_path: Path) -> None:
     with _store(tmp_path / "exp.duckdb") as store:
-        copy = pickle.loads(pickle.dumps(store.snapshot(60.0, "t")))  # as Ray carries it
-        expected = _views(store._con)
+        copy = pickle.loads(pickle.dumps(store.queries.copy(60.0, "t")))  # as Ray carries it
+        expected = _views(store.repository.connection)
     assert copy.answers == 3
     # A view replaced since the views that read it comes after them in the catalogue.
     backwards = dataclasses.replace(copy, views=copy.views[::-1])
@@ -67,13 +70,13 @@ def test_a_copy_reads_as_the_store_does_and_counts_its_answers(tmp_path: Path) -
 def test_a_copy_is_of_the_moment_its_transaction_began(tmp_path: Path) -> None:
     """Rows written after the copy's transaction began are not in it, whatever it reads
     after them."""
-    with _store(":memory:") as store, store._con.cursor() as cursor:
+    with _store(":memory:") as store, store.repository.connection.cursor() as cursor:
         cursor.execute("BEGIN TRANSACTION READ ONLY")
         cursor.execute("SELECT count(*) FROM grid").fetchall()
         store.write_responses([attempt_row("q4"), attempt_row("q5")])
         copy = copy_store(cursor)
         cursor.execute("ROLLBACK")
-        assert store.query("SELECT count(*) FROM responses")[1] == [(6,)]
+        assert store.repository.query("SELECT count(*) FROM responses")[1] == [(6,)]
     assert copy.answers == 3
     (responses,) = [t.rows for t in copy.tables if t.name == "responses"]
     assert responses.num_rows == 4
@@ -82,22 +85,22 @@ def test_a_copy_is_of_the_moment_its_transaction_began(tmp_path: Path) -> None:
 def test_a_copy_takes_a_query_slot(tmp_path: Path) -> None:
     """A snapshot is served as a query is: refused at once when every slot is taken."""
     with _store(":memory:") as store:
-        service = store._queries
+        service = store.queries
         held = [service._admit(f"busy{i}", 60.0, leased=False) for i in range(4)]
         try:
             with pytest.raises(StoreError, match="4 queries are running"):
-                store.snapshot(60.0, "t")
+                store.queries.copy(60.0, "t")
         finally:
             for name in [f"busy{i}" for i in range(4)]:
                 service._running.pop(name)
             for query in held:
                 query.cursor.close()
-        assert store.snapshot(60.0, "t").answers == 3
+        assert store.queries.copy(60.0, "t").answers == 3
 
 
 def _copy(tmp_path: Path) -> StoreCopy:
     with _store(tmp_path / "src.duckdb") as store:
-        return store.snapshot(60.0, "t")
+        return store.queries.copy(60.0, "t")
 
 
 def _with_table(copy: StoreCopy, name: str, definition: str) -> StoreCopy:

@@ -52,7 +52,10 @@ def _grid_store(path: Path) -> Store:
     store = Store(path)
     store.register(
         [Registration("cfg", "a" * 64, "qwen", "m", 3, "{}")],
-        [GridRow("cfg", "base", 8, q, 3) for q in ("q1", "q2", "q3")],
+        [
+            GridRow(configuration="cfg", condition="base", budget=8, qid=q, attempts=3)
+            for q in ("q1", "q2", "q3")
+        ],
     )
     return store
 
@@ -76,7 +79,7 @@ Query = Callable[[str], Result]
 
 
 def _paths(running: Store, finished: Path) -> dict[str, Query]:
-    return {"running": running.read, "finished": lambda sql: query_store(finished, sql)}
+    return {"running": running.queries.answer, "finished": lambda sql: query_store(finished, sql)}
 
 
 @pytest.mark.parametrize("path", ["running", "finished"])
@@ -145,7 +148,7 @@ def test_a_query_past_its_limit_is_stopped_with_a_line_saying_so(
 ) -> None:
     with pytest.raises(StoreError, match=r"stopped at its time limit of 0\.3 s; narrow it"):
         if path == "running":
-            running.read(ENDLESS, timeout_s=0.3)
+            running.queries.answer(ENDLESS, timeout_s=0.3)
         else:
             query_store(finished, ENDLESS, timeout_s=0.3)
 
@@ -155,7 +158,7 @@ def test_a_slow_query_holds_up_no_write_and_its_cancel_stops_it(running: Store) 
 
     def read() -> None:
         try:
-            running.read(ENDLESS, timeout_s=600, token="t")
+            running.queries.answer(ENDLESS, timeout_s=600, token="t")
         except StoreError as exc:
             failure.append(str(exc))
 
@@ -167,13 +170,13 @@ def test_a_slow_query_holds_up_no_write_and_its_cancel_stops_it(running: Store) 
         assert reader.is_alive()  # every write went through while the query ran
     finally:
         for _ in range(1200):  # a cancel before the query starts misses it: cancel again
-            running.cancel("t")
+            running.queries.cancel("t")
             reader.join(0.05)
             if not reader.is_alive():
                 break
     assert not reader.is_alive()
     assert failure == [f"{running.path}: the query was cancelled by its client"]
-    assert running.read("SELECT count(*) FROM responses")[1] == [(3,)]
+    assert running.queries.answer("SELECT count(*) FROM responses")[1] == [(3,)]
 
 
 # Queries that name the store's own files, which DuckDB lets a query read with external access
@@ -203,7 +206,7 @@ def test_a_query_naming_the_stores_own_file_is_refused_and_the_lock_holds(
     running.write_responses([attempt_row("q1")])  # a log to read, as a run has
     refused = ""
     try:
-        running.read(template.format(path=running.path))
+        running.queries.answer(template.format(path=running.path))
     except StoreError as exc:
         refused = str(exc)
     assert lock_held(running.path)  # the lock before the refusal is checked: what failed

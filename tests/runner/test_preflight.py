@@ -21,23 +21,23 @@ from typer.testing import CliRunner
 from conditions import Cohort, DataRoot, RequestKey, VariantCache, task_of, write_cohort
 from runner.backends import Account
 from runner.calls_note import read_calls, write_calls
-from runner.check import (
-    PROBES_PER_DECODING,
-    CheckReport,
-    OverCap,
-    Probe,
-    attempts_per,
-    call_lines,
-    check,
-    check_lines,
-    probe_requests,
-)
 from runner.cli import app
 from runner.distributed import RunOptions
 from runner.distributed._prepare import prepared
 from runner.estimate import input_bound
 from runner.experiment import load_experiment
 from runner.plan import first_questions, grid_of, prepare
+from runner.preflight import (
+    PROBES_PER_DECODING,
+    OverCap,
+    PreflightReport,
+    Probe,
+    attempts_per,
+    call_lines,
+    preflight_lines,
+    preflight_report,
+    probe_requests,
+)
 from runner.simulator import Faults, SimSpec
 from runner.store import Progress, read_only
 from tests.runner.distributed.conftest import KEY, KEY_ENV, simulator_thread, write_experiment
@@ -82,9 +82,8 @@ def _experiment(
     )
 
 
-def _check(path: Path, stored: list[Progress] | None = None) -> CheckReport:
-    experiment = load_experiment(path)
-    return asyncio.run(check(experiment, prepare(experiment), stored or []))
+def _check(path: Path, stored: list[Progress] | None = None) -> PreflightReport:
+    return asyncio.run(preflight_report(prepare(load_experiment(path)), stored or []))
 
 
 @pytest.fixture
@@ -105,7 +104,7 @@ def test_a_good_key_proves_each_decoding_and_estimates_from_calls_spread_over_it
         report = _check(path)
     experiment = load_experiment(path)
     configurations = [experiment.configuration(c, url) for c in experiment.configurations]
-    grid = grid_of(experiment, prepare(experiment), configurations)
+    grid = grid_of(experiment, prepare(experiment).questions, configurations)
     per = Counter(r.condition for r in grid.rows)
     probes = report.probes
     # base and no-image share a decoding; thinking-off and temperature each have their own.
@@ -144,7 +143,7 @@ def test_a_good_key_proves_each_decoding_and_estimates_from_calls_spread_over_it
     assert report.spent == pytest.approx(paid / 1e6) and report.spent > 0
     (wall,) = report.walls
     assert wall.calls == cost.left and wall.calls_per_minute <= 120
-    lines = check_lines(report, max_spend=report.dollars / 2)
+    lines = preflight_lines(report, max_spend=report.dollars / 2)
     (ok,) = [line for line in lines if line.startswith("ok ")]  # one line per configuration
     assert ok.startswith(f"ok      qwen-max (qwen): {n} calls, 3 decodings, ")
     assert any("above --max-spend" in line for line in lines)
@@ -157,7 +156,7 @@ def test_a_decodings_calls_are_spread_over_its_budgets_conditions_and_questions(
     call's output tokens, a third off the mean). The calls are spread over the requests left,
     each standing for an equal share of them; those the store has done are not among them."""
     experiment = load_experiment(_experiment(tmp_path, store, small_root, "http://127.0.0.1:9"))
-    questions = prepare(experiment)
+    questions = prepare(experiment).questions
     config = experiment.configuration(experiment.configurations[0], None)
     builder = task_of(questions).builder(experiment.images, VariantCache(tmp_path / "v"))
     keys = list(task_of(questions).plan([config], experiment.budgets, experiment.box))
@@ -261,8 +260,8 @@ def test_a_pre_flight_whose_worst_case_passes_the_cap_sends_nothing_and_says_so(
 ) -> None:
     with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, sim):
         experiment = load_experiment(_experiment(tmp_path, store, small_root, url))
-        questions = prepare(experiment)
-        rough = asyncio.run(check(experiment, questions, call=False))
+        plan = prepare(experiment)
+        rough = asyncio.run(preflight_report(plan, call=False))
         (cost,) = rough.costs
         spec = experiment.configurations[0]
         max_output = experiment.configuration(spec, url).decoding.max_output_tokens
@@ -270,9 +269,9 @@ def test_a_pre_flight_whose_worst_case_passes_the_cap_sends_nothing_and_says_so(
         one = (input_bound(cost.tokens.input) * 2.0 + max_output * 10.0) / 1e6
         n = 3 * PROBES_PER_DECODING
         with pytest.raises(OverCap, match=rf"its {n} calls could cost up to \$") as refused:
-            asyncio.run(check(experiment, questions, cap=n * one * 0.99))
+            asyncio.run(preflight_report(plan, cap=n * one * 0.99))
         assert "--no-check" in str(refused.value) and sim.stats.answered == 0
-        report = asyncio.run(check(experiment, questions, cap=n * one * 1.01))
+        report = asyncio.run(preflight_report(plan, cap=n * one * 1.01))
     assert report.ok and sim.stats.answered == n and report.spent <= n * one
 
 
@@ -283,9 +282,9 @@ def test_a_pre_flights_calls_are_requests_left_made_as_their_attempts(
     for its next attempt, kept as that attempt's record; its backend's account holds it."""
     with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, sim):
         experiment = load_experiment(_experiment(tmp_path, store, small_root, url))
-        questions = prepare(experiment)
+        plan = prepare(experiment)
         config = experiment.configuration(experiment.configurations[0], url)
-        keys = list(task_of(questions).plan([config], experiment.budgets, experiment.box))
+        keys = list(task_of(plan.questions).plan([config], experiment.budgets, experiment.box))
         answered = next(k for k in keys if k.condition == "base")
         # The store has answered a base request, and attempt 0 of each other base request did
         # not parse; no thinking-off request is left; the temperature ones are all left.
@@ -293,7 +292,7 @@ def test_a_pre_flights_calls_are_requests_left_made_as_their_attempts(
             k: int(k.condition == "base") for k in keys if k.condition in ("base", "temperature")
         }
         del left[answered]
-        report = asyncio.run(check(experiment, questions, left={"qwen-max": left}, as_grid=True))
+        report = asyncio.run(preflight_report(plan, left={"qwen-max": left}, as_grid=True))
     assert [p.condition for p in report.probes[:2]] == ["base", "temperature"]
     assert {p.condition for p in report.probes} == {"base", "temperature"}
     records = report.records
@@ -301,7 +300,9 @@ def test_a_pre_flights_calls_are_requests_left_made_as_their_attempts(
     assert all(r.outcome == "answer" and r.configuration == "qwen-max" for r in records)
     # Each a request left, made as its next attempt.
     for r in records:
-        request = RequestKey(r.configuration, r.condition, r.qid, r.budget)
+        request = RequestKey(
+            configuration=r.configuration, condition=r.condition, budget=r.budget, qid=r.qid
+        )
         assert request in left and r.attempt == left[request]
     # The grid's ids, so the provider sees the grid's attempts, each made once.
     ids = {call.split(":")[1] for call in sim.stats.paid}
@@ -322,7 +323,7 @@ def test_a_checks_calls_count_in_the_windows_of_the_run_that_follows(
     """Issue 38: ``check`` notes when its calls left; a run's pre-flight (and its backends)
     start from them, so the server's window and theirs agree."""
     # Two calls per decoding, six in each: the windows are the matter here, half a second a call.
-    monkeypatch.setattr("runner.check.PROBES_PER_DECODING", 2)
+    monkeypatch.setattr("runner.preflight.PROBES_PER_DECODING", 2)
     with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, sim):
         path = _experiment(tmp_path, store, small_root, url)
         # A note naming a backend the experiment has not (renamed since) is no matter.
@@ -350,16 +351,21 @@ def test_under_a_limit_the_calls_and_the_estimate_are_the_limits_requests(
     limit's requests, and each call is one of them (a pre-flight's is kept as its attempt)."""
     with simulator_thread(small_cohort, small_root, tmp_path / "c", SimSpec()) as (url, _):
         experiment = load_experiment(_experiment(tmp_path, store, small_root, url))
-        questions = prepare(experiment)
-        report = asyncio.run(check(experiment, questions, limit=1, as_grid=True))
+        plan = prepare(experiment)
+        questions = plan.questions
+        report = asyncio.run(preflight_report(plan, limit=1, as_grid=True))
     config = experiment.configuration(experiment.configurations[0], url)
     grid = grid_of(experiment, questions, [config])
     allowed = first_questions(grid.rows, questions, 1)
     (cost,) = report.costs
     cells = {(r.condition, r.budget) for r in grid.rows}
     assert cost.left == len(allowed) == len(cells) < cost.requests
-    assert all((r.configuration, r.condition, r.budget, r.qid) in allowed for r in report.records)
-    lines = check_lines(report, max_spend=report.dollars / 2)
+    asked = {
+        RequestKey(configuration=r.configuration, condition=r.condition, budget=r.budget, qid=r.qid)
+        for r in report.records
+    }
+    assert asked <= allowed
+    lines = preflight_lines(report, max_spend=report.dollars / 2)
     header = next(line for line in lines if line.startswith("calls left"))
     assert header.startswith("calls left (--limit 1: the first 1 questions of every cell)")
     spend = f"{report.dollars / 2:,.2f}"
@@ -405,7 +411,7 @@ def test_a_later_call_that_fails_leaves_the_check_standing_and_says_so() -> None
     throttled = Probe(
         "qwen-max", "qwen", "no-image", error="HTTP 429 rate_limited", advice="wait", nth=3
     )
-    report = CheckReport((answered, throttled, dataclasses.replace(throttled, nth=4)), (), ())
+    report = PreflightReport((answered, throttled, dataclasses.replace(throttled, nth=4)), (), ())
     assert report.ok and report.failed == ()
     assert call_lines(report.probes) == [
         "ok      qwen-max (qwen): 1 call, 1 decoding, 1.2 s each, 900 tokens in, 80 out",
@@ -413,7 +419,7 @@ def test_a_later_call_that_fails_leaves_the_check_standing_and_says_so() -> None
         "estimate",
     ]
     refused = dataclasses.replace(throttled, nth=0, error="HTTP 401 invalid_api_key")
-    failing = CheckReport((answered, refused), (), ())
+    failing = PreflightReport((answered, refused), (), ())
     assert not failing.ok and failing.failed == (refused,)
     assert call_lines(failing.probes)[1] == (
         "FAILED  qwen-max (qwen; no-image): HTTP 401 invalid_api_key — wait"
@@ -440,8 +446,8 @@ def test_a_throttle_below_the_configured_limit_is_waited_out_not_a_failed_check(
     """Issue 38: a limit set too high is learnt, never a failed pre-flight. The server admits
     one call a second, the experiment says 120 a minute: the decodings' first calls, sent
     together, are throttled, and each is sent again (here with no transport retry at all)."""
-    monkeypatch.setattr("runner.check.PROBES_PER_DECODING", 1)
-    monkeypatch.setattr("runner.check.PROBE_RETRIES", 0)
+    monkeypatch.setattr("runner.preflight.PROBES_PER_DECODING", 1)
+    monkeypatch.setattr("runner.preflight.PROBE_RETRIES", 0)
     with simulator_thread(small_cohort, small_root, tmp_path / "c", _bucket(60)) as (url, sim):
         report = _check(_experiment(tmp_path, store, small_root, url))
     assert sim.stats.statuses[429] > 0
@@ -459,18 +465,18 @@ def test_a_pre_flights_later_call_throttled_is_missed_and_spends_no_attempt(
     """A later call, for the estimate alone, throttled past the check's patience (none here):
     the check stands, the call is said as missed, and no attempt is recorded for it, so the
     grid sends that request with a run's patience."""
-    monkeypatch.setattr("runner.check.PROBES_PER_DECODING", 3)
-    monkeypatch.setattr("runner.check.PROBE_RETRIES", 0)
-    monkeypatch.setattr("runner.check.PROBE_RETRY_TIME_S", 0.0)
+    monkeypatch.setattr("runner.preflight.PROBES_PER_DECODING", 3)
+    monkeypatch.setattr("runner.preflight.PROBE_RETRIES", 0)
+    monkeypatch.setattr("runner.preflight.PROBE_RETRY_TIME_S", 0.0)
     with simulator_thread(small_cohort, small_root, tmp_path / "c", _bucket(30)) as (url, sim):
         path = _experiment(tmp_path, store, small_root, url, conditions=("base",))
         experiment = load_experiment(path)
-        report = asyncio.run(check(experiment, prepare(experiment), as_grid=True))
+        report = asyncio.run(preflight_report(prepare(experiment), as_grid=True))
     assert report.ok and report.probes[0].ok  # base's one decoding, proved
     missed = [p for p in report.probes if not p.ok]
     assert missed and all(p.nth > 0 and "rate-limited" in (p.error or "") for p in missed)
     assert sim.stats.statuses[429] >= len(missed)
     assert len(report.records) == sim.stats.answered == len(report.probes) - len(missed)
     assert all(r.outcome == "answer" for r in report.records)
-    lines = check_lines(report)
+    lines = preflight_lines(report)
     assert any(line.startswith("missed  qwen-max (qwen; base)") for line in lines)

@@ -9,7 +9,7 @@ the endpoint, the key, the model, the image and every decoding setting are prove
 Each decoding's first call proves it; the rest follow when every first call has succeeded. A
 run's pre-flight keeps each call as that request's attempt (:attr:`Probe.record`: the run
 stores it, and does not send it again), and hands on what the calls left on each backend's
-account (:attr:`CheckReport.accounts`: the run's limiters count them); ``groundbench check``
+account (:attr:`PreflightReport.accounts`: the run's limiters count them); ``groundbench check``
 stores nothing, so a check never changes what a run will send, but notes the tokens its calls
 measured beside the store (:mod:`runner.calls_note`), which a run's pre-flight estimates from
 (:mod:`runner.estimate` is the one estimator). A call gets at most :data:`PROBE_RETRIES`
@@ -50,8 +50,8 @@ from runner.backends import (
     DEFAULT_OUTPUT_ESTIMATE,
     Account,
     AttemptRecord,
-    Backend,
     CallError,
+    Client,
     Exchange,
     RateLimiter,
     Sender,
@@ -65,22 +65,21 @@ from runner.backends import (
 from runner.calls_note import NotedTokens, write_calls
 from runner.estimate import (
     CostEstimate,
+    CostInputs,
     Measured,
     Tokens,
     WallEstimate,
-    backend_walls,
     capped_spend,
     duration,
+    estimated,
     input_bound,
     money,
-    per_call_cost,
     stored_measure,
-    tokens_per_call,
 )
 from runner.experiment import Experiment
-from runner.plan import Grid, first_questions, grid_of
+from runner.plan import Grid, RunPlan, first_questions
 from runner.simulator import Simulator, serving
-from runner.store import GridRow, Pending, Progress, Store
+from runner.store import Pending, Progress, Repository
 
 PROBE_RETRIES = 2
 _T = TypeVar("_T")
@@ -118,7 +117,7 @@ class Probe:
 
 
 @dataclass(frozen=True)
-class CheckReport:
+class PreflightReport:
     """The check calls, and what the calls left will cost and take."""
 
     probes: tuple[Probe, ...]
@@ -198,9 +197,8 @@ class Asked:
     nth: int = 0  # its place among its decoding's calls: the first proves the decoding
 
 
-async def check(
-    experiment: Experiment,
-    questions: Questions,
+async def preflight_report(
+    plan: RunPlan,
     stored: Sequence[Progress] = (),
     *,
     stated_output: int | None = None,
@@ -212,9 +210,9 @@ async def check(
     accounts: Mapping[str, Account] | None = None,
     limit: int | None = None,
     noted: Mapping[str, NotedTokens] | None = None,
-) -> CheckReport:
-    """Call each configuration a few times per decoding (:func:`probe_requests`; unless
-    ``call`` is false), then estimate the calls left from ``stored`` (the store's progress:
+) -> PreflightReport:
+    """Call each configuration of ``plan`` a few times per decoding (:func:`probe_requests`;
+    unless ``call`` is false), then estimate the calls left from ``stored`` (the store's progress:
     what is complete, and the tokens of its answers). ``only_real``: call no simulated
     backend (a run's pre-flight). ``cap``: the run's spending cap, which the calls' worst case
     must fit before any is made. ``left``: the requests the store has left, among which the
@@ -231,11 +229,11 @@ async def check(
     OverCap
         The calls' worst case does not fit in ``cap``: none was made.
     """
-    backend_of = {spec.name: spec.backend for spec in experiment.configurations}
+    experiment, questions, grid = plan.experiment, plan.questions, plan.grid
+    backend_of = plan.backend_of
     async with _simulator(experiment, questions, wanted=call and not only_real) as url:
-        configurations = [experiment.configuration(c, url) for c in experiment.configurations]
+        configurations = plan.at(url)
         builder = task_of(questions).builder(experiment.images, VariantCache(_cache(experiment)))
-        grid = grid_of(experiment, questions, configurations)
         sending = _sending(grid, questions, left or {}, limit)
         requests = {
             c.name: probe_requests(experiment, questions, c, builder, sending.get(c.name))
@@ -247,7 +245,7 @@ async def check(
         totals = {name: len(mine) for name, mine in rows.items()}
         rough_left, rough_stored = {}, {}
         for c in configurations:
-            mine = [_key(grid.rows[i]) for i in _spread(rows.get(c.name, []), ROUGH_SAMPLE)]
+            mine = [grid.rows[i].request for i in _spread(rows.get(c.name, []), ROUGH_SAMPLE)]
             sent = sending.get(c.name)
             sample = mine if sent is None else _spread(list(sent), ROUGH_SAMPLE)
             rough_left[c.name] = _rough_mean(builder, c, sample)
@@ -266,15 +264,16 @@ async def check(
             chosen = [
                 (c, asked)
                 for c in configurations
-                if not (only_real and experiment.backends[backend_of[c.name]].simulated)
+                if not (only_real and plan.backend(c.name).simulated)
                 for asked in requests[c.name]
             ]
             if cap is not None:
-                rough = _costs(experiment, configurations, requests, (), measuring, None)
-                _fits(experiment, backend_of, rough, [c for c, _ in chosen], cap)
+                inputs = _cost_inputs(plan, configurations, requests, (), measuring)
+                rough, _ = estimated(inputs, experiment.backends, None)
+                _fits(plan, rough, [c for c, _ in chosen], cap)
             # One limiter per backend, as a run has: the calls of one account count together.
             for c, _ in chosen:
-                name = backend_of[c.name]
+                name = backend_of(c.name)
                 if name not in limiters:
                     limiters[name] = RateLimiter.for_transport(c.transport)
                     if accounts and name in accounts:
@@ -286,20 +285,18 @@ async def check(
                         *(
                             _probe(
                                 c,
-                                backend_of[c.name],
+                                backend_of(c.name),
                                 asked,
-                                sim_key
-                                if experiment.backends[backend_of[c.name]].simulated
-                                else None,
-                                limiters[backend_of[c.name]],
+                                sim_key if plan.backend(c.name).simulated else None,
+                                limiters[backend_of(c.name)],
                                 as_grid=as_grid,
                             )
                             for c, asked in calls
                         )
                     )
-                probes.extend(_priced(experiment, p) for p, _ in done)
+                probes.extend(_priced(plan, p) for p, _ in done)
                 for (c, _), (_, used) in zip(calls, done, strict=True):
-                    name = backend_of[c.name]
+                    name = backend_of(c.name)
                     traffic[name] = traffic.get(name, Traffic()) + used
 
             # Each decoding's first call proves it; the rest, which sharpen the estimate,
@@ -307,11 +304,10 @@ async def check(
             await made([(c, asked) for c, asked in chosen if asked.nth == 0])
             if all(p.ok for p in probes):
                 await made([(c, asked) for c, asked in chosen if asked.nth > 0])
-    costs = _costs(experiment, configurations, requests, probes, measuring, stated_output)
-    latencies = _median_latencies(probes)
-    walls = backend_walls(experiment.backends, costs, latencies)
+    inputs = _cost_inputs(plan, configurations, requests, probes, measuring)
+    costs, walls = estimated(inputs, experiment.backends, stated_output)
     after = {**(accounts or {}), **{name: lim.account() for name, lim in limiters.items()}}
-    return CheckReport(
+    return PreflightReport(
         tuple(probes), tuple(costs), tuple(walls), after, traffic, limit, protocols, attempts
     )
 
@@ -321,8 +317,7 @@ class OverCap(RunnerError):
 
 
 def _fits(
-    experiment: Experiment,
-    backend_of: dict[str, str],
+    plan: RunPlan,
     estimates: Sequence[CostEstimate],
     calls: Sequence[Configuration],
     cap: float,
@@ -331,9 +326,7 @@ def _fits(
     input bound and ``max_output_tokens``, as the run's cap counts a call) fits in ``cap``."""
     inputs = {e.configuration: e.tokens.input for e in estimates}
     worst = sum(
-        experiment.backends[backend_of[c.name]].prices.cost(
-            input_bound(inputs[c.name]), c.decoding.max_output_tokens
-        )
+        plan.backend(c.name).prices.cost(input_bound(inputs[c.name]), c.decoding.max_output_tokens)
         for c in calls
     )
     if worst > cap:
@@ -344,8 +337,8 @@ def _fits(
         )
 
 
-def _priced(experiment: Experiment, probe: Probe) -> Probe:
-    prices = experiment.backends[probe.backend].prices
+def _priced(plan: RunPlan, probe: Probe) -> Probe:
+    prices = plan.backend(probe.configuration).prices
     dollars = prices.cost(probe.input_tokens or 0, probe.output_tokens or 0)
     return dataclasses.replace(probe, dollars=dollars)
 
@@ -409,7 +402,7 @@ async def _probe(
     # attempt, under its id.
     call = None if as_grid else f"gb-check-{request.fingerprint[:24]}"
     started = datetime.now(UTC)
-    backend = Backend(configuration, key_for(sim_key)(configuration), limiter=limiter)
+    backend = Client(configuration, key_for(sim_key)(configuration), limiter=limiter)
     try:
         async with backend:
             exchange = await _through_throttles(backend, request, asked.attempt, call)
@@ -453,7 +446,7 @@ async def _probe(
 
 
 async def _through_throttles(
-    backend: Backend, request: Request, attempt: int, call: str | None
+    backend: Client, request: Request, attempt: int, call: str | None
 ) -> Exchange:
     """``backend.send``, sent again after a throttle for up to :data:`PROBE_RETRY_TIME_S`: a
     429 says the limit is lower than configured (the limiter has paused and learnt from it),
@@ -536,48 +529,39 @@ def _sending(
     for name in names:
         held = left.get(name)
         if held is None:  # none stored: every request the limit allows, from attempt 0
-            sending[name] = {
-                RequestKey(c, condition, qid, budget): 0
-                for c, condition, budget, qid in allowed
-                if c == name
-            }
+            sending[name] = {k: 0 for k in allowed if k.configuration == name}
             continue
-        sending[name] = {
-            k: attempt
-            for k, attempt in held.items()
-            if (k.configuration, k.condition, k.budget, k.qid) in allowed
-        }
+        sending[name] = {k: attempt for k, attempt in held.items() if k in allowed}
     return sending
 
 
-def _costs(
-    experiment: Experiment,
+def _cost_inputs(
+    plan: RunPlan,
     configurations: Sequence[Configuration],
     requests: dict[str, list[Asked]],
     probes: Sequence[Probe],
     measuring: _Measuring,
-    stated_output: int | None,
-) -> list[CostEstimate]:
-    costs = []
-    backend_of = {spec.name: spec.backend for spec in experiment.configurations}
+) -> list[CostInputs]:
+    """What each configuration's estimate is made from (:func:`runner.estimate.estimated`):
+    its requests left, the tokens measured, the rough count, its calls' latency."""
+    latencies = _median_latencies(probes)
+    inputs = []
     for c in configurations:
-        backend = backend_of[c.name]
-        spec = experiment.backends[backend]
-        tokens = tokens_per_call(
-            measuring.stored_tokens(c.name),
-            measuring.checked(c.name, probes),
-            _rough(requests[c.name]),
-            stated_output,
-            measuring.rough_left.get(c.name),
-        )
         total, left = measuring.left(c.name)
-        batched = spec.mode == "batch"
-        cost = per_call_cost(spec.prices, tokens, batched)
-        priced = spec.prices.input_per_mtok > 0 or spec.prices.output_per_mtok > 0
-        costs.append(
-            CostEstimate(c.name, backend, total, max(left, 0), tokens, cost, priced, batched)
+        inputs.append(
+            CostInputs(
+                configuration=c.name,
+                backend=plan.backend_of(c.name),
+                requests=total,
+                left=left,
+                stored=measuring.stored_tokens(c.name),
+                probed=measuring.checked(c.name, probes),
+                rough=_rough(requests[c.name]),
+                rough_left=measuring.rough_left.get(c.name),
+                latency_s=latencies.get(c.name),
+            )
         )
-    return costs
+    return inputs
 
 
 def _probed(configuration: str, probes: Sequence[Probe], attempts: int) -> Measured | None:
@@ -635,10 +619,6 @@ def _rows_of(grid: Grid) -> dict[str, list[int]]:
     return rows
 
 
-def _key(row: GridRow) -> RequestKey:
-    return RequestKey(row.configuration, row.condition, row.qid, row.budget)
-
-
 def _spread(items: Sequence[_T], n: int) -> list[_T]:
     """At most ``n`` of ``items``, evenly spread over them: the middle one of each of ``n``
     equal runs, so each stands for its run (in order of budget, say, its share of them).
@@ -656,7 +636,7 @@ def _stored_sample(
     """About :data:`ROUGH_SAMPLE` of a configuration's ``complete`` requests: those not
     ``left`` among as many of its rows, evenly spread, as hold that many at their share."""
     looked = _spread(rows, ROUGH_SAMPLE * len(rows) // max(complete, 1) + 1)
-    return [k for k in (_key(grid.rows[i]) for i in looked) if k not in left]
+    return [k for k in (grid.rows[i].request for i in looked) if k not in left]
 
 
 def _rough_mean(
@@ -736,7 +716,7 @@ def cap_lines(costs: Sequence[CostEstimate], max_spend: float | None) -> list[st
     return lines
 
 
-def check_lines(report: CheckReport, max_spend: float | None = None) -> list[str]:
+def preflight_lines(report: PreflightReport, max_spend: float | None = None) -> list[str]:
     """The check as a user reads it: the calls' outcomes, then each configuration's calls
     left with their tokens and cost, then each backend's wall time."""
     lines = call_lines(report.probes)
@@ -824,7 +804,7 @@ def _span(values: Sequence[float], form: str) -> str:
     return low if low == high else f"{low}–{high}"
 
 
-def note_real_calls(experiment: Experiment, report: CheckReport) -> str | None:
+def note_real_calls(experiment: Experiment, report: PreflightReport) -> str | None:
     """Note the calls ``report`` made on real backends beside the store, for a run's limiters
     (:mod:`runner.calls_note`; the simulator a check starts is not a run's), and the tokens
     every call measured, for a run's estimate; a line saying why it could not be noted, or
@@ -851,13 +831,13 @@ def note_real_calls(experiment: Experiment, report: CheckReport) -> str | None:
 def stored_progress(experiment: Experiment) -> list[Progress]:
     """What the experiment's store holds per configuration: requests complete, and the
     tokens of the answers (nothing before a first run has registered the grid)."""
-    with Store(experiment.store) as store:
+    with Repository(experiment.store) as store:
         return store.progress()
 
 
 def stored_state(experiment: Experiment) -> tuple[list[Progress], Left]:
     """:func:`stored_progress`, and the requests the store has left (:data:`Left`)."""
-    with Store(experiment.store) as store:
+    with Repository(experiment.store) as store:
         progress = store.progress()
         names = [p.configuration for p in progress]
         pending = store.pending(names) if names else []
@@ -868,6 +848,5 @@ def left_of(registered: Sequence[str], pending: Sequence[Pending]) -> Left:
     """The requests left of the ``registered`` configurations, with their next attempts."""
     left: dict[str, dict[RequestKey, int]] = {name: {} for name in registered}
     for p in pending:
-        key = RequestKey(p.configuration, p.condition, p.qid, p.budget)
-        left.setdefault(p.configuration, {})[key] = p.next_attempt
+        left.setdefault(p.configuration, {})[p.request] = p.next_attempt
     return left

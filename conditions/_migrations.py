@@ -1,16 +1,16 @@
-"""The experiment file's migrations ledger: every table of the file is made by a migration,
+"""The experiment file's migrations table: every table of the file is made by a migration,
 and the file records which it has.
 
 An experiment file holds three parts, each with its own numbered migrations: ``cohort``
 (GroundBench's questions, targets and instances) or ``boxes`` (a box benchmark's questions),
 written by this package, and ``run`` (what a run asked and what came back), written by
-``runner.store``. The ledger ``schema_migrations`` holds one row per (part, version) applied.
+``runner.store``. The table ``schema_migrations`` holds one row per (part, version) applied.
 Each change of schema is a new migration, never an edit of an old one: a file made by an older
 groundbench is brought up to date when it is next written, and a part made by a newer one is
 refused rather than misread.
 
-Files made before the ledger named its parts hold a ledger of run versions only and cohort or
-box tables made outside it; :func:`ensure_ledger` brings such a ledger to this form, and adopts
+Files made before the table named its parts hold a table of run versions only and cohort or
+box tables made outside it; :func:`ensure_migrations` brings such a table to this form, and adopts
 those tables as version 1 of their part, which is what they are.
 """
 
@@ -26,11 +26,11 @@ from conditions._errors import DataFileError
 
 Part = Literal["cohort", "boxes", "run"]
 
-LEDGER = "schema_migrations"
-_LEDGER_DDL = f"""CREATE TABLE {LEDGER} (
+MIGRATIONS = "schema_migrations"
+_MIGRATIONS_DDL = f"""CREATE TABLE {MIGRATIONS} (
     part VARCHAR NOT NULL, version INTEGER NOT NULL, what VARCHAR,
     applied_at TIMESTAMPTZ DEFAULT current_timestamp, PRIMARY KEY (part, version))"""
-# The tables that version 1 of a part made, by which an unledgered part is recognised.
+# The tables that version 1 of a part made, by which an unrecorded part is recognised.
 _FIRST_TABLE: dict[Part, str] = {"cohort": "cohort", "boxes": "box_set"}
 
 
@@ -48,36 +48,36 @@ class Migration:
     statements: tuple[str, ...]
 
 
-def ensure_ledger(con: duckdb.DuckDBPyConnection) -> None:
-    """Make the ledger if the file has none, bring an older ledger to this form, and record
-    cohort or box tables made before they were ledgered. Call inside a transaction."""
-    columns = _columns(con, LEDGER)
+def ensure_migrations(con: duckdb.DuckDBPyConnection) -> None:
+    """Make the migrations table if the file has none, bring an older one to this form, and record
+    cohort or box tables made before they were recorded. Call inside a transaction."""
+    columns = _columns(con, MIGRATIONS)
     if not columns:
-        con.execute(_LEDGER_DDL)
+        con.execute(_MIGRATIONS_DDL)
     elif "part" not in columns:  # run versions only, keyed by version alone
-        con.execute(f"ALTER TABLE {LEDGER} RENAME TO {LEDGER}_unparted")
-        con.execute(_LEDGER_DDL)
+        con.execute(f"ALTER TABLE {MIGRATIONS} RENAME TO {MIGRATIONS}_unparted")
+        con.execute(_MIGRATIONS_DDL)
         con.execute(
-            f"INSERT INTO {LEDGER} (part, version, what, applied_at) "
-            f"SELECT 'run', version, what, applied_at FROM {LEDGER}_unparted"
+            f"INSERT INTO {MIGRATIONS} (part, version, what, applied_at) "
+            f"SELECT 'run', version, what, applied_at FROM {MIGRATIONS}_unparted"
         )
-        con.execute(f"DROP TABLE {LEDGER}_unparted")
+        con.execute(f"DROP TABLE {MIGRATIONS}_unparted")
     for part, table in _FIRST_TABLE.items():
-        if _columns(con, table) and ledger_version(con, part) == 0:
+        if _columns(con, table) and applied_version(con, part) == 0:
             con.execute(
-                f"INSERT INTO {LEDGER} (part, version, what) VALUES (?, 1, ?)",
-                [part, f"{part} tables (made before the ledger named its parts)"],
+                f"INSERT INTO {MIGRATIONS} (part, version, what) VALUES (?, 1, ?)",
+                [part, f"{part} tables (made before the migrations table named its parts)"],
             )
 
 
-def ledger_version(con: duckdb.DuckDBPyConnection, part: Part) -> int:
-    """The last version of ``part`` the file has (0: none). Reads a ledger of either form."""
-    columns = _columns(con, LEDGER)
-    if "part" not in columns:  # no ledger, or one of before: tables made outside it are v1
+def applied_version(con: duckdb.DuckDBPyConnection, part: Part) -> int:
+    """The last version of ``part`` the file has (0: none). Reads a table of either form."""
+    columns = _columns(con, MIGRATIONS)
+    if "part" not in columns:  # no table, or one of before: tables made outside it are v1
         if part != "run":
             return 1 if _columns(con, _FIRST_TABLE[part]) else 0
-        return _int(con, f"SELECT coalesce(max(version), 0) FROM {LEDGER}") if columns else 0
-    return _int(con, f"SELECT coalesce(max(version), 0) FROM {LEDGER} WHERE part = ?", [part])
+        return _int(con, f"SELECT coalesce(max(version), 0) FROM {MIGRATIONS}") if columns else 0
+    return _int(con, f"SELECT coalesce(max(version), 0) FROM {MIGRATIONS} WHERE part = ?", [part])
 
 
 def check_known(con: duckdb.DuckDBPyConnection, where: str, migrations: Sequence[Migration]) -> int:
@@ -89,7 +89,7 @@ def check_known(con: duckdb.DuckDBPyConnection, where: str, migrations: Sequence
         A newer groundbench made the part.
     """
     part, known = migrations[-1].part, migrations[-1].version
-    found = ledger_version(con, part)
+    found = applied_version(con, part)
     if found > known:
         raise SchemaTooNewError(
             where,
@@ -112,7 +112,7 @@ def apply_migration(con: duckdb.DuckDBPyConnection, migration: Migration) -> Non
     for statement in migration.statements:
         con.execute(statement)
     con.execute(
-        f"INSERT INTO {LEDGER} (part, version, what) VALUES (?, ?, ?)",
+        f"INSERT INTO {MIGRATIONS} (part, version, what) VALUES (?, ?, ?)",
         [migration.part, migration.version, migration.what],
     )
 

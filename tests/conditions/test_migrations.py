@@ -1,4 +1,4 @@
-"""The experiment file's one migrations ledger, as the cohort and box parts use it: tables made
+"""The experiment file's one migrations table, as the cohort and box parts use it: tables made
 by recorded migrations, older files adopted as they are, newer parts refused (the run part's
 side is tests/runner/store/test_store.py)."""
 
@@ -17,10 +17,10 @@ from conditions import (
     Cohort,
     DataFileError,
     SchemaTooNewError,
+    applied_version,
     box_set,
-    ensure_ledger,
+    ensure_migrations,
     generate_box_benchmark,
-    ledger_version,
     load_box_set,
     load_cohort,
     write_box_set,
@@ -28,7 +28,7 @@ from conditions import (
 )
 
 
-def _ledger(path: Path) -> list[tuple[str, int]]:
+def _migrations(path: Path) -> list[tuple[str, int]]:
     with duckdb.connect(str(path), read_only=True) as con:
         rows = con.execute("SELECT part, version FROM schema_migrations ORDER BY ALL").fetchall()
     return [(str(p), int(v)) for p, v in rows]
@@ -55,45 +55,45 @@ def boxes(tmp_path: Path) -> BoxSet:
 def test_a_cohort_file_records_its_part(tmp_path: Path, small_cohort: Cohort) -> None:
     path = tmp_path / "exp.duckdb"
     write_cohort(path, small_cohort)
-    assert _ledger(path) == [("cohort", 1)]
+    assert _migrations(path) == [("cohort", 1)]
     assert _tables(path) == {"schema_migrations", *_made_by(COHORT_MIGRATIONS[0].statements)}
 
 
 def test_a_box_file_records_its_part(tmp_path: Path, boxes: BoxSet) -> None:
     path = tmp_path / "exp.duckdb"
     write_box_set(path, boxes)
-    assert _ledger(path) == [("boxes", 1)]
+    assert _migrations(path) == [("boxes", 1)]
     assert _tables(path) == {"schema_migrations", "box_set", "box_questions"}
 
 
-def test_a_cohort_from_before_the_ledger_is_adopted_as_version_1(
+def test_a_cohort_from_before_the_migrations_table_is_adopted_as_version_1(
     tmp_path: Path, small_cohort: Cohort
 ) -> None:
     path = tmp_path / "exp.duckdb"
     write_cohort(path, small_cohort)
-    with duckdb.connect(str(path)) as con:  # as groundbench left it: no ledger at all
+    with duckdb.connect(str(path)) as con:  # as groundbench left it: no migrations table at all
         con.execute("DROP TABLE schema_migrations")
     with duckdb.connect(str(path), read_only=True) as con:
-        assert ledger_version(con, "cohort") == 1  # what its tables are, though unrecorded
+        assert applied_version(con, "cohort") == 1  # what its tables are, though unrecorded
     assert load_cohort(path).hash == small_cohort.hash
     with duckdb.connect(str(path)) as con:
-        ensure_ledger(con)
-    assert _ledger(path) == [("cohort", 1)]
+        ensure_migrations(con)
+    assert _migrations(path) == [("cohort", 1)]
     assert load_cohort(path).hash == small_cohort.hash
 
 
-def test_an_unparted_ledger_is_brought_to_parts_once(tmp_path: Path) -> None:
+def test_an_unparted_migrations_table_is_brought_to_parts_once(tmp_path: Path) -> None:
     path = tmp_path / "exp.duckdb"
-    with duckdb.connect(str(path)) as con:  # a run ledger of before: versions only
+    with duckdb.connect(str(path)) as con:  # a run migrations table of before: versions only
         con.execute(
             "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, what VARCHAR, "
             "applied_at TIMESTAMPTZ DEFAULT current_timestamp)"
         )
         con.execute("INSERT INTO schema_migrations (version, what) VALUES (1, 'a'), (2, 'b')")
-        con.execute("CREATE TABLE box_set (hash VARCHAR)")  # made outside the ledger
-        assert ledger_version(con, "run") == 2 and ledger_version(con, "boxes") == 1
+        con.execute("CREATE TABLE box_set (hash VARCHAR)")  # made outside the migrations table
+        assert applied_version(con, "run") == 2 and applied_version(con, "boxes") == 1
         for _ in range(2):
-            ensure_ledger(con)
+            ensure_migrations(con)
         rows = con.execute("SELECT part, version, what FROM schema_migrations ORDER BY ALL")
         assert [r[:2] for r in rows.fetchall()] == [("boxes", 1), ("run", 1), ("run", 2)]
 

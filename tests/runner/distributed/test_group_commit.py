@@ -1,4 +1,4 @@
-"""CommitBatcher: many writers, one write at a time, each released once its row is stored."""
+"""GroupCommit: many writers, one write at a time, each released once its row is stored."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from runner.distributed import CommitBatcher
+from runner.distributed import GroupCommit
 
 
 def test_concurrent_rows_gather_into_few_writes_each_written_once() -> None:
@@ -17,12 +17,12 @@ def test_concurrent_rows_gather_into_few_writes_each_written_once() -> None:
         writes.append(rows)
 
     async def main() -> None:
-        batcher: CommitBatcher[int] = CommitBatcher(write, max_rows=64)
-        await asyncio.gather(*(batcher.put(i) for i in range(200)))
+        commits: GroupCommit[int] = GroupCommit(write, max_rows=64)
+        await asyncio.gather(*(commits.put(i) for i in range(200)))
 
     asyncio.run(main())
-    assert sorted(r for batch in writes for r in batch) == list(range(200))
-    assert len(writes) <= 5  # 64 + 64 + 64 + 8, give or take where the first batch closes
+    assert sorted(r for group in writes for r in group) == list(range(200))
+    assert len(writes) <= 5  # 64 + 64 + 64 + 8, give or take where the first group closes
     assert max(len(b) for b in writes) <= 64
 
 
@@ -33,26 +33,26 @@ def test_put_returns_only_after_its_row_is_written() -> None:
         await asyncio.sleep(0.005)
         written.update(rows)
 
-    async def one(batcher: CommitBatcher[int], i: int) -> None:
-        await batcher.put(i)
+    async def one(commits: GroupCommit[int], i: int) -> None:
+        await commits.put(i)
         assert i in written
 
     async def main() -> None:
-        batcher: CommitBatcher[int] = CommitBatcher(write)
-        await asyncio.gather(*(one(batcher, i) for i in range(50)))
+        commits: GroupCommit[int] = GroupCommit(write)
+        await asyncio.gather(*(one(commits, i) for i in range(50)))
 
     asyncio.run(main())
 
 
-def test_a_failed_write_reaches_the_callers_of_that_batch_only() -> None:
+def test_a_failed_write_reaches_the_callers_of_that_group_only() -> None:
     async def write(rows: list[int]) -> None:
         await asyncio.sleep(0)
         if 3 in rows:
             raise OSError("disk full")
 
     async def main() -> list[BaseException | None]:
-        batcher: CommitBatcher[int] = CommitBatcher(write, max_rows=5)
-        results = await asyncio.gather(*(batcher.put(i) for i in range(10)), return_exceptions=True)
+        commits: GroupCommit[int] = GroupCommit(write, max_rows=5)
+        results = await asyncio.gather(*(commits.put(i) for i in range(10)), return_exceptions=True)
         return [r if isinstance(r, BaseException) else None for r in results]
 
     results = asyncio.run(main())

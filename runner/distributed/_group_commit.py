@@ -1,4 +1,5 @@
-"""Many coroutines' rows, written a batch at a time, each caller released once its row is stored."""
+"""A group commit: many coroutines' rows written a group at a time, each caller released once its
+row is stored."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ from typing import Generic, TypeVar
 Row = TypeVar("Row")
 
 
-class CommitBatcher(Generic[Row]):
+class GroupCommit(Generic[Row]):
     """Gathers rows from concurrent callers into one write at a time.
 
     :meth:`put` returns only when the write holding its row has finished (and raises what the
     write raised), so a caller that waits before its next paid call never has more than one
     response that a crash could lose. While a write is in flight new rows gather for the next:
-    the busier the run, the larger the batches.
+    the busier the run, the larger the groups.
     """
 
     def __init__(
@@ -40,7 +41,7 @@ class CommitBatcher(Generic[Row]):
         await waiter
 
     async def _drain_all(self) -> None:
-        # Let the callers that are ready now, or within the linger, join the first batch: each
+        # Let the callers that are ready now, or within the linger, join the first group: each
         # write has a fixed cost, and a caller waits the linger at most once.
         await asyncio.sleep(self._linger_s)
         while self._rows:
