@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, TypedDict
 
 from conditions._cohort import Cohort, Question
 from conditions._errors import ConditionsError
@@ -207,12 +207,22 @@ class RequestKey:
 
     def attempt(self, n: int) -> AttemptKey:
         """The key of this request's attempt ``n`` (0 the first)."""
-        return AttemptKey(
-            configuration=self.configuration,
-            condition=self.condition,
-            budget=self.budget,
-            qid=self.qid,
-            attempt=n,
+        return AttemptKey(**self.fields(), attempt=n)
+
+    def fields(self) -> KeyFields:
+        """The key's fields by name, for a row that spreads them into its columns."""
+        return {
+            "configuration": self.configuration,
+            "condition": self.condition,
+            "budget": self.budget,
+            "qid": self.qid,
+        }
+
+    @classmethod
+    def of(cls, row: Keyed) -> RequestKey:
+        """The request a row (a store row, a record, a view) names in its fields."""
+        return cls(
+            configuration=row.configuration, condition=row.condition, budget=row.budget, qid=row.qid
         )
 
 
@@ -232,12 +242,47 @@ class AttemptKey(NamedTuple):
     @property
     def request(self) -> RequestKey:
         """The request this is an attempt at."""
-        return RequestKey(
-            configuration=self.configuration,
-            condition=self.condition,
-            budget=self.budget,
-            qid=self.qid,
+        return RequestKey.of(self)
+
+    @classmethod
+    def of(cls, row: AttemptKeyed) -> AttemptKey:
+        """The attempt a row (a store row, a record, a view) names in its fields."""
+        return cls(
+            configuration=row.configuration,
+            condition=row.condition,
+            budget=row.budget,
+            qid=row.qid,
+            attempt=row.attempt,
         )
+
+
+class KeyFields(TypedDict):
+    """A request key's fields by name (:meth:`RequestKey.fields`)."""
+
+    configuration: str
+    condition: str
+    budget: int
+    qid: str
+
+
+class Keyed(Protocol):
+    """Anything that names a request in its fields: a store's row, a record, a view."""
+
+    @property
+    def configuration(self) -> str: ...
+    @property
+    def condition(self) -> str: ...
+    @property
+    def budget(self) -> int: ...
+    @property
+    def qid(self) -> str: ...
+
+
+class AttemptKeyed(Keyed, Protocol):
+    """... and an attempt at it."""
+
+    @property
+    def attempt(self) -> int: ...
 
 
 @dataclass(frozen=True)

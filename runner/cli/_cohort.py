@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from runner.cli._app import cohort_app
-from runner.cli._common import COHORT_SEED, console, sources_asked, store_given
+from runner.cli._common import COHORT_SEED, StoreArgument, console, sources_asked, store_given
 
 
 @cohort_app.command("build")
@@ -59,9 +59,7 @@ def cohort_build(
 
 @cohort_app.command("summary")
 def cohort_summary(
-    store: Annotated[
-        Path, typer.Argument(help="The experiment file (TOML) or its store (DuckDB file).")
-    ],
+    store: StoreArgument,
 ) -> None:
     """Show a cohort: counts per source and bin, thresholds, C_N per budget."""
     from conditions import load_cohort

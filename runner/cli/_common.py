@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -31,6 +31,14 @@ OUTPUT_TOKENS_HELP = (
     "Mean output tokens per call to assume in the estimates [default: measured from the "
     "stored answers, else from the check's call]."
 )
+# The argument of every command that reads a store: the store, or the experiment that names it.
+StoreArgument = Annotated[
+    Path, typer.Argument(help="The experiment file (TOML) or its store (DuckDB file).")
+]
+# ... where the store is read after a run.
+RunStoreArgument = Annotated[
+    Path, typer.Argument(help="The experiment file (TOML) or its store (after a run).")
+]
 SHOWN_DIGITS = 6  # significant digits of a float in a table; csv and json keep all
 
 

@@ -12,7 +12,7 @@ import typer
 from rich.progress import Progress
 
 from runner.cli._app import app
-from runner.cli._common import console, say_snapshot, snapshot_of_run, store_given
+from runner.cli._common import RunStoreArgument, console, say_snapshot, snapshot_of_run, store_given
 
 if TYPE_CHECKING:
     from runner.store import Reading
@@ -20,9 +20,7 @@ if TYPE_CHECKING:
 
 @app.command()
 def report(
-    store: Annotated[
-        Path, typer.Argument(help="The experiment file (TOML) or its store (after a run).")
-    ],
+    store: RunStoreArgument,
     out: Annotated[
         Path | None,
         typer.Option(

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
-import typer
 from rich.progress import Progress
 
 from runner.cli._app import app
-from runner.cli._common import console, store_given
+from runner.cli._common import RunStoreArgument, console, store_given
 
 
 @app.command()
 def rescore(
-    store: Annotated[
-        Path, typer.Argument(help="The experiment file (TOML) or its store (after a run).")
-    ],
+    store: RunStoreArgument,
 ) -> None:
     """Score every stored polygon answer against the other references, sending no call: G_N
     at each of the 8 sampling phases, the unreduced part, the union of all parts, and the

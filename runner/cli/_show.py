@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from runner.cli._app import app
-from runner.cli._common import console, say_snapshot, snapshot_of_run, store_given
+from runner.cli._common import StoreArgument, console, say_snapshot, snapshot_of_run, store_given
 
 if TYPE_CHECKING:
     from runner.overlays import AnswerView
@@ -18,9 +18,7 @@ if TYPE_CHECKING:
 
 @app.command()
 def show(
-    store: Annotated[
-        Path, typer.Argument(help="The experiment file (TOML) or its store (DuckDB file).")
-    ],
+    store: StoreArgument,
     qid: Annotated[str, typer.Argument(help="The question, as the cohort names it.")],
     configuration: Annotated[
         str | None, typer.Option(help="The configuration [default: the only one stored for QID].")

@@ -6,7 +6,6 @@ import csv
 import functools
 import json
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -17,6 +16,7 @@ from runner.cli._common import (
     MAX_QUERY_TIMEOUT,
     QUERY_TIMEOUT,
     OutputFormat,
+    StoreArgument,
     console,
     shown,
     store_given,
@@ -25,9 +25,7 @@ from runner.cli._common import (
 
 @app.command()
 def sql(
-    store: Annotated[
-        Path, typer.Argument(help="The experiment file (TOML) or its store (DuckDB file).")
-    ],
+    store: StoreArgument,
     query: Annotated[str, typer.Argument(help='A query, e.g. "SELECT * FROM cell_summary".')],
     output: Annotated[
         OutputFormat, typer.Option("--format", help="table, csv or json (one object per row).")

@@ -127,10 +127,4 @@ class AnswerView:
 
     @property
     def key(self) -> AttemptKey:
-        return AttemptKey(
-            configuration=self.configuration,
-            condition=self.condition,
-            budget=self.budget,
-            qid=self.qid,
-            attempt=self.attempt,
-        )
+        return AttemptKey.of(self)

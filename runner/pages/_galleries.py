@@ -67,13 +67,7 @@ class GalleryItem:
 
     @property
     def key(self) -> AttemptKey:
-        return AttemptKey(
-            configuration=self.configuration,
-            condition=self.condition,
-            budget=self.budget,
-            qid=self.qid,
-            attempt=self.attempt,
-        )
+        return AttemptKey.of(self)
 
     @property
     def cell(self) -> Cell:

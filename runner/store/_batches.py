@@ -96,13 +96,7 @@ class BatchKey(NamedTuple):
     @property
     def key(self) -> AttemptKey:
         """The attempt it holds."""
-        return AttemptKey(
-            configuration=self.configuration,
-            condition=self.condition,
-            budget=self.budget,
-            qid=self.qid,
-            attempt=self.attempt,
-        )
+        return AttemptKey.of(self)
 
 
 class BatchProblem(NamedTuple):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from conditions import AttemptKey, RequestKey
 from runner.backends import AttemptRecord
@@ -54,7 +54,7 @@ class ResponseRow(NamedTuple):
 
     @property
     def key(self) -> AttemptKey:
-        return _key_of(self)
+        return AttemptKey.of(self)
 
 
 class ScoreRow(NamedTuple):
@@ -85,7 +85,7 @@ class ScoreRow(NamedTuple):
 
     @property
     def key(self) -> AttemptKey:
-        return _key_of(self)
+        return AttemptKey.of(self)
 
 
 class ControlRow(NamedTuple):
@@ -157,11 +157,11 @@ class Pending(NamedTuple):
 
     @classmethod
     def of(cls, key: RequestKey, *, next_attempt: int) -> Pending:
-        return cls(**_fields_of(key), next_attempt=next_attempt)
+        return cls(**key.fields(), next_attempt=next_attempt)
 
     @property
     def request(self) -> RequestKey:
-        return _request_of(self)
+        return RequestKey.of(self)
 
     @property
     def attempt_key(self) -> AttemptKey:
@@ -185,7 +185,7 @@ class ScoreJob(NamedTuple):
 
     @property
     def key(self) -> AttemptKey:
-        return _key_of(self)
+        return AttemptKey.of(self)
 
 
 @dataclass(frozen=True)
@@ -213,11 +213,11 @@ class GridRow(NamedTuple):
 
     @classmethod
     def of(cls, key: RequestKey, *, attempts: int) -> GridRow:
-        return cls(**_fields_of(key), attempts=attempts)
+        return cls(**key.fields(), attempts=attempts)
 
     @property
     def request(self) -> RequestKey:
-        return _request_of(self)
+        return RequestKey.of(self)
 
 
 @dataclass(frozen=True)
@@ -267,50 +267,6 @@ class ErrorCount:
     code: str | None
     count: int
     message: str | None
-
-
-class _Keyed(Protocol):
-    """A row that names a request's fields, and maybe an attempt's."""
-
-    @property
-    def configuration(self) -> str: ...
-    @property
-    def condition(self) -> str: ...
-    @property
-    def budget(self) -> int: ...
-    @property
-    def qid(self) -> str: ...
-
-
-class _AttemptKeyed(_Keyed, Protocol):
-    @property
-    def attempt(self) -> int: ...
-
-
-def _fields_of(key: RequestKey) -> dict[str, Any]:
-    """A request key's fields by name, for a row that spreads them into its columns."""
-    return {
-        "configuration": key.configuration,
-        "condition": key.condition,
-        "budget": key.budget,
-        "qid": key.qid,
-    }
-
-
-def _request_of(row: _Keyed) -> RequestKey:
-    return RequestKey(
-        configuration=row.configuration, condition=row.condition, budget=row.budget, qid=row.qid
-    )
-
-
-def _key_of(row: _AttemptKeyed) -> AttemptKey:
-    return AttemptKey(
-        configuration=row.configuration,
-        condition=row.condition,
-        budget=row.budget,
-        qid=row.qid,
-        attempt=row.attempt,
-    )
 
 
 def response_row(record: AttemptRecord) -> ResponseRow:
