@@ -57,18 +57,9 @@ def report(
     apart, then parts that repeat the row labels), never a number or a word; piped or
     redirected, each table is drawn at its own width (rows whole up to 240 characters, long
     prose wrapped at spaces beyond)."""
-    from conditions import holds_box_set
     from runner._output import check_folder, writing_into
     from runner._tables import print_whole
-    from runner.reports import (
-        all_tables,
-        fitting_table,
-        load_box_report,
-        load_report_data,
-        omitted_note,
-        shown_and_omitted,
-        write_report_files,
-    )
+    from runner.reports import fitting_table, omitted_note, report_of, write_report_files
     from runner.store import reading
 
     store = store_given(store)
@@ -78,15 +69,10 @@ def report(
     with reading(store, snapshot_of_run) as source:
         say_snapshot(source)
         with source.open() as con:
-            if holds_box_set(con):
-                tables, data = [load_box_report(con, store).table()], None
-            else:
-                data = load_report_data(con, store)
-                tables = all_tables(data)
-        tables, omitted = shown_and_omitted(tables)
-        for table in tables:
+            made = report_of(con, store)
+        for table in made.shown:
             print_whole(console, fitting_table(table, console))
-        for table in omitted:
+        for table in made.omitted:
             console.print(
                 omitted_note(table),
                 soft_wrap=not console.is_terminal, markup=False, highlight=False,
@@ -96,7 +82,7 @@ def report(
     if out is None:
         return
     with writing_into(out, "--out"):
-        written = write_report_files(out, tables=tables, omitted=omitted, data=data)
+        written = write_report_files(out, tables=made.shown, omitted=made.omitted, data=made.data)
     tidy = written.results
     console.print(
         f"wrote {written.table_files} table files, {len(written.figures)} figure files"

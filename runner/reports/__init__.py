@@ -12,10 +12,17 @@ re-scored answers: :func:`phase_audit_figures`, :func:`alternate_reference_figur
 tables are :func:`cohort_tables`).
 The rank-stability and subdivision-only analyses are plain values too (:func:`rank_stability`,
 :func:`subdivision_contrasts`), and :func:`findings` states the paper's §4 claims as verdicts
-from all of them. :func:`write_report_files` writes the tables, figures and results as files.
+from all of them. :func:`report_of` is every table of a store (a box benchmark's one, or the
+grid's), and :func:`write_report_files` writes the tables, figures and results as files.
 """
 
-from runner.reports._all import all_tables, omitted_note, shown_and_omitted
+from runner.reports._all import (
+    StoreReport,
+    all_tables,
+    omitted_note,
+    report_of,
+    shown_and_omitted,
+)
 from runner.reports._box_tables import BoxReport, BoxRun, box_benchmark_table, load_box_report
 from runner.reports._cohort import (
     Allowance,
@@ -129,6 +136,7 @@ __all__ = [
     "Result",
     "Shape",
     "Shift",
+    "StoreReport",
     "StoredCohort",
     "SubdivisionContrast",
     "Unscored",
@@ -158,6 +166,7 @@ __all__ = [
     "rank_stability_table",
     "render",
     "render_html",
+    "report_of",
     "results",
     "rich_table",
     "shown_and_omitted",

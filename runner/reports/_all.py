@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from conditions import holds_box_set
+from runner.reports._box_tables import load_box_report
 from runner.reports._cohort_tables import cohort_tables
-from runner.reports._data import ReportData
+from runner.reports._data import ReportData, load_report_data
 from runner.reports._findings import findings_table
 from runner.reports._ranks import rank_stability_table
 from runner.reports._robustness import (
@@ -32,6 +39,27 @@ def all_tables(data: ReportData) -> list[ReportTable]:
         findings_table(data),
         *cohort_tables(data),
     ]
+
+
+@dataclass(frozen=True)
+class StoreReport:
+    """What a store reports: the tables with rows, those left out for having none, and the
+    data they were read from (``None`` for a box benchmark's store, which has one table)."""
+
+    shown: list[ReportTable]
+    omitted: list[ReportTable]
+    data: ReportData | None
+
+
+def report_of(con: duckdb.DuckDBPyConnection, store: Path) -> StoreReport:
+    """Every table of the store open on ``con``: a box benchmark's one table, or the grid's."""
+    if holds_box_set(con):
+        tables, data = [load_box_report(con, store).table()], None
+    else:
+        data = load_report_data(con, store)
+        tables = all_tables(data)
+    shown, omitted = shown_and_omitted(tables)
+    return StoreReport(shown=shown, omitted=omitted, data=data)
 
 
 def shown_and_omitted(tables: list[ReportTable]) -> tuple[list[ReportTable], list[ReportTable]]:
