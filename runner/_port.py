@@ -12,10 +12,39 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
-from runner.backends import Client
+from runner.backends import CallError, Client, QuotaExhausted
 from runner.store import Pending
+
+StopKind = Literal["quota", "refused", "capped"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stop:
+    """Why a backend stopped before its calls were done, and what the user does about it.
+
+    - ``quota``: the account's quota or balance is spent (:class:`QuotaExhausted`); ``why`` is
+      the server's words. Top the account up or raise its limit (or let a daily quota reset),
+      then run again; ``--wait-on-quota`` waits within the run instead.
+    - ``refused``: its key, the account's permission or the model was refused (401, 403, 404):
+      no call of it can succeed, and no wait mends it; ``why`` is the error with its status and
+      code. Put the key (``api_key_env``) or the model right, then run again.
+    - ``capped``: the run's spending cap (``--max-spend``) pays for no further call; ``why``
+      says what the next one could have cost. Run again with a higher cap.
+
+    What is left of its calls stays pending in the store, for the next run.
+    """
+
+    kind: StopKind
+    why: str
+
+    @classmethod
+    def of(cls, error: CallError) -> Stop:
+        """The stop a terminal ``error`` (``error.stops``) makes: spent quota, or a refusal."""
+        if isinstance(error, QuotaExhausted):
+            return cls(kind="quota", why=error.message)
+        return cls(kind="refused", why=str(error))  # with its status and code: what is looked up
 
 
 @dataclass(frozen=True)
@@ -66,8 +95,7 @@ class Outcome:
     answered: int
     errored: int
     transient: int = 0  # of the errored: attempts that a transient failure ended
-    quota: str | None = None  # the quota error that stopped the backend, if one did
-    refused: str | None = None  # the refusal of its key or model that stopped it, if one did
+    stop: Stop | None = None  # what stopped the backend (spent quota, a refusal), if anything did
     input_tokens: int = 0  # of its answers: what the provider bills
     output_tokens: int = 0  # reasoning included, as both wires report it
     # The largest input one answer reported: the spending cap's bound on a call's input
@@ -135,4 +163,4 @@ class CallPort(Protocol):
         ...
 
 
-__all__ = ["CallPort", "Outcome", "Shape", "Traffic", "online_shape"]
+__all__ = ["CallPort", "Outcome", "Shape", "Stop", "StopKind", "Traffic", "online_shape"]

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from runner._fit import Column, fitted
+from runner._port import Stop, StopKind
 from runner.batch import OpenBatch
 from runner.estimate import Limited, eta_s
 from runner.experiment import Prices
@@ -52,7 +53,6 @@ class BackendView:
     tokens_per_min: float
     in_flight: int
     ceiling: int  # the most calls admitted in flight now (lowered on a throttle)
-    quota: str | None
     spend: float  # from the configured prices
     calls_sent: int = 0  # HTTP calls: every try of every attempt
     answered: int = 0  # attempts that got an answer
@@ -61,7 +61,7 @@ class BackendView:
     transient_retried: int = 0  # transient failures tried again within their attempt
     transient_ended: int = 0  # attempts that a transient failure ended (stored as errors)
     reachable: bool = True
-    refused: str | None = None  # the refusal of its key or model that stopped it
+    stop: Stop | None = None  # what stopped it (spent quota, a refusal), if anything did
     batch: bool = False  # in batch mode: spend at the batch price; no HTTP rates
     batches: tuple[OpenBatch, ...] = ()  # its batches open now
     saved: float = 0.0  # what the batch price saved against the online one
@@ -129,7 +129,10 @@ def _backend_view(
     name: str, stats: WorkerStats | None, old: WorkerStats | None, span: float, prices: Prices
 ) -> BackendView:
     if stats is None:
-        return BackendView(name, 0.0, 0.0, 0, 0, None, 0.0, reachable=False)
+        return BackendView(
+            name=name, requests_per_s=0.0, tokens_per_min=0.0, in_flight=0, ceiling=0, spend=0.0,
+            reachable=False,
+        )  # fmt: skip
     per_s = tokens = 0.0
     if old is not None and span > 0:
         per_s = (stats.requests - old.requests) / span
@@ -143,7 +146,6 @@ def _backend_view(
         tokens_per_min=max(tokens, 0.0),
         in_flight=stats.in_flight,
         ceiling=stats.ceiling,
-        quota=stats.quota,
         spend=spend,
         batch=stats.batch,
         batches=stats.batches,
@@ -154,7 +156,7 @@ def _backend_view(
         throttled=stats.limiter.throttles,
         transient_retried=stats.traffic.transient_retried,
         transient_ended=stats.errors.get("transient", 0),
-        refused=stats.refused,
+        stop=stats.stop,
     )
 
 
@@ -261,6 +263,14 @@ def _table(title: str, narrow: bool, caption: str | None = None) -> Table:
     )
 
 
+# A stopped backend's quota cell, narrow and wide: a worker stops for these two (the spending
+# cap stops the feeder, not a worker; the summary tells it).
+_STOP_CELLS: dict[StopKind, tuple[str, str]] = {
+    "quota": ("SPENT", "EXHAUSTED"),
+    "refused": ("REFUSED", "KEY/MODEL REFUSED"),
+}
+
+
 def _backends(view: Snapshot, narrow: bool = False) -> _Spec:
     headers = [(short if narrow else column, column) for column, short in _BACKEND_COLUMNS]
     columns = tuple(
@@ -270,11 +280,10 @@ def _backends(view: Snapshot, narrow: bool = False) -> _Spec:
     )
     rows = []
     for b in view.backends:
-        quota: str | Text = (
-            "—" if b.quota is None else Text("SPENT" if narrow else "EXHAUSTED", style="bold red")
-        )
-        if b.refused is not None:  # the key or model: stopped as for quota
-            quota = Text("REFUSED" if narrow else "KEY/MODEL REFUSED", style="bold red")
+        quota: str | Text = "—"
+        if b.stop is not None and b.stop.kind in _STOP_CELLS:  # stopped: quota, key or model
+            short, word = _STOP_CELLS[b.stop.kind]
+            quota = Text(short if narrow else word, style="bold red")
         rates = [] if narrow else [f"{b.requests_per_s:,.1f}", f"{b.tokens_per_min:,.0f}"]
         rows.append(
             (
@@ -351,10 +360,10 @@ def summary_line(view: Snapshot) -> str:
     parts.append(f"ETA {_duration(view.eta_s)}")
     throttled = sum(b.throttled for b in view.backends)
     parts.append(f"{throttled:,} throttled (429)")
-    spent = [b.name for b in view.backends if b.quota]
+    spent = [b.name for b in view.backends if _why(b, "quota")]
     if spent:
         parts.append(f"quota exhausted: {', '.join(spent)}")
-    refused = [b.name for b in view.backends if b.refused]
+    refused = [b.name for b in view.backends if _why(b, "refused")]
     if refused:
         parts.append(f"key or model refused: {', '.join(refused)}")
     return " · ".join(parts)
@@ -397,6 +406,20 @@ def plain_lines(view: Snapshot) -> list[str]:
     return [summary_line(view), *(line for b in view.backends for line in _backend_lines(b))]
 
 
+def _why(b: BackendView, kind: StopKind) -> str | None:
+    """The words of what stopped ``b``, if it stopped for ``kind``."""
+    return b.stop.why if b.stop is not None and b.stop.kind == kind else None
+
+
+def _stop_note(b: BackendView) -> str:
+    """What stopped ``b``, at the end of its log line."""
+    if quota := _why(b, "quota"):
+        return f", QUOTA EXHAUSTED ({quota})"
+    if refused := _why(b, "refused"):
+        return f", STOPPED: {refused}"
+    return ""
+
+
 def _backend_lines(b: BackendView, ages: bool = True) -> list[str]:
     """A backend for a log: one line, or a batch-mode backend's totals and each open batch
     (``ages``: with how long each has been open)."""
@@ -408,8 +431,7 @@ def _backend_lines(b: BackendView, ages: bool = True) -> list[str]:
         f"{b.answered:,} attempts answered, {b.finished:,} requests finished; "
         f"{b.throttled:,} × 429; transient failures: {b.transient_retried:,} retried, "
         f"{b.transient_ended:,} ended an attempt; spend ${b.spend:,.2f}"
-        + (f", QUOTA EXHAUSTED ({b.quota})" if b.quota else "")
-        + (f", STOPPED: {b.refused}" if b.refused else "")
+        + _stop_note(b)
         + ("" if b.reachable else " (restarting)")
     ]
 
@@ -419,9 +441,7 @@ def _batch_lines(b: BackendView, ages: bool = True) -> list[str]:
     lines = [
         f"  {b.name} (batch mode): {len(b.batches):,} batches open; {b.answered:,} attempts "
         f"answered, {b.finished:,} stored; spend ${b.spend:,.2f} at the batch price "
-        f"(${b.saved:,.2f} saved)"
-        + (f", QUOTA EXHAUSTED ({b.quota})" if b.quota else "")
-        + (f", STOPPED: {b.refused}" if b.refused else "")
+        f"(${b.saved:,.2f} saved)" + _stop_note(b)
     ]
     for o in b.batches:
         lines.append(

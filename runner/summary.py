@@ -19,6 +19,7 @@ from runner.experiment import Experiment
 
 # Annotations only: runner.distributed's __init__ imports the driver, which imports this module.
 if TYPE_CHECKING:
+    from runner._port import StopKind
     from runner.distributed._report import BatchReport, RunReport
     from runner.store import ErrorCount
 
@@ -47,11 +48,9 @@ def summary_lines(
             f"{p.answered:,} answers, {p.scored:,} scored"
         )
     for b in report.backends:
-        if b.quota is not None:
-            lines.append(f"  backend {b.name} stopped: quota exhausted ({_said(b.quota)})")
-        if b.refused is not None:
+        if b.stop is not None and b.stop.kind in _STOPPED:  # the cap's line is the run's, below
             lines.append(
-                f"  backend {b.name} stopped: no call of it can succeed ({_said(b.refused)})"
+                f"  backend {b.name} stopped: {_STOPPED[b.stop.kind]} ({_said(b.stop.why)})"
             )
         if b.learnt_per_minute is not None:
             learnt = math.floor(b.learnt_per_minute)
@@ -83,7 +82,7 @@ def summary_lines(
     for b in report.backends:
         if b.batch is not None:
             lines += batch_lines(b.name, b.spent, b.batch)
-    if any(b.capped for b in report.backends):
+    if _stopped(report, "capped"):
         lines.append(
             f"  stopped at the spending cap (--max-spend ${report.max_spend:,.2f}); "
             "run again with a higher cap to go on"
@@ -153,6 +152,14 @@ def batch_lines(name: str, spent: float, batch: BatchReport) -> list[str]:
     return lines
 
 
+_STOPPED = {"quota": "quota exhausted", "refused": "no call of it can succeed"}
+
+
+def _stopped(report: RunReport, kind: StopKind) -> bool:
+    """Whether a backend of the run stopped for ``kind``."""
+    return any(b.stop is not None and b.stop.kind == kind for b in report.backends)
+
+
 def _said(text: str) -> str:
     """A server's words as one line of the summary, capped and redacted (issue 37)."""
     return one_line(text, limit=MAX_MESSAGE)
@@ -164,9 +171,9 @@ _TOO_LARGE = " (a file too large: set a lower batch.max_bytes or max_requests)"
 def _once(report: RunReport) -> str:
     """What must happen before the requests left can succeed, where a backend was stopped."""
     needs = []
-    if any(b.refused for b in report.backends):
+    if _stopped(report, "refused"):
         needs.append("the key or model is put right")
-    if any(b.quota for b in report.backends):
+    if _stopped(report, "quota"):
         needs.append("the quota resets")
     return f" (once {' and '.join(needs)})" if needs else ""
 

@@ -45,7 +45,7 @@ from typing import Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from conditions import AttemptKey, Builder, Configuration, Request, RequestKey, Transport
-from runner._port import Outcome, Shape
+from runner._port import Outcome, Shape, Stop
 from runner.backends import (
     AttemptRecord,
     CallError,
@@ -189,8 +189,7 @@ class BatchOutcome:
     problems: int = 0  # result lines that could not be read
     input_tokens: int = 0
     output_tokens: int = 0
-    quota: str | None = None  # the quota error that stopped submitting, if one did
-    refused: str | None = None  # the refusal that stopped the backend, if one did
+    stop: Stop | None = None  # what stopped submitting (spent quota, a refusal), if anything did
     not_made: str | None = None  # a file or batch the provider refused, which stopped submitting
     elsewhere: int = 0  # open batches recorded at another origin: left open, never polled
     elsewhere_why: str | None = None  # the first of them, and why (one line)
@@ -341,7 +340,7 @@ class BatchRunner:
         if isinstance(self._stop, QuotaExhausted):
             self._stop = None
             self._halted = False
-            self.outcome.quota = None
+            self.outcome.stop = None
 
     def driver_gone(self, why: str) -> None:
         """Upload no file and create no batch from now on: no record of it could reach a
@@ -368,7 +367,7 @@ class BatchRunner:
     def _outcome(self, tally: _Tally, given_back: Sequence[Pending] = ()) -> Outcome:
         return Outcome(
             tally.finished, tally.attempts, tally.answered, tally.errored, tally.transient,
-            quota=self.outcome.quota, refused=self.outcome.refused,
+            stop=self.outcome.stop,
             input_tokens=tally.input_tokens, output_tokens=tally.output_tokens,
             max_input_tokens=tally.max_input_tokens, given_back=tuple(given_back),
             unrun=tally.unrun,
@@ -705,10 +704,7 @@ class BatchRunner:
         if not exc.stops or self._stop is not None:
             return
         self._stop = exc
-        if isinstance(exc, QuotaExhausted):
-            self.outcome.quota = exc.message
-        else:
-            self.outcome.refused = str(exc)
+        self.outcome.stop = Stop.of(exc)
         self._notify()
 
     async def _quietly(self, work: Awaitable[object]) -> None:

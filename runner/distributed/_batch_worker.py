@@ -142,6 +142,6 @@ class BatchWorker:
         stats.attempts, stats.requests = outcome.attempts, outcome.finished
         stats.answered, stats.errored = outcome.answered, outcome.errored
         stats.input_tokens, stats.output_tokens = outcome.input_tokens, outcome.output_tokens
-        stats.quota, stats.refused = outcome.quota, outcome.refused
+        stats.stop = outcome.stop
         stats.batches = tuple(self.runner.open_batches())
         return stats

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 from conditions import RequestKey
 from runner._errors import RunnerError
-from runner._port import CallPort, Outcome, Shape, Traffic
+from runner._port import CallPort, Outcome, Shape, Stop, Traffic
 from runner.distributed._spend import SpendCap, WorstCase
 from runner.store import Pending
 
@@ -88,8 +88,7 @@ class Feed:
     shape: Shape
     cost: Callable[[int, int], float] = lambda _input, _output: 0.0  # dollars of tokens
     worst: WorstCase | None = None  # the most one call can cost (None: calls cost nothing)
-    quota: str | None = None  # the quota error that stopped it, if one did
-    refused: str | None = None  # the refusal of its key or model that stopped it, if one did
+    stop: Stop | None = None  # what stopped it (spent quota, a refusal, the cap), if anything did
     restarts: int = 0
     finished: int = 0  # requests whose attempts finished
     answered: int = 0  # attempts that got an answer
@@ -101,7 +100,6 @@ class Feed:
     spent: float = 0.0  # dollars this run, from the tokens of its answers
     input_tokens: int = 0
     output_tokens: int = 0
-    capped: bool = False  # stopped by the run's spending cap
     learnt_per_minute: float | None = None  # the limit its 429s taught, as last reported
     # Times each call was handed this run (see turn); what the worker given it left open is
     # collected before anything else (set again when a new worker replaces a dead one).
@@ -137,17 +135,28 @@ class _Lease:
 class _Fed:
     """How one round of handing a backend its calls ended."""
 
-    quota: str | None = None  # the quota error that stopped it
-    refused: str | None = None  # the refusal that stopped it
+    stop: Stop | None = None  # what stopped it: spent quota, a refusal, the spending cap
     lost: list[Pending] = field(default_factory=list)  # the calls its dead worker held
     died: bool = False  # its worker died
-    capped: bool = False  # the spending cap paid for no more calls
-    next_worst: float = 0.0  # with capped: the most the next call could have cost
+    next_worst: float = 0.0  # when capped: the most the next call could have cost
     progressed: bool = False  # a lease took a call, stored a record or freed a batch's lines
 
     @property
     def stopped(self) -> bool:
-        return self.quota is not None or self.refused is not None or self.died
+        return self.stop is not None or self.died
+
+
+def _graver(held: Stop | None, met: Stop | None) -> Stop | None:
+    """Of the stops a round met, the one that decides what follows: a refusal, which no wait
+    mends, over spent quota; else the first met.
+
+    >>> quota, key = Stop(kind="quota", why="spent"), Stop(kind="refused", why="401")
+    >>> _graver(quota, key) == _graver(key, quota) == key, _graver(None, quota) == quota
+    (True, True)
+    """
+    if held is None or (met is not None and met.kind == "refused" and held.kind != "refused"):
+        return met
+    return held
 
 
 class Feeder:
@@ -195,21 +204,21 @@ class Feeder:
             if fed.died:
                 await self._after_death(feed, fed.lost)
                 continue
-            if fed.capped:
-                feed.capped = True
-                self._say_capped(feed, fed.next_worst)
-                return
-            if fed.refused is not None:
-                feed.refused = fed.refused
-                self._echo(
-                    f"backend {feed.name}: stopped, no call of it can succeed: {fed.refused}"
-                )
-                return
-            if fed.quota is not None:
-                if not await self._waited_out(feed, fed.quota, waits):
+            stop = fed.stop
+            if stop is not None and stop.kind == "quota":
+                if not await self._waited_out(feed, stop, waits):
                     return
                 waits += 1
                 continue
+            if stop is not None:  # the cap, or a refusal: no wait mends either
+                feed.stop = stop
+                if stop.kind == "capped":
+                    self._say_capped(feed, fed.next_worst)
+                else:
+                    self._echo(
+                        f"backend {feed.name}: stopped, no call of it can succeed: {stop.why}"
+                    )
+                return
             if not fed.progressed:  # every call came back unsent: nothing more to do now
                 return
 
@@ -217,17 +226,17 @@ class Feeder:
         """The calls whose attempt may be handed (again) this run."""
         return [c for c in calls if feed.handed[feed.turn(c)] <= feed.shape.resends]
 
-    async def _waited_out(self, feed: Feed, quota: str, waits: int) -> bool:
+    async def _waited_out(self, feed: Feed, quota: Stop, waits: int) -> bool:
         """After a quota error: whether the backend goes on (the policy's wait, once more)."""
-        feed.quota = quota
+        feed.stop = quota
         wait = self._policy.wait_on_quota_s
         if wait is None or waits >= self._policy.max_quota_waits:
-            self._echo(f"backend {feed.name}: quota exhausted, stopped: {quota}")
+            self._echo(f"backend {feed.name}: quota exhausted, stopped: {quota.why}")
             return False
         self._echo(f"backend {feed.name}: quota exhausted; trying again in {wait:g} s")
         await self._sleep(wait)
         await feed.port.resume_after_quota()
-        feed.quota = None
+        feed.stop = None
         feed.handed.clear()  # what the quota ended goes again: the quota has been waited out
         return True
 
@@ -292,8 +301,7 @@ class Feeder:
             self._cap.count(spent)
         for c in outcome.given_back:  # never sent: it may be handed again
             feed.handed[feed.turn(c)] -= 1
-        fed.quota = fed.quota or outcome.quota
-        fed.refused = fed.refused or outcome.refused
+        fed.stop = _graver(fed.stop, outcome.stop)
         # Progress: the port took a call (each is handed a bounded number of times a run), stored
         # a record, or had a batch's lines end unrun (the store has them pending again); a round
         # that only had calls given back would go round for ever.
@@ -326,8 +334,10 @@ class Feeder:
                     if left and not fed.stopped and self._cap is not None and self._cap.holding:
                         await self._cap.next_settled()  # another backend may give some back
                         continue
-                    fed.capped = bool(left) and not fed.stopped
-                    fed.next_worst = feed.worst_case(left[0]) if left else 0.0
+                    if left and not fed.stopped:
+                        fed.next_worst = feed.worst_case(left[0])
+                        why = f"the next call could cost up to ${fed.next_worst:,.2f}"
+                        fed.stop = Stop(kind="capped", why=why)
                     break
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:

@@ -156,7 +156,9 @@ class Fleet:
         return [
             RemoteScorer.options(
                 num_cpus=1,
-                max_concurrency=2,  # a second thread answers node() while it scores
+                # Ray's threads of the actor, not a backend's limit: node() answers while it
+                # scores.
+                max_concurrency=2,
                 scheduling_strategy="SPREAD",
                 # Named, so a watcher can find them; unique, since a scorer of a killed run
                 # may still be dying when the next run starts.

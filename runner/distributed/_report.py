@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runner._port import Traffic
+from runner._port import Stop, Traffic
 from runner.distributed._feeder import Feed
 from runner.store import ErrorCount, Progress
 
@@ -18,11 +18,9 @@ class BackendReport:
 
     name: str
     configurations: tuple[str, ...]
-    quota: str | None
     restarts: int
-    refused: str | None = None  # the refusal of its key or model that stopped it
+    stop: Stop | None = None  # what stopped it (spent quota, a refusal, the cap), if anything did
     spent: float = 0.0  # dollars this run, from its answers' tokens and the prices
-    capped: bool = False  # stopped by the spending cap
     learnt_per_minute: float | None = None  # the limit its 429s taught, below the configured
     batch: BatchReport | None = None  # a batch-mode backend's batches
 
@@ -32,11 +30,9 @@ class BackendReport:
         return cls(
             name=feed.name,
             configurations=feed.configurations,
-            quota=feed.quota,
             restarts=feed.restarts,
-            refused=feed.refused,
+            stop=feed.stop,
             spent=feed.spent,
-            capped=feed.capped,
             learnt_per_minute=feed.learnt_per_minute,
             batch=batch,
         )

@@ -26,7 +26,7 @@ from conditions import (
     VariantCache,
     task_of,
 )
-from runner._port import Outcome, Shape, Traffic, online_shape
+from runner._port import Outcome, Shape, Stop, Traffic, online_shape
 from runner.backends import (
     Account,
     ApiKey,
@@ -34,7 +34,6 @@ from runner.backends import (
     CallError,
     Client,
     LimiterStats,
-    QuotaExhausted,
     RateLimiter,
     ask,
 )
@@ -83,8 +82,7 @@ class WorkerStats:
     in_flight: int = 0
     ceiling: int = 0  # the most calls the limiter admits in flight now (AIMD lowers it)
     limiter: LimiterStats = field(default_factory=LimiterStats)
-    quota: str | None = None
-    refused: str | None = None
+    stop: Stop | None = None  # what stopped the backend (spent quota, a refusal), if anything did
     batch: bool = False  # a batch-mode backend's (runner.batch): no HTTP rates, open batches
     batches: tuple[OpenBatch, ...] = ()  # its batches open now
 
@@ -257,9 +255,8 @@ class BackendWorker:
         except ExceptionGroup as failed:  # the first failure, as itself (a missing image, ...)
             raise failed.exceptions[0] from None
         given_back.extend(queue)  # not reached once every taker stopped
-        stats = self._stats
         return Outcome(
-            **counts, quota=stats.quota, refused=stats.refused, given_back=tuple(given_back),
+            **counts, stop=self._stats.stop, given_back=tuple(given_back),
             traffic=self.traffic(), learnt_per_minute=self._limiter.learnt,
         )  # fmt: skip
 
@@ -307,17 +304,14 @@ class BackendWorker:
             stopped = (b.stopped for b in self._backends.values() if b.stopped is not None)
             exc = next(stopped, exc)
         self._stopped = exc
-        if isinstance(exc, QuotaExhausted):
-            self._stats.quota = exc.message
-        else:  # with its status and code: what a user looks up
-            self._stats.refused = str(exc)
+        self._stats.stop = Stop.of(exc)
 
     async def resume_after_quota(self) -> None:
         """Forget a spent quota (after a wait): fresh backends, the same limits."""
         with contextlib.suppress(Exception):
             await self._close_session()
         self._stopped = None
-        self._stats.quota = self._stats.refused = None
+        self._stats.stop = None
         self._make_backends()
 
     def traffic(self) -> Traffic:

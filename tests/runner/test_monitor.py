@@ -11,7 +11,7 @@ from rich.text import Text
 
 from runner.backends import LimiterStats
 from runner.batch import OpenBatch
-from runner.distributed import Traffic, WorkerStats
+from runner.distributed import Stop, Traffic, WorkerStats
 from runner.estimate import Limited
 from runner.experiment import Prices
 from runner.monitor import (
@@ -44,12 +44,16 @@ def _cells(complete: int) -> list[CellProgress]:
     ]
 
 
+_REFUSED = Stop(kind="refused", why="fatal (HTTP 401 invalid_api_key): no")
+
+
 def _stats(requests: int, tokens: int, quota: str | None = None) -> WorkerStats:
+    stop = Stop(kind="quota", why=quota) if quota is not None else None
     return WorkerStats(
         requests=requests, attempts=requests + 3, answered=requests + 1, errored=2,
         input_tokens=tokens, output_tokens=tokens, errors={"transient": 2}, in_flight=7,
         ceiling=16, traffic=Traffic(requests + 12, 6, 3), limiter=LimiterStats(throttles=5),
-        quota=quota,
+        stop=stop,
     )  # fmt: skip
 
 
@@ -96,7 +100,7 @@ def test_the_view_draws_backends_cells_and_the_totals() -> None:
 
 
 def test_a_backend_stopped_by_a_refused_key_says_so() -> None:
-    refused = WorkerStats(requests=8, refused="fatal (HTTP 401 invalid_api_key): no")
+    refused = WorkerStats(requests=8, stop=_REFUSED)
     now = Sample(10.0, _progress(0), _cells(0), {"qwen": refused})
     view = snapshot(now, None, 0.0, {})
     out = io.StringIO()
@@ -178,7 +182,7 @@ def _long_view() -> Snapshot:
     backends: dict[str, WorkerStats | None] = {
         LONG_NAMES[0]: _stats(123_456, 10),
         LONG_NAMES[1]: _stats(23_456, 10, quota="spent"),
-        LONG_NAMES[2]: WorkerStats(requests=8, refused="fatal (HTTP 401 invalid_api_key): no"),
+        LONG_NAMES[2]: WorkerStats(requests=8, stop=_REFUSED),
         "gemini-high": None,
     }
     before = Sample(0.0, _progress(100), cells, backends)

@@ -596,12 +596,12 @@ def test_quota_on_create_stops_submitting_and_leaves_the_rest_pending(rig: Rig) 
     rig.api.quota_after = 1
     runner = rig.runner(max_requests=5)
     feed = rig.drive(runner)
-    assert feed.quota is not None and "insufficient_quota" in feed.quota
-    assert runner.outcome.quota == feed.quota
+    assert feed.stop is not None and feed.stop.kind == "quota"
+    assert "insufficient_quota" in feed.stop.why and runner.outcome.stop == feed.stop
     assert rig.answered() == 5 and len(rig.store.repository.pending()) == requests - 5
     phases = Counter(b.phase for b in rig.store.repository.batches())
     assert phases == Counter({"read": 1, "abandoned": 1})
-    assert rig.echoed == [f"backend qwen: quota exhausted, stopped: {feed.quota}"]
+    assert rig.echoed == [f"backend qwen: quota exhausted, stopped: {feed.stop.why}"]
 
 
 def test_after_the_quota_wait_batches_are_made_again(rig: Rig) -> None:
@@ -619,7 +619,7 @@ def test_after_the_quota_wait_batches_are_made_again(rig: Rig) -> None:
 
     rig.api.create = create  # type: ignore[method-assign]
     feed = rig.drive(runner, policy=FeedPolicy(wait_on_quota_s=60.0))
-    assert feed.quota is None and runner.outcome.quota is None
+    assert feed.stop is None and runner.outcome.stop is None
     assert rig.store.repository.pending() == [] and rig.answered() == requests and rig.sent_once()
 
 
@@ -629,7 +629,8 @@ def test_a_refused_key_stops_the_backend_and_its_batch_is_left_for_the_next_run(
 
     rig.api.get = refused  # type: ignore[method-assign]
     feed = rig.drive(rig.runner(max_requests=5, max_open=1))
-    assert feed.refused is not None and "invalid_api_key" in feed.refused
+    assert feed.stop is not None and feed.stop.kind == "refused"
+    assert "invalid_api_key" in feed.stop.why
     assert len(rig.api.batches) == 1  # none made after the refusal
     assert [b.phase for b in rig.store.repository.batches()] == [
         "submitted"
@@ -655,7 +656,7 @@ def test_a_throttled_poll_waits_the_servers_retry_after_and_goes_on(rig: Rig) ->
 
     rig.api.get = get  # type: ignore[method-assign]
     feed = rig.drive(rig.runner(sleep=sleep))
-    assert rig.store.repository.pending() == [] and feed.quota is None
+    assert rig.store.repository.pending() == [] and feed.stop is None
     assert waits[:2] == [7.5, 7.5]  # each throttle waited the server's time, then polled again
 
 
@@ -700,7 +701,12 @@ def test_batches_are_only_as_large_as_the_money_left_pays_for(rig: Rig) -> None:
     feed = rig.feed(runner)
     feed.cost, feed.worst = _batch_price, worst
     rig.drive(runner, feed, cap=cap)
-    assert feed.capped and cap.spent <= cap.limit and cap.reserved == 0
+    assert (
+        feed.stop is not None
+        and feed.stop.kind == "capped"
+        and cap.spent <= cap.limit
+        and cap.reserved == 0
+    )
     assert all(lines * line <= cap.limit - spent + 1e-9 for lines, spent in spent_at_create)
     assert feed.spent == pytest.approx(cap.spent)
     answers = rig.answered()

@@ -31,6 +31,7 @@ from runner.distributed import (
     RunFailed,
     Shape,
     SpendCap,
+    Stop,
     StorePort,
     WorkerLost,
     WorstCase,
@@ -44,6 +45,12 @@ from tests.runner.distributed.test_worker import CLEAN, _configuration, _setup, 
 ONLINE = online_shape(4)  # holds 5, a lease of 1
 BATCH = Shape(holds=12, lease=6, resends=2, one_attempt=True)
 MODES = pytest.mark.parametrize("shape", [ONLINE, BATCH], ids=["online", "batch"])
+_SPENT = Stop(kind="quota", why="insufficient_quota")
+_REFUSED = Stop(kind="refused", why="fatal (HTTP 401): no")
+
+
+def _capped(feed: Feed) -> bool:
+    return feed.stop is not None and feed.stop.kind == "capped"
 
 
 def _calls(n: int) -> list[Pending]:
@@ -132,8 +139,8 @@ class FakePort:
                 self._send(calls[:1])
             back = tuple(calls[1:])
             if quota:
-                return Outcome(1, 1, 1, 0, quota="insufficient_quota", given_back=back)
-            return Outcome(1, 1, 0, 1, refused="fatal (HTTP 401): no", given_back=back)
+                return Outcome(1, 1, 1, 0, stop=_SPENT, given_back=back)
+            return Outcome(1, 1, 0, 1, stop=_REFUSED, given_back=back)
         taken = calls[: self.take_only] if self.take_only is not None else calls
         ran = [c for c in taken if c.qid not in self.never_runs]
         self._send(ran)
@@ -237,7 +244,7 @@ def test_quota_stops_the_backend_and_no_lease_is_handed_after_it(shape: Shape) -
     port = FakePort(store, quota_on=3)
     feed = _feed(port, shape)
     lines = _drive(store, feed)
-    assert feed.quota == "insufficient_quota" and port.after_stop == 0
+    assert feed.stop == _SPENT and port.after_stop == 0
     assert len(port.sent) < 40 and len(port.sent) == len(set(port.sent))
     assert lines == ["backend b: quota exhausted, stopped: insufficient_quota"]
 
@@ -248,7 +255,7 @@ def test_after_the_quota_wait_the_backend_resumes_with_what_is_pending(shape: Sh
     port = FakePort(store, quota_on=3)
     feed = _feed(port, shape)
     lines = _drive(store, feed, FeedPolicy(wait_on_quota_s=30.0, max_quota_waits=1))
-    assert port.resumed == 1 and feed.quota is None
+    assert port.resumed == 1 and feed.stop is None
     assert sorted(port.sent) == [p.qid for p in store.calls]  # the rest, each once
     assert lines == ["backend b: quota exhausted; trying again in 30 s"]
 
@@ -260,7 +267,7 @@ def test_a_refused_key_stops_the_backend_at_once_with_no_wait(shape: Shape) -> N
     feed = _feed(port, shape)
     waited = FeedPolicy(wait_on_quota_s=30.0, max_quota_waits=3)  # not for a key
     lines = _drive(store, feed, waited)
-    assert feed.refused == "fatal (HTTP 401): no" and feed.quota is None
+    assert feed.stop == _REFUSED
     assert port.after_stop == 0 and port.resumed == 0 and len(store.done) < 40
     assert lines == ["backend b: stopped, no call of it can succeed: fatal (HTTP 401): no"]
 
@@ -336,7 +343,7 @@ def test_the_cap_is_never_passed_whatever_the_estimate(shape: Shape, wrong: floa
     feed = _capped_feed(port, shape, round(300 * wrong), 1000)
     cap = SpendCap(20.0)
     lines = _drive(store, feed, cap=cap)
-    assert feed.capped and cap.reserved == 0 and cap.holding == 0
+    assert _capped(feed) and cap.reserved == 0 and cap.holding == 0
     assert feed.spent == cap.spent == pytest.approx(0.8 * len(port.sent))
     assert cap.spent <= 20.0
     # It stops only when the next call's worst case no longer fits: within a worst case of it.
@@ -369,7 +376,7 @@ def test_backends_share_the_cap_and_none_is_stopped_while_another_holds_money_ba
         )
 
     asyncio.run(both())
-    assert all(p.sent for _, p, _ in runs) and all(f.capped for _, _, f in runs)
+    assert all(p.sent for _, p, _ in runs) and all(_capped(f) for _, _, f in runs)
     assert cap.spent == pytest.approx(0.8 * sum(len(p.sent) for _, p, _ in runs))
     assert cap.spent <= 40.0
     assert cap.reserved == 0 and all(line.startswith("spending cap reached") for line in lines)
@@ -429,7 +436,7 @@ def test_a_free_backend_is_never_stopped_by_the_cap() -> None:
     port = FakePort(store, tokens=(1000, 1000))
     feed = _feed(port)  # no prices: every call costs nothing
     assert _drive(store, feed, cap=SpendCap(0.0)) == []
-    assert len(port.sent) == 20 and not feed.capped
+    assert len(port.sent) == 20 and not _capped(feed)
 
 
 # -- scoring rounds ------------------------------------------------------------------------------

@@ -145,7 +145,8 @@ def test_waiting_on_quota_tries_again_and_stores_every_call(run: RunSetup) -> No
         options = RunOptions(progress_every_s=0.5, wait_on_quota_s=0.2, max_quota_waits=1)
         report = run_once(path, lines, options)
     assert any("quota exhausted; trying again in 0.2 s" in line for line in lines)
-    assert not report.complete and report.backends[0].quota is not None
+    stop = report.backends[0].stop
+    assert not report.complete and stop is not None and stop.kind == "quota"
     assert sim.stats.answered == 30  # the quota never came back: no answer after the wait
     calls = sim.stats.admitted_at
     # A pause of the wait between two calls: calls were made again after it.
@@ -171,7 +172,8 @@ def test_a_wrong_key_stops_its_backend_and_the_run_says_why(run: RunSetup) -> No
     sent = sim.stats.statuses[401]
     assert 1 <= sent <= 8 and sum(sim.stats.statuses.values()) == sent == report.requests_finished
     assert not report.complete and report.pending == report.progress[0].requests
-    assert report.backends[0].refused is not None and report.backends[0].quota is None
+    stop = report.backends[0].stop
+    assert stop is not None and stop.kind == "refused"
     assert any("backend a: stopped, no call of it can succeed" in line for line in lines)
     (error,) = report.errors
     assert (error.kind, error.status, error.code, error.count) == (
@@ -232,7 +234,7 @@ def test_quota_stops_one_backend_and_a_rerun_sends_exactly_the_missing_keys(run:
     by_config = {p.configuration: p for p in first.progress}
     assert by_config["kb"].pending == 0  # the other backend went on to the end
     assert by_config["qa"].complete == 40 == sim_a.stats.answered
-    assert [b.name for b in first.backends if b.quota] == ["a"]
+    assert [b.name for b in first.backends if b.stop and b.stop.kind == "quota"] == ["a"]
     assert any(
         "run groundbench run" in line or "again to send exactly those" in line for line in lines
     )

@@ -106,7 +106,8 @@ def test_a_capped_run_stops_at_the_cap_and_a_rerun_completes_paying_nothing_twic
         cap = cost.per_call * cost.requests / 3  # about a third of the grid
         lines: list[str] = []
         capped = run_once(path, lines, RunOptions(max_spend=cap, progress_every_s=0.5))
-        assert not capped.done and capped.backends[0].capped
+        stop = capped.backends[0].stop
+        assert not capped.done and stop is not None and stop.kind == "capped"
         assert any(line.startswith("spending cap reached") for line in lines)
         assert any("stopped at the spending cap" in line for line in lines)
         # Never past the cap; short of it by at most the worst case of the calls the backend

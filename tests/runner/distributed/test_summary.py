@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from runner.demo import experiment_text
-from runner.distributed import BackendReport, BatchReport, RunReport, Traffic, summary_lines
+from runner.distributed import BackendReport, BatchReport, RunReport, Stop, Traffic, summary_lines
 from runner.experiment import load_experiment
 from runner.store import ErrorCount, Progress
 
@@ -27,7 +27,10 @@ def test_a_refused_key_is_said_with_its_errors_and_what_to_do() -> None:
         _report(
             (
                 BackendReport(
-                    name="a", configurations=("qa",), quota=None, restarts=0, refused=refusal
+                    name="a",
+                    configurations=("qa",),
+                    restarts=0,
+                    stop=Stop(kind="refused", why=refusal),
                 ),
             ),
             errors,
@@ -53,7 +56,15 @@ def test_a_long_message_is_cut_to_one_line_and_quota_says_it_resets() -> None:
     errors = (ErrorCount("qa", "quota", 429, "insufficient_quota", 1, "x" * 500),)
     lines = summary_lines(
         _report(
-            (BackendReport(name="a", configurations=("qa",), quota="spent", restarts=0),), errors
+            (
+                BackendReport(
+                    name="a",
+                    configurations=("qa",),
+                    restarts=0,
+                    stop=Stop(kind="quota", why="spent"),
+                ),
+            ),
+            errors,
         ),
         Path("exp.toml"),
     )
@@ -66,9 +77,13 @@ def test_a_long_message_is_cut_to_one_line_and_quota_says_it_resets() -> None:
 def test_the_spend_is_said_for_this_run_and_the_store_and_a_cap_says_how_to_go_on() -> None:
     backends = (
         BackendReport(
-            name="a", configurations=("qa",), quota=None, restarts=0, spent=1.25, capped=True
+            name="a",
+            configurations=("qa",),
+            restarts=0,
+            spent=1.25,
+            stop=Stop(kind="capped", why=""),
         ),
-        BackendReport(name="b", configurations=("qb",), quota=None, restarts=0, spent=0.5),
+        BackendReport(name="b", configurations=("qb",), restarts=0, spent=0.5),
     )
     report = RunReport(
         (Progress("qa", 120, 20, 0, 20, 20, 20, 0, 0),),
@@ -107,7 +122,7 @@ def test_the_spend_is_said_for_this_run_and_the_store_and_a_cap_says_how_to_go_o
 
 def test_calls_attempts_and_requests_are_said_apart_and_retries_apart_from_ends() -> None:
     report = dataclasses.replace(
-        _report((BackendReport(name="a", configurations=("qa",), quota=None, restarts=0),), ()),
+        _report((BackendReport(name="a", configurations=("qa",), restarts=0),), ()),
         elapsed_s=14.1,
         requests_finished=94,
         traffic=Traffic(http_calls=116, transient_retried=14, throttles_retried=2),
@@ -124,9 +139,7 @@ def test_calls_attempts_and_requests_are_said_apart_and_retries_apart_from_ends(
 
 def test_a_limit_learnt_from_429s_is_said_with_the_setting_to_start_there() -> None:
     backends = (
-        BackendReport(
-            name="a", configurations=("qa",), quota=None, restarts=0, learnt_per_minute=148.6
-        ),
+        BackendReport(name="a", configurations=("qa",), restarts=0, learnt_per_minute=148.6),
     )
     lines = summary_lines(_report(backends, ()), Path("exp.toml"))
     assert (
@@ -135,7 +148,7 @@ def test_a_limit_learnt_from_429s_is_said_with_the_setting_to_start_there() -> N
         "requests_per_minute = 148 to start there"
     ) in lines
     quiet = summary_lines(
-        _report((BackendReport(name="a", configurations=("qa",), quota=None, restarts=0),), ()),
+        _report((BackendReport(name="a", configurations=("qa",), restarts=0),), ()),
         None,
     )
     assert not any("learnt" in line for line in quiet)
@@ -146,9 +159,7 @@ def test_a_batch_backend_says_its_batches_its_saving_and_why_it_stopped_making_t
         created=3, read=3, unrun=12, problems=2, online_cost=1.68,
         not_made="fatal (HTTP 400 invalid_request_error): File is too large",
     )  # fmt: skip
-    held = BackendReport(
-        name="qwen", configurations=("qa",), quota=None, restarts=0, spent=0.84, batch=batch
-    )
+    held = BackendReport(name="qwen", configurations=("qa",), restarts=0, spent=0.84, batch=batch)
     lines = summary_lines(dataclasses.replace(_report((held,), ()), held=40), None)
     assert (
         "  backend qwen (batch mode): 3 batches created, 3 read; $0.84 at the batch price, "

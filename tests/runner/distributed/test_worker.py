@@ -89,7 +89,7 @@ def test_a_chunk_is_sent_and_every_attempt_stored(
     store = _store(tmp_path / "exp.duckdb", small_cohort)
     requests = len(store.repository.pending())
     outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, SimSpec(behaviour=CLEAN))
-    assert outcome.quota is None
+    assert outcome.stop is None
     assert outcome.calls == requests and outcome.answered == requests
     assert store.repository.pending() == []
     _, (row,) = store.repository.query(
@@ -106,7 +106,8 @@ def test_quota_stops_the_worker_and_a_second_run_sends_exactly_the_rest(
     requests = len(store.repository.pending())
     spent = SimSpec(behaviour=CLEAN, faults=Faults(quota_after=25))
     outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, spent)
-    assert outcome.quota is not None and "quota" in outcome.quota.lower()
+    assert outcome.stop is not None and outcome.stop.kind == "quota"
+    assert "quota" in outcome.stop.why.lower()
     _, rows = store.repository.query(
         "SELECT outcome, count(*) FROM responses GROUP BY ALL ORDER BY 1"
     )
@@ -123,7 +124,7 @@ def test_quota_stops_the_worker_and_a_second_run_sends_exactly_the_rest(
     assert set(outcome.given_back) <= set(left)
 
     outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, SimSpec(behaviour=CLEAN))
-    assert outcome.quota is None and outcome.calls == len(left)
+    assert outcome.stop is None and outcome.calls == len(left)
     assert sum(sim.stats.statuses.values()) == len(left)  # no completed call paid twice
     assert store.repository.pending() == []
     _, ((answers, keys),) = store.repository.query(
@@ -163,8 +164,8 @@ def test_a_wrong_key_stops_the_worker_after_the_calls_in_flight(
     requests = len(store.repository.pending())
     spec = SimSpec(behaviour=CLEAN, api_key="sk-right")
     outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, spec, key="sk-wrong")
-    assert outcome.refused is not None and "HTTP 401 invalid_api_key" in outcome.refused
-    assert outcome.quota is None and outcome.answered == 0
+    assert outcome.stop is not None and outcome.stop.kind == "refused"
+    assert "HTTP 401 invalid_api_key" in outcome.stop.why and outcome.answered == 0
     # Only the calls in flight when the first 401 came back were sent (at most the
     # concurrency, 8); each is stored as the error it met, and is still to do.
     sent = sim.stats.statuses[401]
@@ -177,7 +178,7 @@ def test_a_wrong_key_stops_the_worker_after_the_calls_in_flight(
     assert len(store.repository.pending()) == requests
 
     outcome, sim = _run_worker(store, small_cohort, small_root, tmp_path, spec, key="sk-right")
-    assert outcome.refused is None and outcome.answered == requests
+    assert outcome.stop is None and outcome.answered == requests
     assert store.repository.pending() == []
 
 
@@ -221,5 +222,5 @@ def test_once_its_driver_is_gone_the_worker_sends_nothing_it_has_not_sent_alread
     assert reached - answered_then <= on_the_wire <= 8  # none sent after the break
     assert outcome.calls == reached  # each call sent was finished and stored
     assert len(outcome.given_back) == len(calls) - reached  # the rest come back unsent
-    assert outcome.quota is None and outcome.refused is None
+    assert outcome.stop is None
     assert len(store.repository.pending()) == len(calls) - reached
