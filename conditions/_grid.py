@@ -85,6 +85,9 @@ class Transport(_Frozen):
     # A response body longer than this is an error, read no further and never parsed: a model
     # that loops must not take gigabytes of memory in the backend and scoring actors.
     max_response_bytes: int = Field(default=4 << 20, ge=1 << 10, le=1 << 30)
+    # The field an OpenAI-compatible request carries the output allowance in (default: the
+    # provider's): a server of one's own may read only one of the two.
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] | None = None
 
 
 class Condition(_Frozen):

@@ -46,9 +46,13 @@ its model answers in, and the conditions are ``direct`` and ``cot``::
 A backend takes every field of :class:`conditions.Transport`: ``base_url`` (default: the
 provider's endpoint), ``api_key_env``, ``requests_per_minute``, ``tokens_per_minute``,
 ``max_concurrency``, ``timeout_s``, ``max_transport_retries``, ``max_retry_time_s``,
-``retry_backoff_s``.
+``retry_backoff_s``, ``max_tokens_field``.
 ``base_url = "simulator"`` points a backend at the built-in simulator, which the run starts
 (``[simulator]`` holds its :class:`SimSpec`): a dry run of the whole grid that costs nothing.
+
+``provider = "openai-compatible"`` is a server of one's own (vLLM, SGLang, Ollama, LM Studio):
+``base_url`` is required, no key is read unless ``api_key_env`` names one, and with no
+``requests_per_minute`` only ``max_concurrency`` bounds it; it runs online only.
 
 ``mode = "batch"`` sends a backend's calls through its provider's batch API (OpenAI, DashScope,
 Gemini) at ``prices.batch_rate`` of the online price (default 0.5), answers within the
@@ -158,12 +162,30 @@ class BackendSpec(Transport):
     mode: Literal["online", "batch"] = "online"
     batch: BatchSettings = BatchSettings()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _provider_rate(cls, data: Any) -> Any:
+        """A provider's own default request rate where the file sets none (a local server's
+        is no bound: its GPUs are, through max_concurrency)."""
+        if not isinstance(data, dict) or "requests_per_minute" in data:
+            return data
+        try:
+            rate = provider_named(str(data.get("provider"))).default_requests_per_minute
+        except ConfigError:
+            return data  # named unknown by _known_provider, in one line
+        return data if rate is None else {**data, "requests_per_minute": rate}
+
     @model_validator(mode="after")
     def _known_provider(self) -> Self:
         try:
             provider = provider_named(self.provider)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
+        if provider.base_url is None and self.base_url is None:
+            raise ValueError(
+                f"provider {self.provider} has no endpoint of its own: set base_url to the "
+                'server\'s, e.g. base_url = "http://localhost:8000/v1"'
+            )
         if self.mode == "batch" and provider.batch is None:
             raise ValueError(
                 f"provider {self.provider} has no batch API that groundbench speaks (batch: "

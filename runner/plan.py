@@ -438,6 +438,8 @@ def check_backends(
         if backend.simulated:
             continue
         variable = backend.api_key_env or provider_named(backend.provider).key_variable
+        if variable is None:  # a server of one's own that takes no key
+            continue
         try:
             key_from_env(variable)
         except ConfigError:

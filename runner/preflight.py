@@ -16,6 +16,11 @@ measured beside the store (:mod:`runner.calls_note`), which a run's pre-flight e
 transport retries within :data:`PROBE_RETRY_TIME_S`, so a check answers within a minute or two;
 a throttled one is sent again within that time (a limit set too high is learnt, not failed).
 
+A server of one's own (``openai-compatible``) is first asked which models it serves
+(``GET {base_url}/models``, :mod:`runner.backends._served`): a configured model it does not
+serve fails the check, in one line naming the backend, before any call; a server with no list
+is a note (:attr:`PreflightReport.notes`), and its calls prove the model.
+
 Plain asyncio, no Ray: the CLI runs it before Ray starts. A simulated backend is checked
 against the built-in simulator, started here for the check.
 """
@@ -53,12 +58,14 @@ from runner.backends import (
     CallError,
     Client,
     Exchange,
+    ModelCheck,
     RateLimiter,
     Sender,
     answer_record,
     error_record,
     key_for,
     parses,
+    provider_named,
     rough_input_tokens,
     what_to_do,
 )
@@ -129,6 +136,8 @@ class PreflightReport:
     limit: int | None = None  # --limit: the costs are of its requests
     protocols: Mapping[str, str] = field(default_factory=dict)  # by configuration
     attempts: Mapping[str, int] = field(default_factory=dict)  # a request's most, by configuration
+    # What a server's model list left unproved (none kept, or none read): said, not failed.
+    notes: tuple[str, ...] = ()
 
     def measured(self) -> dict[str, NotedTokens]:
         """The tokens each configuration's calls reported, for the note a run reads."""
@@ -258,6 +267,7 @@ async def preflight_report(
         )
         sim_key = experiment.simulator_key
         probes: list[Probe] = []
+        notes: list[str] = []
         limiters: dict[str, RateLimiter] = {}
         traffic: dict[str, Traffic] = {}
         if call:
@@ -299,6 +309,16 @@ async def preflight_report(
                     name = backend_of(c.name)
                     traffic[name] = traffic.get(name, Traffic()) + used
 
+            # A server of one's own names the models it serves: a model it does not is
+            # refused before any call (the configuration's calls are not made).
+            for check in await _model_checks(plan, [c for c, _ in chosen], sim_key):
+                line = check.line()
+                if line is not None and check.refused:
+                    probes.extend(_refusal(plan, check, line, [c for c, _ in chosen]))
+                elif line is not None:
+                    notes.append(line)
+            refused = {p.configuration for p in probes}
+            chosen = [(c, asked) for c, asked in chosen if c.name not in refused]
             # Each decoding's first call proves it; the rest, which sharpen the estimate,
             # follow only when every one succeeded: a failing check pays no more than it must.
             await made([(c, asked) for c, asked in chosen if asked.nth == 0])
@@ -308,12 +328,44 @@ async def preflight_report(
     costs, walls = estimated(inputs, experiment.backends, stated_output)
     after = {**(accounts or {}), **{name: lim.account() for name, lim in limiters.items()}}
     return PreflightReport(
-        tuple(probes), tuple(costs), tuple(walls), after, traffic, limit, protocols, attempts
-    )
+        tuple(probes), tuple(costs), tuple(walls), after, traffic, limit, protocols, attempts,
+        notes=tuple(notes),
+    )  # fmt: skip
 
 
 class OverCap(RunnerError):
     """A pre-flight whose calls could cost more than the run's spending cap."""
+
+
+async def _model_checks(
+    plan: RunPlan, configurations: Sequence[Configuration], sim_key: str | None
+) -> list[ModelCheck]:
+    """What the model lists say, for each backend and model whose provider keeps a list
+    (:attr:`Provider.lists_models`: a server of one's own), asked once each."""
+    checks: list[ModelCheck] = []
+    asked: set[tuple[str, str]] = set()
+    for c in configurations:
+        backend = plan.backend_of(c.name)
+        if not provider_named(c.provider).lists_models or (backend, c.model) in asked:
+            continue
+        asked.add((backend, c.model))
+        key = key_for(sim_key if plan.backend(c.name).simulated else None)(c)
+        async with Client(c, key) as client:
+            checks.append(await client.model_check(backend))
+    return checks
+
+
+def _refusal(
+    plan: RunPlan, check: ModelCheck, line: str, configurations: Sequence[Configuration]
+) -> list[Probe]:
+    """A failed probe, never sent, for each configuration that asks ``check``'s backend for
+    the model its server does not serve."""
+    return [
+        Probe(c.name, check.backend, "GET /models", error=line, advice="no call was made",
+              stops=True)
+        for c in {c.name: c for c in configurations}.values()
+        if plan.backend_of(c.name) == check.backend and c.model == check.model
+    ]  # fmt: skip
 
 
 def _fits(
@@ -719,7 +771,7 @@ def cap_lines(costs: Sequence[CostEstimate], max_spend: float | None) -> list[st
 def preflight_lines(report: PreflightReport, max_spend: float | None = None) -> list[str]:
     """The check as a user reads it: the calls' outcomes, then each configuration's calls
     left with their tokens and cost, then each backend's wall time."""
-    lines = call_lines(report.probes)
+    lines = [*report.notes, *call_lines(report.probes)]
     under = (
         f" (--limit {report.limit}: the first {report.limit} questions of every cell)"
         if report.limit is not None

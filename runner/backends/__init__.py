@@ -8,7 +8,10 @@ actor, but nothing here knows about Ray.
 - Every request a provider receives, online or batch, goes by one HTTP exchange
   (``_exchange.py``) and is retried by one :class:`RetryPolicy` (``_retry.py``).
 - :class:`OpenAIChat` and :class:`GeminiGenerate` are the two wire formats; ``PROVIDERS``
-  says which provider speaks which, where, and with which key variable.
+  says which provider speaks which, where, and with which key variable (a server of one's
+  own, ``openai-compatible``, has neither endpoint nor key of its own).
+- :func:`served_models` lists what such a server serves (``GET {base_url}/models``), which the
+  pre-flight compares the configured model with (:class:`ModelCheck`).
 - Failures are :class:`CallError` subclasses: :class:`RateLimited`, :class:`QuotaExhausted`
   (terminal), :class:`Transient`, :class:`Refused` (terminal), :class:`Fatal`.
 """
@@ -28,6 +31,7 @@ from runner.backends._client import (
     Client,
     Exchange,
     call_id,
+    configured_key,
     configured_origin,
     decodings,
     key_for,
@@ -63,6 +67,7 @@ from runner.backends._secrets import (
     one_line,
     redact,
 )
+from runner.backends._served import ModelCheck, check_model, served_models
 from runner.backends._wire import ErrorBody, Reply, Usage, WireFormat, retry_after
 
 __all__ = [
@@ -83,6 +88,7 @@ __all__ = [
     "Fatal",
     "GeminiGenerate",
     "LimiterStats",
+    "ModelCheck",
     "OffOrigin",
     "OpenAIChat",
     "Origin",
@@ -104,9 +110,11 @@ __all__ = [
     "ask",
     "attempts_allowed",
     "call_id",
+    "check_model",
     "classify_gemini",
     "classify_openai",
     "clip",
+    "configured_key",
     "configured_origin",
     "decodings",
     "error_record",
@@ -121,6 +129,7 @@ __all__ = [
     "redact_reply",
     "retry_after",
     "rough_input_tokens",
+    "served_models",
     "thinking_fields",
     "waiting",
     "what_to_do",

@@ -45,6 +45,7 @@ from runner.backends._origin import OffOrigin, Origin
 from runner.backends._providers import Provider, provider_named, thinking_fields
 from runner.backends._retry import RetryPolicy
 from runner.backends._secrets import KEY_SHAPED, ApiKey, clip, holds_key, key_from_env, redact
+from runner.backends._served import ModelCheck, check_model
 from runner.backends._wire import Body, Reply, WireFormat
 
 log = logging.getLogger("groundbench.backends")
@@ -72,11 +73,14 @@ class Exchange:
     started_at: datetime
 
 
-def wire_format(provider: Provider, model: str) -> WireFormat:
-    """The wire format that talks to ``provider`` about ``model``."""
+def wire_format(
+    provider: Provider, model: str, *, max_tokens_field: str | None = None
+) -> WireFormat:
+    """The wire format that talks to ``provider`` about ``model`` (``max_tokens_field``: the
+    backend's choice of the OpenAI wire's output-allowance field)."""
     if provider.wire == "gemini":
         return GeminiGenerate(model)
-    return OpenAIChat(provider, model)
+    return OpenAIChat(provider, model, max_tokens_field=max_tokens_field)
 
 
 def decodings(configuration: Configuration) -> list[Decoding]:
@@ -88,17 +92,36 @@ def decodings(configuration: Configuration) -> list[Decoding]:
     return grid + [reasoning_decoding(r, base) for r in REASONINGS if r in names]
 
 
-def key_for(simulator_key: str | None) -> Callable[[Configuration], ApiKey]:
+def key_for(simulator_key: str | None) -> Callable[[Configuration], ApiKey | None]:
     """How a backend gets its key: the simulator's for a simulated backend (a real key never
-    goes to the simulator), else the configured variable of this process's environment."""
+    goes to the simulator), else the configured variable of this process's environment;
+    ``None`` for a provider that needs none where the backend names no variable."""
 
-    def key(configuration: Configuration) -> ApiKey:
+    def key(configuration: Configuration) -> ApiKey | None:
         if simulator_key is not None:
             return ApiKey(simulator_key)
-        provider = provider_named(configuration.provider)
-        return key_from_env(configuration.transport.api_key_env or provider.key_variable)
+        return configured_key(configuration)
 
     return key
+
+
+def key_variable(configuration: Configuration) -> str | None:
+    """The variable ``configuration``'s key is read from: the backend's, else its provider's
+    (``None``: a provider that needs no key, and the backend names none)."""
+    provider = provider_named(configuration.provider)
+    return configuration.transport.api_key_env or provider.key_variable
+
+
+def configured_key(configuration: Configuration) -> ApiKey | None:
+    """The key in :func:`key_variable`, or ``None`` where there is no variable to read.
+
+    Raises
+    ------
+    ConfigError
+        The variable is named but not set.
+    """
+    variable = key_variable(configuration)
+    return None if variable is None else key_from_env(variable)
 
 
 def rough_input_tokens(request: Request) -> int:
@@ -126,7 +149,7 @@ class Client:
     def __init__(
         self,
         configuration: Configuration,
-        key: ApiKey,
+        key: ApiKey | None,
         *,
         clock: Clock = time.monotonic,
         limiter: RateLimiter | None = None,
@@ -138,9 +161,17 @@ class Client:
                 thinking_fields(self.provider.name, decoding.thinking)
             except ConfigError as exc:
                 raise ConfigError(f"configuration {configuration.name}: {exc}") from None
-        self.wire = wire_format(self.provider, configuration.model)
         transport = configuration.transport
+        self.wire = wire_format(
+            self.provider, configuration.model, max_tokens_field=transport.max_tokens_field
+        )
         base_url = transport.base_url or self.provider.base_url
+        if base_url is None:
+            raise ConfigError(
+                f"configuration {configuration.name}: provider {self.provider.name} has no "
+                "endpoint of its own; set base_url to the server's (e.g. http://localhost:8000/v1)"
+            )
+        self.base_url = base_url
         self.url = self.wire.url(base_url)
         _refuse_key_in(configuration.name, {"model": configuration.model, "URL": self.url}, key)
         origin = configured_origin(f"configuration {configuration.name}", base_url)
@@ -167,9 +198,7 @@ class Client:
         cls, configuration: Configuration, *, limiter: RateLimiter | None = None
     ) -> Client:
         """A backend whose key is read from the configured (or the provider's) variable."""
-        provider = provider_named(configuration.provider)
-        variable = configuration.transport.api_key_env or provider.key_variable
-        return cls(configuration, key_from_env(variable), limiter=limiter)
+        return cls(configuration, configured_key(configuration), limiter=limiter)
 
     def __repr__(self) -> str:
         return f"Client({self.configuration.name}, {self.provider.name}, {self.url})"
@@ -206,6 +235,14 @@ class Client:
             await self._session.close()
         self._session = None
         self._peer = None
+
+    async def model_check(self, backend: str) -> ModelCheck:
+        """What the server's ``GET {base_url}/models`` says of this configuration's model
+        (:mod:`runner.backends._served`): a provider that keeps such a list
+        (:attr:`Provider.lists_models`) is checked before its calls."""
+        if self._peer is None:
+            raise RuntimeError("use the backend inside 'async with'")
+        return await check_model(self._peer, backend, self.configuration.model, self.base_url)
 
     @property
     def stopped(self) -> CallError | None:
@@ -372,10 +409,10 @@ class PartsPayload(aiohttp.payload.Payload):
             await writer.write(part)
 
 
-def _refuse_key_in(name: str, texts: Mapping[str, str], key: ApiKey) -> None:
+def _refuse_key_in(name: str, texts: Mapping[str, str], key: ApiKey | None) -> None:
     """Refuse a configuration that would write its key where it is logged and stored."""
     for what, text in texts.items():
-        if holds_key(text, key) or KEY_SHAPED.search(text):
+        if (key is not None and holds_key(text, key)) or KEY_SHAPED.search(text):
             raise ConfigError(
                 f"configuration {name}: its {what} holds an API key; a key goes only in the "
                 "environment variable the backend names (api_key_env)"
@@ -402,7 +439,7 @@ def unreadable(exc: Exception, status: int) -> Transient:
     return Transient(f"unreadable response body ({type(exc).__name__}: {exc})", status=status)
 
 
-def redact_reply(reply: Reply, key: ApiKey) -> Reply:
+def redact_reply(reply: Reply, key: ApiKey | None) -> Reply:
     """``reply`` with the key redacted from every text the server wrote, and its short texts
     (finish reason, model, id) capped (:func:`clip`); the answer and reasoning are bounded
     by the response's size cap."""

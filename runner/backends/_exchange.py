@@ -43,8 +43,8 @@ class Peer:
 
     session: aiohttp.ClientSession
     origin: Origin  # the configured base_url's: the key goes to no other
-    key: ApiKey
-    credentials: Callable[[ApiKey], Mapping[str, str]]  # the headers that carry the key
+    key: ApiKey | None  # None: a server that takes no key (no credential header is sent)
+    credentials: Callable[[ApiKey | None], Mapping[str, str]]  # the headers that carry it
     classify: Classifier  # the wire's: a non-2xx answer's error
     timeout: aiohttp.ClientTimeout
     max_bytes: int  # the most of a body read into memory (a streamed one is the caller's)
@@ -143,7 +143,7 @@ def scrubbed(error: CallError, key: ApiKey | None) -> CallError:
     return error
 
 
-def redirected(status: int, headers: Mapping[str, str], key: ApiKey) -> Fatal:
+def redirected(status: int, headers: Mapping[str, str], key: ApiKey | None) -> Fatal:
     """The error of a redirect, never followed: it would carry the key to another server."""
     location = redact(headers.get("Location", "(no Location header)"), key)
     return Fatal(
@@ -154,7 +154,7 @@ def redirected(status: int, headers: Mapping[str, str], key: ApiKey) -> Fatal:
     )
 
 
-def connection_failed(exc: aiohttp.ClientError, key: ApiKey) -> Transient:
+def connection_failed(exc: aiohttp.ClientError, key: ApiKey | None) -> Transient:
     """A connection that failed (refused, reset, cut short), its words redacted of the key."""
     detail = redact(str(exc), key) or "connection failed"
     return Transient(f"{type(exc).__name__}: {detail}")

@@ -93,9 +93,9 @@ _THROTTLE_STATUSES = _reading("throttle")
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)s$")
 
 
-def goog_api_key(key: ApiKey) -> dict[str, str]:
+def goog_api_key(key: ApiKey | None) -> dict[str, str]:
     """The header that carries the key (never the URL), for every Gemini endpoint."""
-    return {"x-goog-api-key": key.reveal()}
+    return {} if key is None else {"x-goog-api-key": key.reveal()}
 
 
 class GeminiGenerate:
@@ -107,7 +107,7 @@ class GeminiGenerate:
     def url(self, base_url: str) -> str:
         return f"{base_url.rstrip('/')}/models/{self.model}:generateContent"
 
-    def headers(self, key: ApiKey) -> dict[str, str]:
+    def headers(self, key: ApiKey | None) -> dict[str, str]:
         return {**goog_api_key(key), "Content-Type": "application/json"}
 
     def payload(self, request: Request) -> dict[str, Any]:

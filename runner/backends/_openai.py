@@ -58,22 +58,27 @@ _PLAN_SPENT = re.compile(
 )
 
 
-def bearer(key: ApiKey) -> dict[str, str]:
-    """The header that carries the key, for the chat and the batch endpoints alike."""
-    return {"Authorization": f"Bearer {key.reveal()}"}
+def bearer(key: ApiKey | None) -> dict[str, str]:
+    """The header that carries the key, for the chat and the batch endpoints alike; none
+    without a key (a local server that takes none)."""
+    return {} if key is None else {"Authorization": f"Bearer {key.reveal()}"}
 
 
 class OpenAIChat:
     """The OpenAI-compatible wire format for one provider and model."""
 
-    def __init__(self, provider: Provider, model: str) -> None:
+    def __init__(
+        self, provider: Provider, model: str, *, max_tokens_field: str | None = None
+    ) -> None:
         self.provider = provider
         self.model = model
+        # The backend's choice, else the provider's: a local server may read only one.
+        self.max_tokens_field = max_tokens_field or provider.max_tokens_field
 
     def url(self, base_url: str) -> str:
         return base_url.rstrip("/") + "/chat/completions"
 
-    def headers(self, key: ApiKey) -> dict[str, str]:
+    def headers(self, key: ApiKey | None) -> dict[str, str]:
         return {**bearer(key), "Content-Type": "application/json"}
 
     def payload(self, request: Request) -> dict[str, Any]:
@@ -86,7 +91,7 @@ class OpenAIChat:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": "user", "content": content}],
-            self.provider.max_tokens_field: d.max_output_tokens,
+            self.max_tokens_field: d.max_output_tokens,
         }
         if d.temperature is not None:
             body["temperature"] = d.temperature

@@ -148,13 +148,16 @@ def _cancel_target(experiment: Experiment, batch: BatchRecord) -> _CancelTarget:
         )
     provider = provider_named(spec.provider)
     variable = spec.api_key_env or provider.key_variable
+    base_url = spec.base_url or provider.base_url
+    if variable is None or base_url is None:  # a server of one's own: never a batch
+        raise ConfigError(f"provider {provider.name} has no batch API; cancel it where it runs")
     if batch.api_key_env is not None and batch.api_key_env != variable:
         raise ConfigError(
             f"the store names key variable {batch.api_key_env}, but backend {batch.backend} "
             f"reads {variable} in the experiment: only the experiment's is read; if the store's "
             "is right, set api_key_env to it"
         )
-    origin = configured_origin(f"backend {batch.backend}", spec.base_url or provider.base_url)
+    origin = configured_origin(f"backend {batch.backend}", base_url)
     origin.admit(batch.base_url)
     return _CancelTarget(provider=provider, key_variable=variable, origin=origin)
 

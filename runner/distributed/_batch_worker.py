@@ -17,6 +17,7 @@ from pathlib import Path
 import aiohttp
 
 from conditions import Questions
+from runner._errors import ConfigError
 from runner._port import Outcome, Shape
 from runner.backends import configured_origin, provider_named
 from runner.batch import (
@@ -64,9 +65,17 @@ class BatchWorker:
         first = setup.configurations[0]
         self.configurations = setup.configurations
         self.provider = provider_named(first.provider)
-        self.key = key_for(first)  # a missing key fails now, as online
+        key = key_for(first)  # a missing key fails now, as online
+        base_url = setup.transport.base_url or self.provider.base_url
+        variable = setup.transport.api_key_env or self.provider.key_variable
+        if key is None or base_url is None or variable is None:
+            # Every provider with a batch API has an endpoint and a key; the experiment file
+            # refuses batch mode for one without (a server of one's own).
+            name = self.provider.name
+            raise ConfigError(f"backend {spec.backend}: provider {name} has no batch API")
+        self.key = key
         self.transport = setup.transport
-        self.base_url = setup.transport.base_url or self.provider.base_url
+        self.base_url = base_url
         # Where its key may go, whatever base a batch the store recorded names.
         self.origin = configured_origin(f"backend {spec.backend}", self.base_url)
         self.spec = spec
@@ -75,7 +84,7 @@ class BatchWorker:
             spec.backend,
             self.provider.name,
             self.base_url,
-            setup.transport.api_key_env or self.provider.key_variable,
+            variable,
             simulated=spec.simulated,
         )
         self.runner = BatchRunner(

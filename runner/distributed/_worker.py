@@ -52,7 +52,7 @@ VARIANT_MEMORY = 96
 # (an actor call, a transaction); a call to a hosted model takes seconds, so 20 ms is nothing.
 WRITE_LINGER_S = 0.02
 
-KeySource = Callable[[Configuration], ApiKey]
+KeySource = Callable[[Configuration], ApiKey | None]  # None: a server that takes no key
 Clock = Callable[[], float]
 Write = Callable[[list[ResponseRow]], Awaitable[object]]
 

@@ -27,6 +27,14 @@ Choices the documentation leaves open:
   others are absent from the responses file).
 - A batch cancelled before it ended answered nothing (lines run only at the end): CANCELLED,
   no responses file. Cancelling an ended batch changes nothing.
+
+Times are RFC 3339 in UTC ("Z"), from :meth:`Simulator.unix_time`: a batch's ``createTime``,
+``updateTime`` (its last change of state) and ``endTime`` (once ended), as the
+GenerateContentBatch resource documents them; a file's ``createTime``, ``updateTime`` and
+``expirationTime`` (48 hours on, the Files API's retention), as the File resource does.
+``GET …/files/<id>`` answers the File (the SDK's ``files.get``), and ``…/files/<id>:download``
+answers as ``…/download/…/files/<id>:download`` does (the SDK's ``files.download`` drops the
+``/download`` prefix).
 """
 
 from __future__ import annotations
@@ -38,8 +46,9 @@ import random
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +67,9 @@ _SLICE = 16  # lines answered between two returns to the event loop
 _CHUNK = 1 << 16
 _INTERNAL = 13  # google.rpc.Code INTERNAL: a line's server error
 _INVALID = 3  # google.rpc.Code INVALID_ARGUMENT
+_FILE_KEPT_S = 48 * 3600  # the Files API keeps a file 48 hours
+_ENDED = ("BATCH_STATE_SUCCEEDED", "BATCH_STATE_FAILED", "BATCH_STATE_CANCELLED",
+          "BATCH_STATE_EXPIRED")  # fmt: skip
 
 
 @dataclass
@@ -68,6 +80,7 @@ class _File:
     size: int = 0
     keys: list[str] | None = None  # the lines' keys, once read; None: not an input file
     invalid: str | None = None  # why it cannot be a batch's input
+    created: int = 0  # unix seconds
 
 
 @dataclass
@@ -84,6 +97,15 @@ class _Batch:
     failed: int = 0
     error: Doc | None = None
     ending: asyncio.Task[None] | None = field(default=None, repr=False)
+    updated_at: float | None = None  # its last change of state (None: none since created)
+    ended_at: float | None = None  # both on the simulator's clock
+
+    def move(self, state: str, at: float) -> None:
+        """Go to ``state`` at ``at`` (the simulator's clock)."""
+        self.state = state
+        self.updated_at = at
+        if state in _ENDED:
+            self.ended_at = at
 
 
 class GeminiBatchService:
@@ -108,7 +130,10 @@ class GeminiBatchService:
         add.add_get(f"/{{pre:.*}}{_VERSION}/batches/{{id:[^/:]+}}", self._get)
         add.add_get(f"/{{pre:.*}}{_VERSION}/batches", self._list)
         add.add_get(f"/{{pre:.*}}download/{_VERSION}/files/{{id:[^/:]+}}:download", self._download)
+        # The SDK's files.download asks without the /download prefix the REST reference shows.
+        add.add_get(f"/{{pre:.*}}{_VERSION}/files/{{id:[^/:]+}}:download", self._download)
         add.add_delete(f"/{{pre:.*}}{_VERSION}/files/{{id:[^/:]+}}", self._delete)
+        add.add_get(f"/{{pre:.*}}{_VERSION}/files/{{id:[^/:]+}}", self._file)
         app.on_cleanup.append(self._close)
 
     async def _close(self, app: web.Application) -> None:
@@ -194,7 +219,7 @@ class GeminiBatchService:
                 400, "only single-request uploads (upload, finalize at 0) are simulated"
             )
         name = f"files/{uuid.uuid4().hex[:16]}"
-        stored = _File(name, self._path(name), started[0])
+        stored = _File(name, self._path(name), started[0], created=self.sim.unix_time())
         limit = self.sim.spec.batch.max_file_bytes
         with stored.path.open("wb") as out:
             async for chunk in request.content.iter_chunked(_CHUNK):
@@ -206,7 +231,7 @@ class GeminiBatchService:
                 out.write(chunk)
         stored.keys, stored.invalid = await asyncio.to_thread(_read_input, stored.path)
         self._files[name] = stored
-        doc = {"file": _file_doc(stored)}
+        doc = {"file": _file_doc(stored, request)}
         return self._answer(doc, {"X-Goog-Upload-Status": "final"})
 
     async def _download(self, request: web.Request) -> web.StreamResponse:
@@ -217,6 +242,14 @@ class GeminiBatchService:
             return self._error(404, "no such file")
         self.sim.stats.statuses[200] += 1
         return web.FileResponse(stored.path, headers={"Content-Type": "application/jsonl"})
+
+    async def _file(self, request: web.Request) -> web.Response:
+        if (refused := self._refused(request)) is not None:
+            return refused
+        stored = self._files.get(f"files/{request.match_info['id']}")
+        if stored is None:
+            return self._error(404, "no such file")
+        return self._answer(_file_doc(stored, request))
 
     async def _delete(self, request: web.Request) -> web.Response:
         if (refused := self._refused(request)) is not None:
@@ -259,7 +292,8 @@ class GeminiBatchService:
         invalid = self._invalid(stored)
         if invalid is not None:
             return self._error(400, invalid)
-        return self._answer(_operation(self._new_batch(model, str(display), stored)))
+        batch = self._new_batch(model, str(display), stored)
+        return self._answer(_operation(batch, self.sim.unix_time))
 
     def _invalid(self, stored: _File) -> str | None:
         if stored.invalid is not None:
@@ -289,7 +323,7 @@ class GeminiBatchService:
         batch = await self._named(request)
         if isinstance(batch, web.Response):
             return batch
-        return self._answer(_operation(batch))
+        return self._answer(_operation(batch, self.sim.unix_time))
 
     async def _named(self, request: web.Request) -> _Batch | web.Response:
         """The batch the path names, brought up to date; else the error to answer."""
@@ -313,7 +347,7 @@ class GeminiBatchService:
         page = newest[start : start + size]
         for batch in page:
             await self._advance(batch)
-        doc: Doc = {"operations": [_operation(b) for b in page]}
+        doc: Doc = {"operations": [_operation(b, self.sim.unix_time) for b in page]}
         if start + size < len(newest):
             doc["nextPageToken"] = str(start + size)
         return self._answer(doc)
@@ -323,7 +357,7 @@ class GeminiBatchService:
         if isinstance(batch, web.Response):
             return batch
         if batch.state in ("BATCH_STATE_PENDING", "BATCH_STATE_RUNNING"):
-            batch.state = "BATCH_STATE_CANCELLED"
+            batch.move("BATCH_STATE_CANCELLED", self.sim.clock())
         return self._answer({})
 
     # -- a batch's life ----------------------------------------------------------------------
@@ -335,9 +369,10 @@ class GeminiBatchService:
             return
         elapsed = self.sim.clock() - batch.created_at
         turnaround = self.sim.spec.batch.turnaround_s
+        if elapsed >= turnaround / 2 and batch.state == "BATCH_STATE_PENDING":
+            # It began running then, though first seen running later (or ended).
+            batch.move("BATCH_STATE_RUNNING", batch.created_at + turnaround / 2)
         if elapsed < turnaround:
-            if elapsed >= turnaround / 2:
-                batch.state = "BATCH_STATE_RUNNING"
             return
         if batch.ending is None:
             batch.ending = asyncio.ensure_future(self._end(batch))
@@ -346,7 +381,7 @@ class GeminiBatchService:
     async def _end(self, batch: _Batch) -> None:
         if batch.fate == "fail":
             batch.error = {"code": _INVALID, "message": "The batch failed: simulated failure."}
-            batch.state = "BATCH_STATE_FAILED"
+            batch.move("BATCH_STATE_FAILED", self.sim.clock())
             return
         keys = batch.input.keys or []
         answered = len(keys)
@@ -362,10 +397,15 @@ class GeminiBatchService:
                 if n % _SLICE == _SLICE - 1:
                     await asyncio.sleep(0)
         self._files[output] = _File(
-            output, path, f"{batch.display_name} responses", path.stat().st_size
+            output,
+            path,
+            f"{batch.display_name} responses",
+            path.stat().st_size,
+            created=self.sim.unix_time(),
         )
         batch.output = output
-        batch.state = "BATCH_STATE_EXPIRED" if batch.fate == "expire" else "BATCH_STATE_SUCCEEDED"
+        ended = "BATCH_STATE_EXPIRED" if batch.fate == "expire" else "BATCH_STATE_SUCCEEDED"
+        batch.move(ended, self.sim.clock())
 
     def _result_line(self, batch: _Batch, key: str, request: bytes) -> bytes:
         """One line of the responses file: the online call's answer for ``key``, a server
@@ -395,16 +435,19 @@ class GeminiBatchService:
 # -- the documents ---------------------------------------------------------------------------
 
 
-def _operation(batch: _Batch) -> Doc:
+def _operation(batch: _Batch, unix: Callable[[float], int]) -> Doc:
     """The batch as ``GET batches/<id>`` answers it: a long-running Operation whose metadata
-    is the GenerateContentBatch."""
+    is the GenerateContentBatch (``unix``: the simulator's clock reading as unix seconds)."""
     keys = batch.input.keys or []
     ended = batch.state not in ("BATCH_STATE_PENDING", "BATCH_STATE_RUNNING")
+    updated = batch.updated_at if batch.updated_at is not None else batch.created_at
     meta: Doc = {
         "@type": _OPERATION,
         "model": f"models/{batch.model}",
         "displayName": batch.display_name,
         "inputConfig": {"fileName": batch.input.name},
+        "createTime": _rfc3339(unix(batch.created_at)),
+        "updateTime": _rfc3339(unix(updated)),
         "state": batch.state,
         "batchStats": {
             "requestCount": str(len(keys)),
@@ -413,6 +456,8 @@ def _operation(batch: _Batch) -> Doc:
             "pendingRequestCount": str(0 if ended else len(keys)),
         },
     }
+    if batch.ended_at is not None:
+        meta["endTime"] = _rfc3339(unix(batch.ended_at))
     doc: Doc = {"name": batch.name, "metadata": meta, "done": ended}
     if batch.output is not None:
         meta["output"] = {"responsesFile": batch.output}
@@ -422,15 +467,30 @@ def _operation(batch: _Batch) -> Doc:
     return doc
 
 
-def _file_doc(stored: _File) -> Doc:
+def _file_doc(stored: _File, request: web.Request) -> Doc:
+    """The documented File resource (its ``uri`` on this server)."""
+    created = _rfc3339(stored.created)
     return {
         "name": stored.name,
         "displayName": stored.display_name,
         "mimeType": "application/jsonl",
         "sizeBytes": str(stored.size),
+        "createTime": created,
+        "updateTime": created,
+        "expirationTime": _rfc3339(stored.created + _FILE_KEPT_S),
+        "uri": f"{request.url.origin()}/{request.match_info['ver']}/{stored.name}",
         "state": "ACTIVE",
         "source": "UPLOADED",
     }
+
+
+def _rfc3339(unix: int) -> str:
+    """Unix seconds as the RFC 3339 timestamp the API writes (UTC, "Z").
+
+    >>> _rfc3339(0)
+    '1970-01-01T00:00:00Z'
+    """
+    return datetime.fromtimestamp(unix, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _status(http: int, doc: Doc) -> Doc:

@@ -1,15 +1,24 @@
 """The simulator's OpenAI batch endpoints (which DashScope copies): files and batches.
 
 Whatever the path prefix, as for ``…/chat/completions``: ``POST …/files`` (multipart, kept on
-disk), ``GET …/files/{id}/content``, ``DELETE …/files/{id}``, ``POST …/batches``,
-``GET …/batches/{id}``, ``GET …/batches`` (newest first, ``limit``/``after``/``has_more``),
-``POST …/batches/{id}/cancel``. Every request is authenticated and rate-limited as an online
-call is.
+disk), ``GET …/files/{id}`` (the file object), ``GET …/files/{id}/content``,
+``DELETE …/files/{id}``, ``POST …/batches``, ``GET …/batches/{id}``, ``GET …/batches``
+(newest first, ``limit``/``after``/``has_more``), ``POST …/batches/{id}/cancel``. Every
+request is authenticated (the configured key, 401 ``invalid_api_key`` otherwise) and
+rate-limited as an online call is.
 
-A batch is validated when created (a bad line, a repeated ``custom_id`` or too many lines fail
-it, as OpenAI fails a batch in ``validating``). Time runs on the simulator's clock: validating
-for the first half of :attr:`BatchFaults.turnaround_s`, in progress for the second, then ended
-on the first request that looks at it. Its lines are answered then, each as the online
+A batch's input is validated when the batch is created, not at upload: OpenAI's batch guide
+puts validation in the batch's life ("validating: the input file is being validated before the
+batch can begin"; "failed: the input file has failed the validation process"), and reports a
+repeated ``custom_id`` per line in the batch's ``errors``. A line that is not JSON, lacks a
+``custom_id``, repeats one, is not ``POST /v1/chat/completions`` or whose body has no ``model``
+or no ``messages`` fails the batch, each such line in ``errors.data`` with its line number and
+code, as do too many lines. Timestamps are unix seconds (:meth:`Simulator.unix_time`), each
+``…_at`` set when the batch reaches its state, as the batch object documents them.
+
+Time runs on the simulator's clock: validating for the first half of
+:attr:`BatchFaults.turnaround_s`, in progress for the second, then ended on the first request
+that looks at it. Its lines are answered then, each as the online
 endpoint answers the same call (:meth:`Simulator.answer_line`, its ``custom_id`` as the call
 id), in slices so the server keeps serving. Faults (:class:`BatchFaults`) are drawn per line
 from the seed, the ``custom_id`` and how many times that id was submitted before.
@@ -46,6 +55,11 @@ _SLICE = 200  # lines answered between two yields to the event loop
 _CHUNK = 1 << 16
 _EXPIRED = "This request could not be executed before the completion window expired."
 _CANCELLED = "This request was not executed because the batch was cancelled."
+_WINDOW_S = 24 * 3600.0  # the completion window, "24h"
+# The states the batch object stamps with a ``<state>_at`` (created_at is always there).
+_STAMPED = (
+    "in_progress", "finalizing", "completed", "failed", "expired", "cancelling", "cancelled",
+)  # fmt: skip
 
 
 @dataclass
@@ -58,9 +72,11 @@ class _File:
     created_at: int
 
     def doc(self) -> Doc:
+        """The documented file object (``expires_at``: these files do not expire)."""
         return {
             "id": self.id, "object": "file", "bytes": self.bytes, "created_at": self.created_at,
-            "filename": self.filename, "purpose": self.purpose, "status": "processed",
+            "expires_at": None, "filename": self.filename, "purpose": self.purpose,
+            "status": "processed", "status_details": None,
         }  # fmt: skip
 
 
@@ -85,7 +101,10 @@ class _Batch:
     metadata: dict[str, str]
     lines: list[_Line]
     invalid: list[Doc]  # errors.data: why the file fails validation (empty: it is valid)
+    unix: Callable[[float], int]  # the simulator's clock reading as unix seconds
     status: str = "validating"
+    # When it reached each state, on the simulator's clock (None: it has not).
+    reached: dict[str, float] = field(default_factory=dict)
     output_file: str | None = None
     error_file: str | None = None
     completed: int = 0
@@ -96,13 +115,23 @@ class _Batch:
     def ended(self) -> bool:
         return self.status in ("completed", "failed", "expired", "cancelled")
 
+    def reach(self, status: str, at: float) -> None:
+        """Move to ``status`` at ``at`` (the simulator's clock), its ``…_at`` set then."""
+        self.status = status
+        self.reached.setdefault(status, at)
+
     def doc(self) -> Doc:
         errors = {"object": "list", "data": self.invalid} if self.invalid else None
+        stamps = {
+            f"{status}_at": self.unix(self.reached[status]) if status in self.reached else None
+            for status in _STAMPED
+        }
         return {
             "id": self.id, "object": "batch", "endpoint": "/v1/chat/completions",
             "errors": errors, "input_file_id": self.input_file, "completion_window": "24h",
             "status": self.status, "output_file_id": self.output_file,
-            "error_file_id": self.error_file, "created_at": int(self.created_at),
+            "error_file_id": self.error_file, "created_at": self.unix(self.created_at),
+            "expires_at": self.unix(self.created_at + _WINDOW_S), **stamps,
             "request_counts": {
                 "total": len(self.lines), "completed": self.completed, "failed": self.failed,
             },
@@ -128,6 +157,7 @@ class OpenAIBatchService:
         guarded = self._guarded
         app.router.add_post(f"/{_PREFIX}files", guarded(self._upload))
         app.router.add_get(f"/{_PREFIX}files/{{file_id}}/content", guarded(self._content))
+        app.router.add_get(f"/{_PREFIX}files/{{file_id}}", guarded(self._retrieve))
         app.router.add_delete(f"/{_PREFIX}files/{{file_id}}", guarded(self._delete))
         app.router.add_post(f"/{_PREFIX}batches", guarded(self._create))
         app.router.add_get(f"/{_PREFIX}batches", guarded(self._list))
@@ -213,12 +243,18 @@ class OpenAIBatchService:
             path.unlink(missing_ok=True)
             return None
         filename = part.filename or "input.jsonl"
-        return _File(file_id, path, filename, "batch", size, int(self.sim.clock()))
+        return _File(file_id, path, filename, "batch", size, self.sim.unix_time())
 
     def _directory(self) -> Path:
         if self._dir is None:
             self._dir = Path(tempfile.mkdtemp(prefix="groundbench-sim-batches-"))
         return self._dir
+
+    async def _retrieve(self, request: web.Request) -> web.StreamResponse:
+        stored = self._files.get(request.match_info["file_id"])
+        if stored is None:
+            return self._error(404, "invalid_request_error", "No such File object")
+        return self._json(stored.doc())
 
     async def _content(self, request: web.Request) -> web.StreamResponse:
         stored = self._files.get(request.match_info["file_id"])
@@ -245,7 +281,7 @@ class OpenAIBatchService:
                 out.write(line + b"\n")
         size = path.stat().st_size
         self._files[file_id] = _File(
-            file_id, path, f"{stem}.jsonl", "batch_output", size, int(self.sim.clock())
+            file_id, path, f"{stem}.jsonl", "batch_output", size, self.sim.unix_time()
         )
         return file_id
 
@@ -277,6 +313,7 @@ class OpenAIBatchService:
             metadata=doc.get("metadata") or {},
             lines=[] if invalid else lines,
             invalid=invalid,
+            unix=self.sim.unix_time,
         )
         self._serial += 1
         self._batches[batch.id] = batch
@@ -337,7 +374,7 @@ class OpenAIBatchService:
             return self._error(404, "invalid_request_error", "No such Batch object")
         await self._advance(batch)
         if not batch.ended:
-            batch.status = "cancelling"  # the next look finds it cancelled
+            batch.reach("cancelling", self.sim.clock())  # the next look finds it cancelled
         return self._json(batch.doc())
 
     # -- a batch's life -------------------------------------------------------------------
@@ -347,23 +384,25 @@ class OpenAIBatchService:
         async with batch.lock:
             if batch.ended:
                 return
+            now = self.sim.clock()
             if batch.invalid:
-                batch.status = "failed"
+                batch.reach("failed", now)
             elif batch.status == "cancelling":
                 await self._end(batch, "cancelled", answered=0)
             else:
-                elapsed = self.sim.clock() - batch.created_at
+                elapsed = now - batch.created_at
+                if elapsed >= batch.turnaround_s / 2:
+                    # Stamped when it began, though first seen running later (or ended).
+                    batch.reach("in_progress", batch.created_at + batch.turnaround_s / 2)
                 if elapsed >= batch.turnaround_s:
                     await self._finish(batch)
-                elif elapsed >= batch.turnaround_s / 2:
-                    batch.status = "in_progress"
 
     async def _finish(self, batch: _Batch) -> None:
         faults = self.sim.spec.batch
         if batch.serial < faults.fail_first:
             self.sim.stats.faults["batch-failed"] += 1
-            batch.status = "failed"
-            batch.invalid = [{"code": "server_error", "message": "The batch failed.", "line": None}]
+            batch.invalid = [_error("server_error", "The batch failed.")]
+            batch.reach("failed", self.sim.clock())
         elif batch.serial < faults.expire_first:
             self.sim.stats.faults["batch-expired"] += 1
             await self._end(batch, "expired", math.floor(len(batch.lines) * faults.expired_share))
@@ -388,7 +427,10 @@ class OpenAIBatchService:
                     await asyncio.sleep(0)  # let the server answer others meanwhile
         batch.output_file = self._new_file(f"{batch.id}-output", output)
         batch.error_file = self._new_file(f"{batch.id}-errors", errors)
-        batch.status = status
+        now = self.sim.clock()
+        if status == "completed":
+            batch.reach("finalizing", now)  # results written: finalizing, then completed
+        batch.reach(status, now)
 
     def _answered(self, batch: _Batch, n: int, line: _Line, request: bytes) -> tuple[bool, bytes]:
         """Line ``n`` (its request body ``request``) answered: whether it succeeded, and its
@@ -425,9 +467,11 @@ async def _validated(path: Path, max_requests: int) -> tuple[list[_Line], list[D
             continue
         problem, line = _line(raw, offset)
         if line is not None and line.custom_id in seen:
-            problem = f"duplicate custom_id {line.custom_id!r}"
+            problem = _Problem(
+                "duplicate_custom_id", f"duplicate custom_id {line.custom_id!r}", "custom_id"
+            )
         if problem is not None:
-            invalid.append({"code": "invalid_request", "message": problem, "line": n})
+            invalid.append(_error(problem.code, problem.message, line=n, param=problem.param))
             if len(invalid) >= 10:
                 break
             continue
@@ -436,9 +480,9 @@ async def _validated(path: Path, max_requests: int) -> tuple[list[_Line], list[D
         lines.append(line)
     if len(lines) > max_requests:
         message = f"The batch input file has {len(lines)} requests; at most {max_requests}."
-        invalid.append({"code": "too_many_requests", "message": message, "line": None})
+        invalid.append(_error("too_many_requests", message))
     if not lines and not invalid:
-        invalid.append({"code": "empty_file", "message": "The input file is empty.", "line": None})
+        invalid.append(_error("empty_file", "The input file is empty."))
     return lines, invalid
 
 
@@ -458,23 +502,45 @@ def _body(inputs: BinaryIO, line: _Line) -> bytes:
     return json.dumps(doc["body"], separators=(",", ":")).encode()
 
 
-def _line(raw: bytes, offset: int) -> tuple[str | None, _Line | None]:
-    """One input line read: why it is invalid, or the line."""
+@dataclass(frozen=True)
+class _Problem:
+    """Why an input line is invalid: an ``errors.data`` entry's code, message and param."""
+
+    code: str
+    message: str
+    param: str | None = None
+
+
+def _error(code: str, message: str, *, line: int | None = None, param: str | None = None) -> Doc:
+    """An entry of the batch's ``errors.data`` (the documented BatchError)."""
+    return {"code": code, "message": message, "param": param, "line": line}
+
+
+def _line(raw: bytes, offset: int) -> tuple[_Problem | None, _Line | None]:
+    """One input line read: why it is invalid, or the line. The line is the documented
+    request input object (``custom_id``, ``method`` POST, ``url``, ``body``), its body a chat
+    completion request, which needs ``model`` and a non-empty ``messages``."""
     try:
         doc = json.loads(raw)
     except ValueError:
-        return "line is not valid JSON", None
+        return _Problem("invalid_json_line", "line is not valid JSON"), None
     if not isinstance(doc, dict):
-        return "line is not a JSON object", None
+        return _Problem("invalid_json_line", "line is not a JSON object"), None
     custom_id, method, url, body = (doc.get(k) for k in ("custom_id", "method", "url", "body"))
     if not isinstance(custom_id, str) or not custom_id:
-        return "missing custom_id", None
+        return _Problem("missing_required_parameter", "missing custom_id", "custom_id"), None
     if method != "POST":
-        return "method must be POST", None
+        return _Problem("invalid_method", "method must be POST", "method"), None
     if url not in ENDPOINTS:
-        return f"url must be one of {sorted(ENDPOINTS)}", None
+        return _Problem("invalid_url", f"url must be one of {sorted(ENDPOINTS)}", "url"), None
     if not isinstance(body, dict):
-        return "missing body", None
+        return _Problem("missing_required_parameter", "missing body", "body"), None
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return _Problem("missing_required_parameter", "body has no model", "body.model"), None
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        message = "body has no messages"
+        return _Problem("missing_required_parameter", message, "body.messages"), None
     return None, _Line(custom_id, url, offset, len(raw))
 
 

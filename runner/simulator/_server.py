@@ -122,6 +122,10 @@ class Simulator:
         self._arrivals: Counter[str] = Counter()
         self._calls = 0
         self.clock = clock
+        # Where the clock's zero lies in unix time. The clock is monotonic (its zero is
+        # arbitrary, and a test's clock starts at 0), so the timestamps the APIs document as
+        # unix seconds are this offset plus the clock: real time, moving as the clock moves.
+        self._epoch = time.time() - clock()
         self._limits = _limits(spec.faults)
         self.openai_batches = OpenAIBatchService(self)
         # While True, an admitted call waits before it is answered: a test holds a run going
@@ -138,7 +142,22 @@ class Simulator:
         GeminiBatchService(self).install(app)
         self.openai_batches.add_routes(app)
         app.router.add_post("/{path:.*}", self._handle)
+        # OpenAI's list-models, which a local server answers at its base: the check's.
+        for path in ("/models", "/v1/models"):
+            app.router.add_get(path, self._models)
         return app
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        """``GET /models``: the models the spec serves, in OpenAI's list shape; 404 where it
+        serves any name (no list to give), as a bare proxy answers."""
+        wire = WIRES[0]
+        if not self._authorised(request, wire):
+            status, doc = wire.bad_key(self._bad_key_message(request))
+            return self._send(status, json.dumps(doc).encode(), {})
+        if self.spec.models is None:
+            return self._error(wire, 404, "not_found", "no model list: any model is served", {})
+        data = [{"id": m, "object": "model", "owned_by": "simulator"} for m in self.spec.models]
+        return self._send(200, json.dumps({"object": "list", "data": data}).encode(), {})
 
     # -- the request ---------------------------------------------------------------------
 
@@ -219,11 +238,17 @@ class Simulator:
         self.stats.paid[call] += 1  # the model did the work: billed, whatever reaches the client
         if self.pause_after is not None and self.stats.answered >= self.pause_after:
             self.paused = True
-        return _reply_doc(wire, parsed, reply, self.stats.answered, image_tokens)
+        return _reply_doc(wire, parsed, reply, self.stats.answered, image_tokens, self.unix_time())
+
+    def unix_time(self, at: float | None = None) -> int:
+        """The unix time in seconds of the clock's reading ``at`` (None: now)."""
+        return int(self._epoch + (self.clock() if at is None else at))
 
     def _authorised(self, request: web.Request, wire: WireFormat) -> bool:
         given = wire.given_key(request.headers)
-        return bool(given) and (self.spec.api_key is None or given == self.spec.api_key)
+        if not given:
+            return self.spec.keyless
+        return self.spec.api_key is None or given == self.spec.api_key
 
     @staticmethod
     def _bad_key_message(request: web.Request) -> str:
@@ -539,14 +564,14 @@ def _lift_image(marker_text: bytes, raw: bytes) -> tuple[bytes, bytes | None]:
 
 
 def _reply_doc(
-    wire: WireFormat, parsed: Parsed, reply: Answer, serial: int, image_tokens: int
+    wire: WireFormat, parsed: Parsed, reply: Answer, serial: int, image_tokens: int, now: int
 ) -> Doc:
     usage = Usage(
         input=len(parsed.prompt) // 4 + image_tokens,
         output=max(1, len(reply.text) // 3),
         reasoning=len(reply.reasoning) // 4,
     )
-    return wire.answer(parsed, reply, serial, usage)
+    return wire.answer(parsed, reply, serial, usage, created=now)
 
 
 @asynccontextmanager

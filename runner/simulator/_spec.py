@@ -123,3 +123,6 @@ class SimSpec(_Frozen):
     batch: BatchFaults = BatchFaults()
     api_key: str | None = None
     models: tuple[str, ...] | None = None
+    # Take calls that carry no key, as a local server (vLLM, Ollama) does: a key, when one
+    # is sent, must still be the right one.
+    keyless: bool = False

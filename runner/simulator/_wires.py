@@ -57,7 +57,10 @@ class WireFormat(Protocol):
 
     def parse(self, path: str, doc: Doc) -> Parsed: ...
 
-    def answer(self, parsed: Parsed, reply: Answer, serial: int, usage: Usage) -> Doc: ...
+    # ``created``: the answer's time in unix seconds, for the wires whose answer carries one.
+    def answer(
+        self, parsed: Parsed, reply: Answer, serial: int, usage: Usage, *, created: int
+    ) -> Doc: ...
 
     def error(self, status: int, code: str, message: str) -> Doc: ...
 
@@ -103,13 +106,16 @@ class OpenAIWire:
             thinking = False
         return Parsed("openai", str(doc["model"]), prompt, image, thinking, doc.get("temperature"))
 
-    def answer(self, parsed: Parsed, reply: Answer, serial: int, usage: Usage) -> Doc:
+    def answer(
+        self, parsed: Parsed, reply: Answer, serial: int, usage: Usage, *, created: int
+    ) -> Doc:
         message: Doc = {"role": "assistant", "content": reply.text}
         if reply.reasoning:
             message["reasoning_content"] = reply.reasoning
         return {
             "id": f"chatcmpl-sim-{serial}",
             "object": "chat.completion",
+            "created": created,  # unix seconds; required by the chat completion object
             "model": parsed.model,
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {
@@ -173,7 +179,9 @@ class GeminiWire:
         thinking = config.get("thinkingConfig", {}).get("thinkingBudget") != 0
         return Parsed("gemini", match.group(1), prompt, image, thinking, config.get("temperature"))
 
-    def answer(self, parsed: Parsed, reply: Answer, serial: int, usage: Usage) -> Doc:
+    def answer(
+        self, parsed: Parsed, reply: Answer, serial: int, usage: Usage, *, created: int
+    ) -> Doc:
         parts: list[Doc] = []
         if reply.reasoning:
             parts.append({"text": reply.reasoning, "thought": True})

@@ -28,8 +28,10 @@ class Provider:
 
     name: str
     wire: Wire
-    base_url: str
-    key_variable: str
+    # None: no endpoint of its own (a server of one's own): the backend must name base_url.
+    base_url: str | None
+    # None: no key unless the backend names a variable (api_key_env); then no key is sent.
+    key_variable: str | None
     # The provider-neutral Thinking as this API's request fields; ConfigError if inexpressible.
     thinking: Callable[[Thinking], dict[str, Any]]
     errors: ErrorCodes = ErrorCodes()
@@ -37,6 +39,12 @@ class Provider:
     # Its batch API (files + batches, or Gemini's batchGenerateContent), where it has one that
     # groundbench speaks; None: the provider runs online only.
     batch: Wire | None = None
+    # The request rate a backend of this provider has when its file sets none (None: the
+    # Transport default); a local server is bounded by concurrency, not by a quota.
+    default_requests_per_minute: float | None = None
+    # Whether ``GET {base_url}/models`` lists the models it serves, which the check compares
+    # the configured model with (the hosted providers' lists are not what they bill by).
+    lists_models: bool = False
 
 
 def refuse(provider: str, what: str) -> ConfigError:
