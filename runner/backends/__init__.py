@@ -7,15 +7,17 @@ actor, but nothing here knows about Ray.
   retrying transport failures; :func:`ask` makes the attempts of PROTOCOL §6 and records each.
 - Every request a provider receives, online or batch, goes by one HTTP exchange
   (``_exchange.py``) and is retried by one :class:`RetryPolicy` (``_retry.py``).
-- :class:`OpenAIChat` and :class:`GeminiGenerate` are the two wire formats; ``PROVIDERS``
-  says which provider speaks which, where, and with which key variable (a server of one's
-  own, ``openai-compatible``, has neither endpoint nor key of its own).
+- :class:`OpenAIChat`, :class:`GeminiGenerate` and :class:`AnthropicMessages` are the wire
+  formats; ``PROVIDERS`` says which provider speaks which, where, and with which key
+  variable (a server of one's own, ``openai-compatible``, has neither endpoint nor key of
+  its own).
 - :func:`served_models` lists what such a server serves (``GET {base_url}/models``), which the
   pre-flight compares the configured model with (:class:`ModelCheck`).
 - Failures are :class:`CallError` subclasses: :class:`RateLimited`, :class:`QuotaExhausted`
   (terminal), :class:`Transient`, :class:`Refused` (terminal), :class:`Fatal`.
 """
 
+from runner.backends._anthropic import AnthropicMessages, classify_anthropic
 from runner.backends._attempts import (
     BEST_EFFORT_ATTEMPTS,
     HEADLINE_ATTEMPTS,
@@ -78,6 +80,7 @@ __all__ = [
     "KEY_SHAPED",
     "PROVIDERS",
     "Account",
+    "AnthropicMessages",
     "ApiKey",
     "AttemptRecord",
     "CallError",
@@ -111,6 +114,7 @@ __all__ = [
     "attempts_allowed",
     "call_id",
     "check_model",
+    "classify_anthropic",
     "classify_gemini",
     "classify_openai",
     "clip",

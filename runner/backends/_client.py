@@ -36,6 +36,7 @@ from conditions import (
     reasoning_decoding,
 )
 from runner._errors import ConfigError
+from runner.backends._anthropic import AnthropicMessages
 from runner.backends._errors import CallError, QuotaExhausted, RateLimited, Transient
 from runner.backends._exchange import Peer, exchange, scrubbed
 from runner.backends._gemini import GeminiGenerate
@@ -80,6 +81,8 @@ def wire_format(
     backend's choice of the OpenAI wire's output-allowance field)."""
     if provider.wire == "gemini":
         return GeminiGenerate(model)
+    if provider.wire == "anthropic":
+        return AnthropicMessages(model)
     return OpenAIChat(provider, model, max_tokens_field=max_tokens_field)
 
 
@@ -159,6 +162,7 @@ class Client:
         for decoding in decodings(configuration):  # refuse an unmappable setting up front
             try:
                 thinking_fields(self.provider.name, decoding.thinking)
+                self.provider.check(decoding)
             except ConfigError as exc:
                 raise ConfigError(f"configuration {configuration.name}: {exc}") from None
         transport = configuration.transport

@@ -37,9 +37,10 @@ import math
 import re
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from conditions import Transport
 from runner.backends._learning import HISTORY_S, MINUTE_S, LearntLimit
@@ -360,12 +361,14 @@ class RateLimiter:
         """Honour ``x-ratelimit-*``: never schedule faster than the limits the server states
         (requests and tokens a minute), and when nothing remains, wait.
 
+        Anthropic's ``anthropic-ratelimit-*`` headers are read as the same (:func:`anthropic_as_x`).
         ``x-ratelimit-reset-*`` is the time until the whole allowance is back. Where the
         server states its limit, the window log and the token bucket keep to it already, and
         nothing remaining needs only the wait for one call: the reset over the limit (a
         bucket holding what the server says remains waits the tokens' own time). Where it
         states none, the whole reset is waited.
         """
+        headers = _WithAnthropic(headers)
         requests = _positive(headers.get("x-ratelimit-limit-requests"))
         if requests is not None:
             self._stated = requests
@@ -460,11 +463,48 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
+# Anthropic's names for the x-ratelimit-* headers. Its ``tokens-*`` state the most restrictive
+# of its input- and output-token limits, the one a tokens-a-minute bucket keeps to; its
+# ``input-tokens-*`` / ``output-tokens-*`` are left to that one.
+_ANTHROPIC_NAMES = {
+    f"anthropic-ratelimit-{kind}-{part}": f"x-ratelimit-{part}-{kind}"
+    for kind in ("requests", "tokens")
+    for part in ("limit", "remaining", "reset")
+}
+
+
+def anthropic_as_x(headers: Mapping[str, str]) -> dict[str, str]:
+    """Anthropic's ``anthropic-ratelimit-*`` headers under the ``x-ratelimit-*`` names.
+
+    >>> anthropic_as_x({"anthropic-ratelimit-requests-limit": "50"})
+    {'x-ratelimit-limit-requests': '50'}
+    """
+    return {x: headers[a] for a, x in _ANTHROPIC_NAMES.items() if headers.get(a) is not None}
+
+
+class _WithAnthropic(Mapping[str, str]):
+    """``headers`` (aiohttp's, case-insensitive) with Anthropic's names read as well."""
+
+    def __init__(self, headers: Mapping[str, str]) -> None:
+        self._headers = headers
+        self._anthropic = anthropic_as_x(headers)
+
+    def __getitem__(self, name: str) -> str:
+        value = self._headers.get(name)
+        return self._anthropic[name] if value is None else value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({*self._headers, *self._anthropic})
+
+    def __len__(self) -> int:
+        return len({*self._headers, *self._anthropic})
+
+
 def parse_reset(value: str | None, now_epoch: float | None = None) -> float | None:
     """Seconds until a rate-limit window resets, from a ``x-ratelimit-reset-*`` header.
 
-    Providers write it as seconds (``"1.5"``), a Go duration (``"6m0s"``, ``"20ms"``) or a
-    Unix time (``"1767225600"``).
+    Providers write it as seconds (``"1.5"``), a Go duration (``"6m0s"``, ``"20ms"``), a
+    Unix time (``"1767225600"``) or an RFC 3339 time (Anthropic's ``"2026-01-01T00:00:10Z"``).
 
     >>> parse_reset("6m0s"), parse_reset("20ms"), parse_reset("1.5")
     (360.0, 0.02, 1.5)
@@ -482,8 +522,20 @@ def parse_reset(value: str | None, now_epoch: float | None = None) -> float | No
         return max(0.0, number)
     parts = _DURATION.findall(value)
     if not parts or "".join(a + u for a, u in parts) != value:
-        return None
+        return _until(value, now_epoch)
     return sum(float(amount) * _UNIT_S[unit] for amount, unit in parts)
+
+
+def _until(value: str, now_epoch: float | None) -> float | None:
+    """Seconds from now until an RFC 3339 time, or ``None`` if ``value`` is not one."""
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        return None
+    now = time.time() if now_epoch is None else now_epoch
+    return max(0.0, when.timestamp() - now)
 
 
 def _positive(value: str | None) -> float | None:

@@ -1,4 +1,4 @@
-"""A local stand-in for the providers' APIs: both wire formats, answers from a cohort.
+"""A local stand-in for the providers' APIs: the three wire formats, answers from a cohort.
 
 For users, a dry run of a grid before paying for it (``groundbench simulate``); for the tests
 and benchmarks, a server on loopback with behaviour profiles and fault injection.

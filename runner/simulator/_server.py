@@ -1,4 +1,4 @@
-"""The simulator's HTTP server: both wire formats, answers from a cohort or a box benchmark's
+"""The simulator's HTTP server: every wire format, answers from a cohort or a box benchmark's
 questions, injected faults.
 
 It serves ``POST …/chat/completions`` (OpenAI-compatible, whatever the prefix, so any
@@ -171,7 +171,7 @@ class Simulator:
         verdict = self._admit()
         if verdict is not None and not verdict.admitted:
             return self._throttle(wire, verdict)
-        headers = self._limit_headers(verdict)
+        headers = self._limit_headers(wire, verdict)
         self._calls += 1
         if self.spec.faults.quota_after is not None and self._calls > self.spec.faults.quota_after:
             self.stats.faults["quota"] += 1
@@ -406,19 +406,16 @@ class Simulator:
             self.stats.throttled_at.append(now)
         return verdict
 
-    def _limit_headers(self, verdict: Verdict | None) -> dict[str, str]:
+    def _limit_headers(self, wire: WireFormat, verdict: Verdict | None) -> dict[str, str]:
         if not self.spec.faults.ratelimit_headers or verdict is None:
             return {}
-        return {
-            "x-ratelimit-limit-requests": f"{verdict.limit:g}",
-            "x-ratelimit-remaining-requests": str(verdict.remaining),
-            "x-ratelimit-reset-requests": f"{verdict.reset_s:.3f}s",
-        }
+        now = self._epoch + self.clock()
+        return wire.limit_headers(verdict.limit, verdict.remaining, verdict.reset_s, now)
 
     def _throttle(self, wire: WireFormat, verdict: Verdict) -> web.Response:
         self.stats.faults["rate-limited"] += 1
         wait = verdict.wait_s
-        headers = self._limit_headers(verdict)
+        headers = self._limit_headers(wire, verdict)
         style = self.spec.faults.retry_after
         if style == "ms":
             headers["retry-after-ms"] = str(max(1, math.ceil(wait * 1000)))
@@ -527,7 +524,7 @@ def _parse(wire: WireFormat, path: str, raw: bytes) -> Parsed:
     if lifted is not None:
         parsed = _decode(wire, path, emptied)
         # What was cut out is the image only if the image is what came out empty (a prompt
-        # may hold the marker too; the image comes before the text in both wire formats).
+        # may hold the marker too; the image comes before the text in every wire format).
         if parsed.image_b64 == b"":
             return replace(parsed, image_b64=lifted)
     return _decode(wire, path, raw)

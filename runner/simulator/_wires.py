@@ -1,9 +1,11 @@
-"""The simulator's two wire formats, one handler each: how a request is read and how every
+"""The simulator's three wire formats, one handler each: how a request is read and how every
 reply — an answer, a throttle, spent quota, overload, any other error — is written.
 
 The server decides *what* happens to a request; a :class:`WireFormat` decides how it looks on
 the wire. OpenAI-compatible providers share one (their codes are OpenAI's); Gemini's errors are
-``google.rpc.Status`` objects with ``QuotaFailure`` and ``RetryInfo`` details.
+``google.rpc.Status`` objects with ``QuotaFailure`` and ``RetryInfo`` details; Anthropic's are
+typed (``{"type": "error", "error": {"type", "message"}}``), its overload a 529, its rate-limit
+headers ``anthropic-ratelimit-*`` with an RFC 3339 reset.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 from runner.simulator._model import Answer
 
-Wire = Literal["openai", "gemini"]
+Wire = Literal["openai", "gemini", "anthropic"]
 Doc = dict[str, Any]
 
 # Gemini's RPC status for an HTTP status the simulator answers with.
@@ -77,6 +80,22 @@ class WireFormat(Protocol):
     def unknown_model(self, model: str) -> tuple[int, Doc]:
         """A model the server does not serve."""
         ...
+
+    def limit_headers(
+        self, limit: float, remaining: int, reset_s: float, now: float
+    ) -> dict[str, str]:
+        """The rate-limit headers of a reply (``now``: unix seconds, for a reset given as a
+        time)."""
+        ...
+
+
+def x_ratelimit(limit: float, remaining: int, reset_s: float) -> dict[str, str]:
+    """OpenAI's ``x-ratelimit-*`` request headers (the simulator sends them for Gemini too)."""
+    return {
+        "x-ratelimit-limit-requests": f"{limit:g}",
+        "x-ratelimit-remaining-requests": str(remaining),
+        "x-ratelimit-reset-requests": f"{reset_s:.3f}s",
+    }
 
 
 class OpenAIWire:
@@ -150,6 +169,11 @@ class OpenAIWire:
         doc = self.error(404, "invalid_request_error", message)
         doc["error"]["code"] = "model_not_found"
         return 404, doc
+
+    def limit_headers(
+        self, limit: float, remaining: int, reset_s: float, now: float
+    ) -> dict[str, str]:
+        return x_ratelimit(limit, remaining, reset_s)
 
 
 class GeminiWire:
@@ -236,6 +260,11 @@ class GeminiWire:
         )
         return 404, self._status(404, "NOT_FOUND", said, [])
 
+    def limit_headers(
+        self, limit: float, remaining: int, reset_s: float, now: float
+    ) -> dict[str, str]:
+        return x_ratelimit(limit, remaining, reset_s)
+
     @staticmethod
     def _status(status: int, rpc: str, message: str, details: list[Doc]) -> Doc:
         return {"error": {"code": status, "message": message, "status": rpc, "details": details}}
@@ -249,7 +278,111 @@ def _quota_failure(quota_id: str) -> Doc:
     }  # fmt: skip
 
 
-WIRES: tuple[WireFormat, ...] = (OpenAIWire(), GeminiWire())
+# Anthropic's error type for an HTTP status the simulator answers with (docs.claude.com/en/api/
+# errors); a status it does not list is an invalid_request_error (4xx) or an api_error (5xx).
+_ANTHROPIC_TYPES = {
+    400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
+    403: "permission_error", 404: "not_found_error", 413: "request_too_large",
+    429: "rate_limit_error", 500: "api_error", 504: "timeout_error", 529: "overloaded_error",
+}  # fmt: skip
+_NO_CREDIT = (
+    "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing "
+    "to upgrade or purchase credits."
+)
+
+
+class AnthropicWire:
+    """``POST /v1/messages``: Anthropic's Messages API."""
+
+    name: Wire = "anthropic"
+    image_marker = b'"data":"'
+
+    def serves(self, path: str) -> bool:
+        return path.endswith("/v1/messages")
+
+    def given_key(self, headers: Mapping[str, str]) -> str:
+        # The reference's x-api-key (what groundbench sends), or a bearer token: the official
+        # SDK's 2.x clients send the key so.
+        bearer = headers.get("Authorization", "").removeprefix("Bearer ")
+        return headers.get("x-api-key", "") or bearer
+
+    def parse(self, path: str, doc: Doc) -> Parsed:
+        if not isinstance(doc.get("max_tokens"), int):
+            raise BadRequest("max_tokens: Field required")  # the API requires it
+        prompt, image = "", None
+        for block in doc["messages"][-1]["content"]:
+            if block["type"] == "text":
+                prompt += block["text"]
+            elif block["type"] == "image":
+                image = block["source"]["data"].encode()
+        thinking = doc.get("thinking") or {}
+        on = thinking.get("type") == "enabled"
+        if on and not 1024 <= thinking["budget_tokens"] < doc["max_tokens"]:
+            raise BadRequest("thinking.budget_tokens: must be ≥ 1024 and less than max_tokens")
+        if on and doc.get("temperature", 1) != 1:
+            raise BadRequest("temperature may only be set to 1 when thinking is enabled")
+        return Parsed("anthropic", str(doc["model"]), prompt, image, on, doc.get("temperature"))
+
+    def answer(
+        self, parsed: Parsed, reply: Answer, serial: int, usage: Usage, *, created: int
+    ) -> Doc:
+        content: list[Doc] = []
+        if reply.reasoning:
+            signature = f"sim-signature-{serial}"
+            content.append(
+                {"type": "thinking", "thinking": reply.reasoning, "signature": signature}
+            )
+        content.append({"type": "text", "text": reply.text})
+        return {
+            "id": f"msg_sim_{serial}",
+            "type": "message",
+            "role": "assistant",
+            "model": parsed.model,
+            "content": content,
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": usage.input,
+                "output_tokens": usage.output + usage.reasoning,  # thinking is billed as output
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        }
+
+    def error(self, status: int, code: str, message: str) -> Doc:
+        kind = _ANTHROPIC_TYPES.get(
+            status, "api_error" if status >= 500 else "invalid_request_error"
+        )
+        return {"type": "error", "error": {"type": kind, "message": message}}
+
+    def throttled(self, wait_s: float, tells_wait: bool) -> tuple[int, Doc]:
+        message = "This request would exceed the rate limit for your organization."
+        return 429, self.error(429, "rate_limit_error", message)
+
+    def quota_spent(self) -> tuple[int, Doc]:
+        return 400, self.error(400, "invalid_request_error", _NO_CREDIT)  # as the API sends it
+
+    def overloaded(self) -> tuple[int, Doc]:
+        return 529, self.error(529, "overloaded_error", "Overloaded")
+
+    def bad_key(self, message: str) -> tuple[int, Doc]:
+        return 401, self.error(401, "authentication_error", "invalid x-api-key")  # no key echoed
+
+    def unknown_model(self, model: str) -> tuple[int, Doc]:
+        return 404, self.error(404, "not_found_error", f"model: {model}")
+
+    def limit_headers(
+        self, limit: float, remaining: int, reset_s: float, now: float
+    ) -> dict[str, str]:
+        reset = datetime.fromtimestamp(now + reset_s, UTC).isoformat(timespec="seconds")
+        return {
+            "anthropic-ratelimit-requests-limit": f"{limit:g}",
+            "anthropic-ratelimit-requests-remaining": str(remaining),
+            "anthropic-ratelimit-requests-reset": reset.replace("+00:00", "Z"),
+        }
+
+
+WIRES: tuple[WireFormat, ...] = (OpenAIWire(), GeminiWire(), AnthropicWire())
 
 
 def wire_for(path: str) -> WireFormat | None:

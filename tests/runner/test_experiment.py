@@ -346,7 +346,7 @@ def test_batch_mode_is_a_backend_setting_at_the_batch_price(tmp_path: Path) -> N
     assert sim.transport.base_url == "http://127.0.0.1:9/v1beta"
 
 
-@pytest.mark.parametrize("provider", ["doubao", "kimi"])
+@pytest.mark.parametrize("provider", ["doubao", "kimi", "anthropic"])
 def test_batch_mode_on_a_provider_without_a_batch_api_is_one_line(
     tmp_path: Path, provider: str
 ) -> None:

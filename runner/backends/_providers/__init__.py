@@ -1,23 +1,25 @@
 """The providers groundbench knows, one unit each (``qwen.py``, ``doubao.py``, ``kimi.py``,
-``openai.py``, ``gemini.py``, ``openai_compatible.py``): endpoint, wire format, key variable,
-reasoning fields and error codes side by side, so a change to one provider touches one file.
+``openai.py``, ``gemini.py``, ``anthropic.py``, ``openai_compatible.py``): endpoint, wire
+format, key variable, reasoning fields and error codes side by side, so a change to one
+provider touches one file.
 
-================= ====== ============================================= =====================
-provider          wire   default endpoint                              key variable
-================= ====== ============================================= =====================
-qwen              openai DashScope compatible mode (international)     ``DASHSCOPE_API_KEY``
-doubao            openai Volcengine Ark (Beijing)                      ``ARK_API_KEY``
-kimi              openai Moonshot (international)                      ``MOONSHOT_API_KEY``
-openai            openai OpenAI                                        ``OPENAI_API_KEY``
-gemini            gemini Gemini API ``v1beta``                         ``GEMINI_API_KEY``
-openai-compatible openai none: ``base_url`` is required (vLLM, Ollama) none unless set
-================= ====== ============================================= =====================
+================= ========= ============================================= =====================
+provider          wire      default endpoint                              key variable
+================= ========= ============================================= =====================
+qwen              openai    DashScope compatible mode (international)     ``DASHSCOPE_API_KEY``
+doubao            openai    Volcengine Ark (Beijing)                      ``ARK_API_KEY``
+kimi              openai    Moonshot (international)                      ``MOONSHOT_API_KEY``
+openai            openai    OpenAI                                        ``OPENAI_API_KEY``
+gemini            gemini    Gemini API ``v1beta``                         ``GEMINI_API_KEY``
+anthropic         anthropic Anthropic Messages API                        ``ANTHROPIC_API_KEY``
+openai-compatible openai    none: ``base_url`` is required (vLLM, Ollama) none unless set
+================= ========= ============================================= =====================
 
 A setting of the provider-neutral :class:`~conditions.Thinking` that an API cannot express is
 refused when the backend is made, never silently dropped. The output allowance is
-``max_tokens`` (DashScope, Ark, Kimi, local servers), ``max_completion_tokens`` (OpenAI, whose
-reasoning models refuse ``max_tokens``) or ``maxOutputTokens`` (Gemini); a backend's
-``max_tokens_field`` chooses between the first two for its server.
+``max_tokens`` (DashScope, Ark, Kimi, Anthropic, local servers), ``max_completion_tokens``
+(OpenAI, whose reasoning models refuse ``max_tokens``) or ``maxOutputTokens`` (Gemini); a
+backend's ``max_tokens_field`` chooses between the first two for its server.
 """
 
 from __future__ import annotations
@@ -26,11 +28,20 @@ from typing import Any
 
 from conditions import Thinking
 from runner._errors import ConfigError
-from runner.backends._providers import doubao, gemini, kimi, openai, openai_compatible, qwen
+from runner.backends._providers import (
+    anthropic,
+    doubao,
+    gemini,
+    kimi,
+    openai,
+    openai_compatible,
+    qwen,
+)
 from runner.backends._providers._base import ErrorCodes, Provider, Wire
 
 PROVIDERS: dict[str, Provider] = {
-    m.PROVIDER.name: m.PROVIDER for m in (qwen, doubao, kimi, openai, gemini, openai_compatible)
+    m.PROVIDER.name: m.PROVIDER
+    for m in (qwen, doubao, kimi, openai, gemini, anthropic, openai_compatible)
 }
 
 

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from conditions import Thinking
+from conditions import Decoding, Thinking
 from runner._errors import ConfigError
 
-Wire = Literal["openai", "gemini"]
+Wire = Literal["openai", "gemini", "anthropic"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,10 @@ class Provider:
     # Whether ``GET {base_url}/models`` lists the models it serves, which the check compares
     # the configured model with (the hosted providers' lists are not what they bill by).
     lists_models: bool = False
+    # A rule between decoding fields the API enforces (Anthropic's thinking budget below the
+    # output allowance, no temperature but 1 with thinking): ConfigError if broken. Checked
+    # when the backend is made, like ``thinking``.
+    check: Callable[[Decoding], None] = lambda decoding: None
 
 
 def refuse(provider: str, what: str) -> ConfigError:

@@ -13,7 +13,7 @@ from runner.backends import ErrorKind
 @dataclass(frozen=True)
 class Recorded:
     name: str
-    wire: str  # "openai" or "gemini"
+    wire: str  # "openai", "gemini" or "anthropic"
     status: int
     body: Any  # a JSON document, or raw bytes
     kind: ErrorKind
@@ -31,6 +31,12 @@ def _oa(message: str, type_: str | None, code: str | None) -> dict[str, Any]:
 
 def _g(status: int, rpc: str, message: str, *details: dict[str, Any]) -> dict[str, Any]:
     return {"error": {"code": status, "message": message, "status": rpc, "details": list(details)}}
+
+
+def _a(type_: str, message: str) -> dict[str, Any]:
+    """Anthropic's error shape (docs.claude.com/en/api/errors)."""
+    return {"type": "error", "error": {"type": type_, "message": message},
+            "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"}  # fmt: skip
 
 
 def _quota_failure(quota_id: str) -> dict[str, Any]:
@@ -186,4 +192,33 @@ RECORDED: tuple[Recorded, ...] = (
     Recorded("gemini DEADLINE_EXCEEDED", "gemini", 504, _g(
         504, "DEADLINE_EXCEEDED", "Deadline expired before operation could complete."),
         "transient"),
+    # -- Anthropic (error types from docs.claude.com/en/api/errors) ------------------------
+    Recorded("anthropic rate_limit_error", "anthropic", 429, _a(
+        "rate_limit_error", "This request would exceed the rate limit for your organization "
+        "of 50 requests per minute."), "rate-limited", headers={"retry-after": "7"},
+        retry_after=7.0),
+    Recorded("anthropic overloaded_error", "anthropic", 529, _a(
+        "overloaded_error", "Overloaded"), "transient"),
+    Recorded("anthropic api_error", "anthropic", 500, _a(
+        "api_error", "Internal server error"), "transient"),
+    Recorded("anthropic timeout_error", "anthropic", 504, _a(
+        "timeout_error", "Request timed out"), "transient"),
+    Recorded("anthropic authentication_error", "anthropic", 401, _a(
+        "authentication_error", "invalid x-api-key"), "fatal"),
+    Recorded("anthropic permission_error", "anthropic", 403, _a(
+        "permission_error", "Your API key does not have permission to use the specified "
+        "resource."), "fatal"),
+    Recorded("anthropic not_found_error", "anthropic", 404, _a(
+        "not_found_error", "model: claude-9"), "fatal"),
+    Recorded("anthropic invalid_request_error", "anthropic", 400, _a(
+        "invalid_request_error", "messages.0.content.0.image.source.base64: image exceeds 5 "
+        "MB maximum"), "fatal"),
+    Recorded("anthropic request_too_large", "anthropic", 413, _a(
+        "request_too_large", "Request exceeds the maximum allowed number of bytes."), "fatal"),
+    Recorded("anthropic billing_error", "anthropic", 402, _a(
+        "billing_error", "There is an issue with your billing or payment information."),
+        "quota"),
+    Recorded("anthropic credit balance too low", "anthropic", 400, _a(
+        "invalid_request_error", "Your credit balance is too low to access the Anthropic API. "
+        "Please go to Plans & Billing to upgrade or purchase credits."), "quota"),
 )  # fmt: skip

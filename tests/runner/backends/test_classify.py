@@ -8,6 +8,7 @@ from runner.backends import (
     PROVIDERS,
     CallError,
     Refused,
+    classify_anthropic,
     classify_gemini,
     classify_openai,
     what_to_do,
@@ -18,7 +19,8 @@ from .recorded import RECORDED, Recorded
 
 
 def _classify(r: Recorded) -> CallError:
-    classify = classify_gemini if r.wire == "gemini" else classify_openai
+    by_wire = {"gemini": classify_gemini, "anthropic": classify_anthropic}
+    classify = by_wire.get(r.wire, classify_openai)
     return classify(r.status, r.headers, ErrorBody.read(r.raw))
 
 
@@ -37,6 +39,7 @@ REFUSED = {
     "openai 401", "openai 404 model", "dashscope invalid key", "ark AuthenticationError",
     "ark InvalidEndpointOrModel.NotFound", "kimi invalid_authentication_error",
     "gemini API_KEY_INVALID", "gemini PERMISSION_DENIED", "gemini NOT_FOUND",
+    "anthropic authentication_error", "anthropic permission_error", "anthropic not_found_error",
 }  # fmt: skip
 
 
@@ -52,8 +55,8 @@ def test_a_gemini_key_refused_as_invalid_argument_says_so_in_its_code() -> None:
     assert _classify(r).code == "API_KEY_INVALID"
 
 
-def test_every_class_is_covered_for_both_wire_formats() -> None:
-    for wire in ("openai", "gemini"):
+def test_every_class_is_covered_for_every_wire_format() -> None:
+    for wire in ("openai", "gemini", "anthropic"):
         kinds = {r.kind for r in RECORDED if r.wire == wire}
         assert kinds == {"rate-limited", "quota", "transient", "fatal"}, wire
 
@@ -91,8 +94,8 @@ def test_every_code_a_provider_declares_is_read_as_it_says(
 def test_each_openai_wire_provider_declares_its_own_codes() -> None:
     for p in PROVIDERS.values():
         declared = p.errors.quota | p.errors.rate | p.errors.transient
-        # Gemini reads rpc statuses; a server of one's own (no endpoint of its own: vLLM,
-        # Ollama) documents no codes, and its errors are read by their status.
+        # Gemini reads rpc statuses, Anthropic typed errors; a server of one's own (no
+        # endpoint of its own: vLLM, Ollama) documents no codes: its errors are read by status.
         hosted_openai = p.wire == "openai" and p.base_url is not None
         assert bool(declared) == hosted_openai, p.name
 
@@ -110,3 +113,12 @@ def test_what_to_do_about_a_refusal_names_the_key_the_access_or_the_model(
         assert "quota is spent" in advice
     else:
         assert "key" not in advice  # a throttle, a fault, a bad request: never the key
+
+
+def test_an_anthropic_error_is_read_by_its_type_before_its_status() -> None:
+    # A type the status alone would misread: overload sent as a 429, a throttle as a 400.
+    overloaded = ErrorBody({"type": "error", "error": {"type": "overloaded_error", "message": "m"}})
+    throttled = ErrorBody({"type": "error", "error": {"type": "rate_limit_error", "message": "m"}})
+    assert classify_anthropic(429, {}, overloaded).kind == "transient"
+    assert classify_anthropic(400, {}, throttled).kind == "rate-limited"
+    assert classify_anthropic(401, {}, ErrorBody.read(b"<html>")).stops  # no type: the status

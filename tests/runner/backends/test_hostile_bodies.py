@@ -19,12 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner.backends import (
+    AnthropicMessages,
     ApiKey,
     CallError,
     GeminiGenerate,
     OpenAIChat,
     Origin,
     Reply,
+    classify_anthropic,
     classify_gemini,
     classify_openai,
     provider_named,
@@ -40,6 +42,7 @@ from tests.examples import scaled
 KEY = ApiKey("sk-hostile-0123456789abcdefghij")
 CHAT = OpenAIChat(provider_named("qwen"), "m")
 GEMINI = GeminiGenerate("m")
+CLAUDE = AnthropicMessages("m")
 OPENAI_BATCHES = OpenAIBatches(
     None,  # type: ignore[arg-type]  # its readers only: no session
     provider_named("qwen"), "m", "http://x", KEY, origin=Origin.of("http://x"),
@@ -96,6 +99,15 @@ GEMINI_ERROR: Any = {
         {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "3s"},
         {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}]},
 }  # fmt: skip
+CLAUDE_REPLY: Any = {
+    "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+    "content": [{"type": "thinking", "thinking": "t", "signature": "s"},
+                {"type": "redacted_thinking", "data": "d"}, {"type": "text", "text": "[1, 2]"}],
+    "stop_reason": "end_turn", "stop_sequence": None,
+    "usage": {"input_tokens": 1, "output_tokens": 2, "cache_creation_input_tokens": 0,
+              "cache_read_input_tokens": 0},
+}  # fmt: skip
+CLAUDE_ERROR: Any = {"type": "error", "error": {"type": "rate_limit_error", "message": "m"}}
 OPENAI_LINE: Any = {
     "id": "l1", "custom_id": "a", "error": None,
     "response": {"status_code": 200, "request_id": "q", "body": CHAT_REPLY},
@@ -160,7 +172,7 @@ def bodies(*shapes: Any) -> st.SearchStrategy[bytes]:
 # -- every decoder, and what it may give --------------------------------------------------------
 
 
-def _online(wire: OpenAIChat | GeminiGenerate, body: bytes) -> None:
+def _online(wire: OpenAIChat | GeminiGenerate | AnthropicMessages, body: bytes) -> None:
     with contextlib.suppress(CallError):
         assert isinstance(wire.decode(body), Reply)
     for status in (400, 429, 500):
@@ -217,6 +229,13 @@ def test_the_gemini_wire_answers_or_errs_on_any_body(body: bytes) -> None:
 
 
 @settings(max_examples=scaled(2))
+@given(bodies(CLAUDE_REPLY, CLAUDE_ERROR))
+def test_the_anthropic_wire_answers_or_errs_on_any_body(body: bytes) -> None:
+    _online(CLAUDE, body)
+    assert isinstance(classify_anthropic(529, {}, ErrorBody.read(body)), CallError)
+
+
+@settings(max_examples=scaled(2))
 @given(bodies(OPENAI_LINE, OPENAI_ERROR_LINE, OPENAI_BATCH))
 def test_an_openai_batch_line_or_batch_is_read_or_a_problem_whatever_it_holds(body: bytes) -> None:
     _openai_line(body)
@@ -238,7 +257,7 @@ def test_the_answer_readers_find_a_list_or_none_in_any_text(body: bytes) -> None
 @pytest.mark.parametrize("body", DEEP, ids=lambda b: repr(b[:14]))
 def test_the_bodies_that_ended_runs_are_an_error_of_their_attempt(body: bytes) -> None:
     assert nesting(body, stop_above=MAX_JSON_DEPTH) > MAX_JSON_DEPTH
-    for wire in (CHAT, GEMINI):
+    for wire in (CHAT, GEMINI, CLAUDE):
         with pytest.raises(CallError, match=f"nested deeper than {MAX_JSON_DEPTH}"):
             wire.decode(body)
         assert isinstance(wire.classify(500, {}, ErrorBody.read(body)), CallError)

@@ -8,7 +8,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tenacity import Future, RetryCallState, Retrying
 
-from runner.backends import ApiKey, Transient, classify_gemini, classify_openai, redact
+from runner.backends import (
+    ApiKey,
+    Transient,
+    classify_anthropic,
+    classify_gemini,
+    classify_openai,
+    redact,
+)
 from runner.backends._retry import MAX_BACKOFF_S, waiting
 from runner.backends._wire import ErrorBody
 
@@ -27,7 +34,19 @@ bodies = st.one_of(
         lambda code, message, status: json.dumps(
             {"error": {"code": code, "type": code, "message": message, "status": status}}
         ).encode(),
-        st.sampled_from(["insufficient_quota", "Arrearage", "rate_limit_exceeded", "x", None, 5]),
+        st.sampled_from(
+            [
+                "insufficient_quota",
+                "Arrearage",
+                "rate_limit_exceeded",
+                "x",
+                None,
+                5,
+                "invalid_request_error",
+                "overloaded_error",
+                "authentication_error",
+            ]
+        ),
         st.text(max_size=40),
         st.sampled_from(["RESOURCE_EXHAUSTED", "INTERNAL", "FAILED_PRECONDITION", None]),
     ),
@@ -41,7 +60,7 @@ headers = st.dictionaries(
 def test_every_error_response_maps_to_one_of_four_classes(
     status: int, head: dict[str, str], body: bytes
 ) -> None:
-    for classify in (classify_openai, classify_gemini):
+    for classify in (classify_openai, classify_gemini, classify_anthropic):
         error = classify(status, head, ErrorBody.read(body))
         assert error.kind in KINDS and error.status == status
         assert error.retry_after is None or error.retry_after >= 0

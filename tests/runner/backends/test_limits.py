@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
+from datetime import UTC, datetime
 
 import pytest
 
@@ -224,6 +226,29 @@ def test_nothing_remaining_under_a_stated_limit_waits_for_one_call_not_the_whole
             return clock() - begun
 
     assert run_virtual(main) == pytest.approx(1.0)  # one call's share: 60 s over 60
+
+
+def test_anthropic_ratelimit_headers_are_read_as_the_x_ratelimit_ones() -> None:
+    # Anthropic states its limits as anthropic-ratelimit-*, its reset as an RFC 3339 time.
+    reset = datetime.fromtimestamp(time.time() + 60, UTC).isoformat().replace("+00:00", "Z")
+
+    async def main() -> float:
+        clock = virtual_clock()
+        limiter = RateLimiter(requests_per_minute=1e6, max_concurrency=4, clock=clock)
+        limiter.observe(
+            {
+                "anthropic-ratelimit-requests-limit": "60",
+                "anthropic-ratelimit-requests-remaining": "0",
+                "anthropic-ratelimit-requests-reset": reset,
+            }
+        )
+        assert limiter.limit == 60
+        begun = clock()
+        async with limiter.slot():
+            return clock() - begun
+
+    assert run_virtual(main) == pytest.approx(1.0, abs=0.05)  # one call's share: ~60 s over 60
+    assert parse_reset("2026-01-01T00:01:00Z", now_epoch=1767225600.0) == 60.0
 
 
 @pytest.mark.parametrize("pressed_after", [False, True], ids=["then-paced", "then-pressing"])

@@ -1,7 +1,7 @@
 """Contracts with the providers' official SDKs (test-only dependencies, never imported by the
-package): the request bodies groundbench sends validate against ``openai``'s and
-``google-genai``'s own request types, and both SDKs' clients read the simulator's responses
-as groundbench's decoders read them.
+package): the request bodies groundbench sends validate against ``openai``'s,
+``google-genai``'s and ``anthropic``'s own request types, and the SDKs' clients read the
+simulator's responses as groundbench's decoders read them.
 
 The SDKs are written by the providers, independently of this project: a body they refuse, or
 a response they cannot parse, is a contract broken on our side.
@@ -13,8 +13,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import pydantic
 import pytest
+from anthropic.types import ContentBlockParam, MessageParam
+from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from google import genai
 from google.genai import types as gtypes
 from openai import AsyncOpenAI
@@ -23,13 +26,20 @@ from openai.types.chat.completion_create_params import CompletionCreateParamsNon
 
 from conditions import Cohort, DataRoot, Request, Thinking, VariantCache
 from runner._errors import ConfigError
-from runner.backends import PROVIDERS, GeminiGenerate, OpenAIChat, thinking_fields
+from runner.backends import (
+    PROVIDERS,
+    AnthropicMessages,
+    GeminiGenerate,
+    OpenAIChat,
+    thinking_fields,
+)
 from runner.backends._wire import IMAGE_SLOT
 from runner.simulator import SimSpec, Simulator, serving
 from tests.runner.backends.test_wire import IMAGE
 from tests.runner.backends.test_wire import _request as _wire_request
-from tests.runner.test_against_simulator import CLEAN, GEMINI, QWEN
+from tests.runner.test_against_simulator import CLEAN, GEMINI, KEY, QWEN
 from tests.runner.test_against_simulator import _requests as _simulator_requests
+from tests.runner.test_anthropic_against_simulator import CLAUDE
 
 OPENAI_WIRE = sorted(name for name, p in PROVIDERS.items() if p.wire == "openai")
 THINKING = [
@@ -38,12 +48,25 @@ THINKING = [
     Thinking(mode="on", effort="high"),
     Thinking(mode="on", budget_tokens=2048),
     Thinking(mode="on", effort="max"),
+    Thinking(mode="on", budget_tokens=1024),
 ]
 PARAMS = pydantic.TypeAdapter(CompletionCreateParamsNonStreaming)
 # The SDK types ``messages`` and a message's parts as Iterables, which pydantic checks only as
 # they are consumed: each is checked as a list of its own.
 MESSAGES = pydantic.TypeAdapter(list[ChatCompletionMessageParam])
 PARTS = pydantic.TypeAdapter(list[ChatCompletionContentPartParam])
+# Anthropic's, the same way: the params, the messages, and each message's content blocks.
+CLAUDE_PARAMS = pydantic.TypeAdapter(MessageCreateParamsNonStreaming)
+CLAUDE_MESSAGES = pydantic.TypeAdapter(list[MessageParam])
+CLAUDE_BLOCKS = pydantic.TypeAdapter(list[ContentBlockParam])
+# A TypedDict takes unknown keys silently: the body's keys are checked against its own. The API
+# reference lists ``temperature`` (0 to 1); the SDK's 2.x types no longer carry it, so the SDK
+# sends it as an extra field, as groundbench does.
+CLAUDE_KEYS = (
+    MessageCreateParamsNonStreaming.__required_keys__
+    | MessageCreateParamsNonStreaming.__optional_keys__
+    | {"temperature"}
+)
 
 
 def _cases(providers: list[str]) -> list[tuple[str, Thinking]]:
@@ -118,6 +141,33 @@ def test_the_gemini_check_can_fail() -> None:
         gtypes.GenerationConfig.model_validate({"maxTokens": 10})
     with pytest.raises(pydantic.ValidationError):
         gtypes.GenerationConfig.model_validate({"thinkingConfig": {"budget": 0}})
+
+
+@pytest.mark.parametrize(("provider", "thinking"), _cases(["anthropic"]), ids=str)
+def test_an_anthropic_body_is_a_valid_message_create_request(
+    provider: str, thinking: Thinking
+) -> None:
+    temperature = None if thinking.mode == "on" else 0.0  # the API takes none with thinking
+    request = _wire_request(thinking, temperature=temperature)
+    body = _filled(AnthropicMessages("m").payload(request), _text(IMAGE.base64))
+    assert set(body) <= CLAUDE_KEYS
+    CLAUDE_PARAMS.validate_python(body)
+    CLAUDE_MESSAGES.validate_python(body["messages"])
+    for message in body["messages"]:
+        CLAUDE_BLOCKS.validate_python(message["content"])
+    assert [b["type"] for b in body["messages"][0]["content"]] == ["image", "text"]
+
+
+def test_the_anthropic_check_can_fail() -> None:
+    body = _filled(AnthropicMessages("m").payload(_request(THINKING[0])), "x")
+    with pytest.raises(pydantic.ValidationError):
+        CLAUDE_PARAMS.validate_python({**body, "thinking": {"type": "enabled"}})  # no budget
+    with pytest.raises(pydantic.ValidationError):
+        CLAUDE_PARAMS.validate_python({k: v for k, v in body.items() if k != "max_tokens"})
+    tiff = {"type": "base64", "media_type": "image/tiff", "data": "x"}
+    with pytest.raises(pydantic.ValidationError):
+        CLAUDE_BLOCKS.validate_python([{"type": "image", "source": tiff}])
+    assert "thinking_config" not in CLAUDE_KEYS  # a misspelt field would be caught by the keys
 
 
 # -- the simulator's responses through the SDKs' clients -----------------------------------------
@@ -199,3 +249,89 @@ def test_the_gemini_client_reads_the_simulators_answers_as_groundbench_does(
         return checked
 
     assert asyncio.run(main()) == len(requests) > 0
+
+
+def test_the_anthropic_client_reads_the_simulators_answers_as_groundbench_does(
+    small_cohort: Cohort, small_root: DataRoot, tmp_path: Path
+) -> None:
+    cache = VariantCache(tmp_path / "v")
+    sim = Simulator(small_cohort, small_root.images, cache, SimSpec(behaviour=CLEAN, api_key=KEY))
+    requests = _simulator_requests(small_cohort, small_root, cache, CLAUDE, 8)
+    wire = AnthropicMessages(CLAUDE.model)
+
+    async def main() -> int:
+        checked = 0
+        async with serving(sim) as url:
+            # A timeout of one's own: without it the SDK refuses a non-streaming call whose
+            # max_tokens (32,768) might run past 10 minutes; the API itself does not.
+            client = anthropic.AsyncAnthropic(
+                base_url=url, api_key=KEY, max_retries=0, timeout=60.0
+            )
+            for request in requests:
+                image = request.image.base64 if request.image is not None else b""
+                body = _filled(wire.payload(request), _text(image))
+                standard = {k: body.pop(k) for k in ("model", "messages", "max_tokens", "thinking")}
+                raw = await client.messages.with_raw_response.create(**standard, extra_body=body)
+                message = await raw.parse()
+                # The SDK's own model, validated (parse() builds it without checking).
+                anthropic.types.Message.model_validate(message.model_dump())
+                ours = wire.decode(raw.http_response.content)
+                texts = [b.text for b in message.content if b.type == "text"]
+                thoughts = [b.thinking for b in message.content if b.type == "thinking"]
+                assert "".join(texts) == ours.answer and ours.answer
+                assert "".join(thoughts) == ours.reasoning
+                assert bool(thoughts) == (request.decoding.thinking.mode == "on")
+                assert message.stop_reason == ours.finish_reason == "end_turn"
+                assert message.id == ours.response_id and message.model == ours.model
+                assert message.usage.input_tokens == ours.usage.input_tokens
+                assert message.usage.output_tokens == ours.usage.output_tokens
+                checked += 1
+            await client.close()
+        return checked
+
+    assert asyncio.run(main()) == len(requests) > 0
+
+
+def test_the_anthropic_client_reads_the_simulators_errors_by_their_type(
+    small_cohort: Cohort, small_root: DataRoot, tmp_path: Path
+) -> None:
+    cache = VariantCache(tmp_path / "v")
+    spec = SimSpec(behaviour=CLEAN, api_key=KEY)
+    sim = Simulator(small_cohort, small_root.images, cache, spec)
+    request = _simulator_requests(small_cohort, small_root, cache, CLAUDE, 1)[0]
+    body = AnthropicMessages(CLAUDE.model).payload(request)
+    image = request.image.base64 if request.image is not None else b""
+    body = _filled(body, _text(image))
+
+    async def main() -> list[tuple[type[Exception], int, object]]:
+        seen: list[tuple[type[Exception], int, object]] = []
+        async with serving(sim) as url:
+            for key, extra in ((KEY + "-wrong", {}), (KEY, {"temperature": 0.5})):
+                client = anthropic.AsyncAnthropic(
+                    base_url=url, api_key=key, max_retries=0, timeout=60.0
+                )
+                try:
+                    await client.messages.create(**body, extra_body=extra)
+                except anthropic.APIStatusError as exc:
+                    error = exc.body["error"] if isinstance(exc.body, dict) else {}
+                    seen.append((type(exc), exc.status_code, error.get("type")))
+                await client.close()
+        return seen
+
+    assert asyncio.run(main()) == [
+        (anthropic.AuthenticationError, 401, "authentication_error"),
+        (anthropic.BadRequestError, 400, "invalid_request_error"),  # temperature with thinking
+    ]
+
+
+def test_the_anthropic_response_check_can_fail() -> None:
+    good = {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+        "content": [{"type": "text", "text": "a"}], "stop_reason": "end_turn",
+        "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1},
+    }  # fmt: skip
+    anthropic.types.Message.model_validate(good)
+    with pytest.raises(pydantic.ValidationError):
+        anthropic.types.Message.model_validate({**good, "content": [{"type": "text"}]})
+    with pytest.raises(pydantic.ValidationError):
+        anthropic.types.Message.model_validate({**good, "usage": {"input_tokens": "many"}})

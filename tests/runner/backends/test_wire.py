@@ -21,6 +21,7 @@ from conditions import (
 from runner._errors import ConfigError
 from runner.backends import (
     PROVIDERS,
+    AnthropicMessages,
     ApiKey,
     Client,
     GeminiGenerate,
@@ -61,6 +62,9 @@ def _request(
         ("gemini", Thinking(mode="on", budget_tokens=4096),
          {"thinkingConfig": {"includeThoughts": True, "thinkingBudget": 4096}}),
         ("gemini", Thinking(mode="off"), {"thinkingConfig": {"thinkingBudget": 0}}),
+        ("anthropic", Thinking(mode="on", budget_tokens=4096),
+         {"thinking": {"type": "enabled", "budget_tokens": 4096}}),
+        ("anthropic", Thinking(mode="off"), {"thinking": {"type": "disabled"}}),
     ],
 )  # fmt: skip
 def test_reasoning_maps_to_each_providers_fields(
@@ -78,6 +82,9 @@ def test_reasoning_maps_to_each_providers_fields(
         ("openai", Thinking(mode="on", budget_tokens=100)),
         ("gemini", Thinking(mode="on", effort="high", budget_tokens=100)),
         ("gemini", Thinking(mode="on", effort="max")),
+        ("anthropic", Thinking(mode="on", effort="high")),
+        ("anthropic", Thinking(mode="on")),  # no budget: extended thinking has no default
+        ("anthropic", Thinking(mode="on", budget_tokens=1023)),  # below the API's minimum
     ],
 )
 def test_a_setting_the_api_cannot_express_is_refused(provider: str, thinking: Thinking) -> None:
@@ -241,3 +248,70 @@ def test_a_backend_reads_its_key_from_the_named_variable(monkeypatch: pytest.Mon
 def test_an_unknown_provider_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="unknown provider 'acme'"):
         Client(Configuration(name="a", provider="acme", model="m"), ApiKey("k"))
+
+
+def test_anthropic_body_carries_a_base64_image_block_before_the_text() -> None:
+    wire = AnthropicMessages("claude-sonnet-4-5")
+    body = json.loads(bytes(wire.encode(_request(Thinking(mode="off"), temperature=0.0))))
+    image, text = body["messages"][0]["content"]
+    assert image["type"] == "image" and image["source"]["type"] == "base64"
+    assert image["source"]["media_type"] == "image/jpeg"
+    assert base64.b64decode(image["source"]["data"]) == IMAGE.data
+    assert text == {"type": "text", "text": 'Outline "the cat".'}
+    assert body["max_tokens"] == 4096 and body["temperature"] == 0.0
+    assert body["model"] == "claude-sonnet-4-5" and body["thinking"] == {"type": "disabled"}
+    assert wire.url("https://api.anthropic.com") == "https://api.anthropic.com/v1/messages"
+    headers = wire.headers(ApiKey("sk-ant-x"))
+    assert headers["x-api-key"] == "sk-ant-x" and headers["anthropic-version"] == "2023-06-01"
+    assert "Authorization" not in headers
+
+
+def test_anthropic_thinking_blocks_are_reasoning_and_cache_tokens_count_as_input() -> None:
+    body = {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [
+            {"type": "thinking", "thinking": "the cat is left", "signature": "sig"},
+            {"type": "redacted_thinking", "data": "opaque"},
+            {"type": "text", "text": "[[1, 2], "}, {"type": "text", "text": "[3, 4]]"},
+        ],
+        "stop_reason": "end_turn", "stop_sequence": None,
+        "usage": {"input_tokens": 100, "output_tokens": 50, "cache_creation_input_tokens": 7,
+                  "cache_read_input_tokens": 3},
+    }  # fmt: skip
+    reply = AnthropicMessages("m").decode(json.dumps(body).encode())
+    assert reply.answer == "[[1, 2], [3, 4]]" and reply.reasoning == "the cat is left"
+    assert reply.finish_reason == "end_turn" and reply.response_id == "msg_1"
+    assert reply.usage.input_tokens == 110 and reply.usage.output_tokens == 50
+    assert reply.model == "claude-sonnet-4-5"
+
+
+def test_a_message_without_content_blocks_is_transient() -> None:
+    with pytest.raises(Transient, match="content"):
+        AnthropicMessages("m").decode(b'{"type": "message", "usage": {}}')
+
+
+@pytest.mark.parametrize(
+    ("decoding", "match"),
+    [
+        (Decoding(thinking=Thinking(mode="on", budget_tokens=8192), max_output_tokens=8192),
+         "below max_output_tokens"),
+        (Decoding(thinking=Thinking(mode="on", budget_tokens=2048), temperature=0.0),
+         "temperature"),
+        (Decoding(thinking=Thinking(mode="off"), temperature=1.5), "0 to 1"),
+    ],
+)  # fmt: skip
+def test_an_anthropic_backend_refuses_what_the_api_refuses_with_thinking(
+    decoding: Decoding, match: str
+) -> None:
+    configuration = Configuration(name="c", provider="anthropic", model="m", decoding=decoding)
+    with pytest.raises(ConfigError, match=match):
+        Client(configuration, ApiKey("sk-ant-x"))
+
+
+def test_an_anthropic_backend_takes_temperature_1_with_thinking_and_any_without() -> None:
+    # The paper's temperature condition (1.0) runs with thinking on; thinking-off takes any.
+    on = Decoding(thinking=Thinking(mode="on", budget_tokens=2048), temperature=1.0)
+    off = Decoding(thinking=Thinking(mode="off"), temperature=0.3)
+    for decoding in (on, off):
+        Client(Configuration(name="c", provider="anthropic", model="m", decoding=decoding),
+               ApiKey("sk-ant-x"))  # fmt: skip
