@@ -43,6 +43,7 @@ from runner.backends._wire import (
     Reply,
     Usage,
     as_int,
+    as_text,
     field_dict,
     json_object,
     load_json,
@@ -125,7 +126,7 @@ class AnthropicMessages:
         return Reply(
             answer="".join(answer),
             reasoning="".join(reasoning),
-            finish_reason=_str(doc.get("stop_reason")),
+            finish_reason=as_text(doc.get("stop_reason")),
             usage=Usage(
                 input_tokens=_sum(
                     usage.get("input_tokens"),
@@ -134,8 +135,8 @@ class AnthropicMessages:
                 ),
                 output_tokens=as_int(usage.get("output_tokens")),
             ),
-            model=_str(doc.get("model")),
-            response_id=_str(doc.get("id")),
+            model=as_text(doc.get("model")),
+            response_id=as_text(doc.get("id")),
         )
 
     def classify(self, status: int, headers: Mapping[str, str], body: ErrorBody) -> CallError:
@@ -145,8 +146,8 @@ class AnthropicMessages:
 def classify_anthropic(status: int, headers: Mapping[str, str], body: ErrorBody) -> CallError:
     """The error class of a non-2xx Messages response, from its ``error.type`` first."""
     error = body.error
-    kind = _str(error.get("type"))
-    message = redact(_str(error.get("message")) or body.text or f"HTTP {status}")
+    kind = as_text(error.get("type"))
+    message = redact(as_text(error.get("message")) or body.text or f"HTTP {status}")
     wait = retry_after(headers)
 
     def make(cls: type[CallError]) -> CallError:
@@ -177,7 +178,3 @@ def _sum(*values: object) -> int | None:
     counts = [as_int(v) for v in values]
     present = [c for c in counts if c is not None]
     return sum(present) if present else None
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None

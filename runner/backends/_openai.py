@@ -33,6 +33,7 @@ from runner.backends._wire import (
     Reply,
     Usage,
     as_int,
+    as_text,
     field_dict,
     json_object,
     load_json,
@@ -120,14 +121,14 @@ class OpenAIChat:
         return Reply(
             answer=_text(message.get("content")),
             reasoning=_text(message.get("reasoning_content") or message.get("reasoning")),
-            finish_reason=_str(choice.get("finish_reason")),
+            finish_reason=as_text(choice.get("finish_reason")),
             usage=Usage(
                 input_tokens=as_int(usage.get("prompt_tokens")),
                 output_tokens=as_int(usage.get("completion_tokens")),
                 reasoning_tokens=as_int(details.get("reasoning_tokens")),
             ),
-            model=_str(doc.get("model")),
-            response_id=_str(doc.get("id")),
+            model=as_text(doc.get("model")),
+            response_id=as_text(doc.get("id")),
         )
 
     def classify(self, status: int, headers: Mapping[str, str], body: ErrorBody) -> CallError:
@@ -137,9 +138,9 @@ class OpenAIChat:
 def classify_openai(status: int, headers: Mapping[str, str], body: ErrorBody) -> CallError:
     """The error class of a non-2xx OpenAI-compatible response, from its body first."""
     error = body.error
-    code = _str(error.get("code")) or _str(error.get("type"))
-    kind = _str(error.get("type"))
-    message = redact(_str(error.get("message")) or body.text or f"HTTP {status}")
+    code = as_text(error.get("code")) or as_text(error.get("type"))
+    kind = as_text(error.get("type"))
+    message = redact(as_text(error.get("message")) or body.text or f"HTTP {status}")
     wait = retry_after(headers)
     names = {n for n in (code, kind) if n}
 
@@ -168,7 +169,3 @@ def _text(value: object) -> str:
         texts = (p.get("text") for p in value if isinstance(p, dict))
         return "".join(t for t in texts if isinstance(t, str))  # a part may hold anything
     return ""
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None

@@ -209,3 +209,8 @@ def field_dict(doc: Mapping[str, Any], name: str) -> dict[str, Any]:
 def as_int(value: object) -> int | None:
     """An integer usage count, or ``None`` for anything else."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def as_text(value: object) -> str | None:
+    """A non-empty string (an id, a model, a finish reason), or ``None`` for anything else."""
+    return value if isinstance(value, str) and value else None

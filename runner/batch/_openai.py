@@ -32,7 +32,7 @@ from runner.backends._openai import OpenAIChat, bearer, classify_openai
 from runner.backends._origin import Origin
 from runner.backends._providers import Provider
 from runner.backends._secrets import MAX_MESSAGE, ApiKey, clip
-from runner.backends._wire import Body, ErrorBody, field_dict, load_json, splice_json
+from runner.backends._wire import Body, ErrorBody, as_text, field_dict, load_json, splice_json
 from runner.batch._api import BatchLimits, BatchState, RemoteBatch, ResultLine
 from runner.batch._ids import checked_id, optional_id
 
@@ -337,11 +337,7 @@ async def _lines(stream: aiohttp.StreamReader, cap: int) -> AsyncIterator[bytes 
 
 
 def _tag_of(doc: dict[str, Any]) -> str | None:
-    return _str(field_dict(doc, "metadata").get(TAG_KEY))
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
+    return as_text(field_dict(doc, "metadata").get(TAG_KEY))
 
 
 def _int(value: object) -> int | None:
