@@ -55,7 +55,7 @@ provider's endpoint), ``api_key_env``, ``requests_per_minute``, ``tokens_per_min
 ``requests_per_minute`` only ``max_concurrency`` bounds it; it runs online only.
 
 ``mode = "batch"`` sends a backend's calls through its provider's batch API (OpenAI, DashScope,
-Gemini) at ``prices.batch_rate`` of the online price (default 0.5), answers within the
+Gemini, Anthropic) at ``prices.batch_rate`` of the online price (default 0.5), answers within the
 provider's completion window (24 h); ``batch = { poll_s = 30, max_open = 50 }`` tunes it
 (:class:`runner.batch.BatchSettings`)::
 
@@ -128,7 +128,7 @@ Price = Annotated[float, Field(ge=0.0, le=MAX_PRICE_PER_MTOK)]
 
 class Prices(_Frozen):
     """US dollars per million tokens; reasoning tokens are billed as output. A batch's tokens
-    cost ``batch_rate`` of the online price (OpenAI, DashScope and Gemini bill half)."""
+    cost ``batch_rate`` of the online price (OpenAI, DashScope, Gemini and Anthropic bill half)."""
 
     input_per_mtok: Price = 0.0
     output_per_mtok: Price = 0.0
@@ -189,7 +189,7 @@ class BackendSpec(Transport):
         if self.mode == "batch" and provider.batch is None:
             raise ValueError(
                 f"provider {self.provider} has no batch API that groundbench speaks (batch: "
-                'openai, qwen, gemini); set mode = "online"'
+                'openai, qwen, gemini, anthropic); set mode = "online"'
             )
         return self
 

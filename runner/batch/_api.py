@@ -1,5 +1,7 @@
 """What every provider's batch API is to groundbench: upload a JSONL file of requests, create a
-batch of it, poll it, read its results line by line, cancel it.
+batch of it, poll it, read its results line by line, cancel it. A provider that takes a batch's
+requests in the create request itself (Anthropic's Message Batches: ``inline``) uploads
+nothing: its create sends the JSONL file's lines.
 
 A provider's batch wire (:class:`BatchApi`) speaks its documented endpoints and nothing more:
 the run's policy — splitting, recording each batch before going on, retries, resume — is
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -81,6 +84,42 @@ class ResultLine:
     ran: bool = True  # False: the provider says the request never ran (expired, cancelled)
 
 
+@dataclass(frozen=True)
+class Sought:
+    """A batch whose create may have reached the provider though no answer to it was
+    recorded (a timeout, a reset, a killed driver): what finds it among the account's batches.
+
+    OpenAI and Gemini echo a batch's tag (metadata, display name), which names it for certain.
+    Anthropic's batch object holds no field of the client's, so a batch there is known by its
+    size, its time and, once it has ended, the ids in its results (:mod:`runner.batch._anthropic`).
+    """
+
+    tag: str  # groundbench's id for it
+    input_file: str | None  # the uploaded file it was made of (None: inline, or not uploaded)
+    requests: int  # the lines it holds
+    since: datetime  # when it was recorded, before its create was sent (this machine's clock)
+    custom_ids: frozenset[str]  # its lines' ids
+    known: frozenset[str]  # the provider's ids of the other batches the ledger holds: not it
+
+
+Source = str | Path
+"""What a batch is made of: the uploaded file's id, or (an ``inline`` provider's) the JSONL file
+on disk whose lines the create request carries."""
+
+
+def uploaded(source: Source, provider: str) -> str:
+    """``source`` as an uploaded file's id, for a provider whose batches are made of one.
+
+    Raises
+    ------
+    TypeError
+        ``source`` is a path: the runner sends a path only to an ``inline`` provider.
+    """
+    if isinstance(source, Path):
+        raise TypeError(f"{provider} makes a batch of an uploaded file, not of {source}")
+    return source
+
+
 class BatchApi(Protocol):
     """One provider's batch endpoints, for one model, account and endpoint.
 
@@ -90,27 +129,30 @@ class BatchApi(Protocol):
     """
 
     limits: BatchLimits
+    inline: bool  # True: the create request carries the requests; nothing is uploaded
 
     def line(self, custom_id: str, request: Request) -> Body:
         """``request`` as one line of the provider's JSONL input file, ``\\n`` included."""
         ...
 
     async def upload(self, path: Path, display_name: str) -> str:
-        """Upload the JSONL file at ``path`` (streamed, never read whole); its file id."""
+        """Upload the JSONL file at ``path`` (streamed, never read whole); its file id. Never
+        asked of an ``inline`` provider."""
         ...
 
-    async def create(self, file_id: str, tag: str) -> RemoteBatch:
-        """Create a batch of the uploaded file, tagged ``tag`` (metadata or display name)."""
+    async def create(self, source: Source, tag: str) -> RemoteBatch:
+        """Create a batch of ``source`` (the uploaded file's id; an ``inline`` provider's JSONL
+        file, streamed in the request), tagged ``tag`` where the provider keeps a tag."""
         ...
 
     async def get(self, batch_id: str) -> RemoteBatch:
         """The batch's state now."""
         ...
 
-    async def find(self, tag: str, file_id: str | None) -> RemoteBatch | None:
-        """The batch tagged ``tag`` (or made of ``file_id``) among the account's recent
-        batches, if one was created: how a driver killed between creating a batch and
-        recording it finds it again."""
+    async def find(self, sought: Sought) -> RemoteBatch | None:
+        """The batch ``sought`` among the account's recent batches, if one was created: how a
+        driver killed between creating a batch and recording it finds it again. A provider
+        that cannot yet tell which of several is it raises a retryable :class:`CallError`."""
         ...
 
     async def cancel(self, batch_id: str) -> RemoteBatch:
@@ -128,4 +170,14 @@ class BatchApi(Protocol):
         ...
 
 
-__all__ = ["ENDED", "BatchApi", "BatchLimits", "BatchState", "RemoteBatch", "ResultLine"]
+__all__ = [
+    "ENDED",
+    "BatchApi",
+    "BatchLimits",
+    "BatchState",
+    "RemoteBatch",
+    "ResultLine",
+    "Sought",
+    "Source",
+    "uploaded",
+]

@@ -6,7 +6,8 @@ import aiohttp
 
 from runner._errors import ConfigError
 from runner.backends import ApiKey, Origin, Provider
-from runner.batch import _gemini, _openai
+from runner.batch import _anthropic, _gemini, _openai
+from runner.batch._anthropic import AnthropicBatches
 from runner.batch._api import BatchApi, BatchLimits
 from runner.batch._gemini import GeminiBatches
 from runner.batch._openai import OpenAIBatches
@@ -36,6 +37,8 @@ def batch_api(
         return OpenAIBatches(session, provider, model, base_url, key, origin=origin)
     if provider.batch == "gemini":
         return GeminiBatches(session, model, base_url, key, origin=origin)
+    if provider.batch == "anthropic":
+        return AnthropicBatches(session, model, base_url, key, origin=origin)
     raise ConfigError(f"provider {provider.name} has no batch API that groundbench speaks")
 
 
@@ -52,4 +55,6 @@ def batch_limits(provider: Provider) -> BatchLimits:
         return _openai.LIMITS.get(provider.name, _openai.LIMITS["openai"])
     if provider.batch == "gemini":
         return _gemini.LIMITS
+    if provider.batch == "anthropic":
+        return _anthropic.LIMITS
     raise ConfigError(f"provider {provider.name} has no batch API that groundbench speaks")

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -50,8 +50,17 @@ from runner.backends._json import read_json
 from runner.backends._origin import Origin
 from runner.backends._secrets import KEY_SHAPED, MAX_MESSAGE, ApiKey, clip, holds_key, redact
 from runner.backends._wire import Body, as_int, field_dict, splice_json
-from runner.batch._api import BatchLimits, BatchState, RemoteBatch, ResultLine
+from runner.batch._api import (
+    BatchLimits,
+    BatchState,
+    RemoteBatch,
+    ResultLine,
+    Sought,
+    Source,
+    uploaded,
+)
 from runner.batch._ids import BadId, checked_id, optional_id
+from runner.batch._jsonl import unbroken
 
 # The guide: "The maximum allowed file size for an input file is 2GB" (the rate-limits page
 # says the same). No count of requests per batch is documented for the Gemini API: 50,000
@@ -116,6 +125,7 @@ class GeminiBatches:
     """
 
     limits = LIMITS
+    inline = False  # every batch goes by file (see the module docstring)
 
     def __init__(
         self,
@@ -194,11 +204,10 @@ class GeminiBatches:
 
     # -- batches ---------------------------------------------------------------------------
 
-    async def create(self, file_id: str, tag: str) -> RemoteBatch:
-        """Create a batch of ``file_id`` named ``tag`` (its display name)."""
-        body = {
-            "batch": {"displayName": tag, "inputConfig": {"fileName": _file(file_id, self._key)}}
-        }
+    async def create(self, source: Source, tag: str) -> RemoteBatch:
+        """Create a batch of the uploaded file ``source`` named ``tag`` (its display name)."""
+        file_id = _file(uploaded(source, "gemini"), self._key)
+        body = {"batch": {"displayName": tag, "inputConfig": {"fileName": file_id}}}
         url = f"{self._base}/models/{self.model}:batchGenerateContent"
         return self._remote(await self._json_call("POST", url, body))
 
@@ -212,9 +221,10 @@ class GeminiBatches:
         await self._json_call("POST", f"{self._base}/{_batch(batch_id, self._key)}:cancel", {})
         return await self.get(batch_id)
 
-    async def find(self, tag: str, file_id: str | None) -> RemoteBatch | None:
-        """The newest batch named ``tag`` (or made of ``file_id``) among the account's last
+    async def find(self, sought: Sought) -> RemoteBatch | None:
+        """The newest batch named as ``sought`` (or made of its file) among the account's last
         ``LIST_PAGES`` pages of batches."""
+        tag, file_id = sought.tag, sought.input_file
         token: str | None = None
         for _ in range(LIST_PAGES):
             params = {"pageSize": str(PAGE_SIZE)} | ({"pageToken": token} if token else {})
@@ -406,7 +416,7 @@ def inline_lines(
             line = dict(item)
             line.setdefault("key", _field(item, "metadata", "key"))
         where = f"inline line {n}"
-        read = _unbroken(partial(_read_doc, line, where, wire, key), where, key)
+        read = unbroken(partial(_read_doc, line, where, wire, key), where, key)
         out.append(_once(read, seen, n))
     return out
 
@@ -414,16 +424,7 @@ def inline_lines(
 def read_line(raw: bytes, where: str, wire: GeminiGenerate, key: ApiKey | None) -> ResultLine:
     """One result line: a reply, an error classified as the online call's would be, or a
     problem saying why it cannot be read (never raised: whatever a line holds ends no run)."""
-    return _unbroken(partial(_read_line, raw, where, wire, key), where, key)
-
-
-def _unbroken(read: Callable[[], ResultLine], where: str, key: ApiKey | None) -> ResultLine:
-    """``read()``, or the problem of a line no rule foresaw: never the run's end."""
-    try:
-        return read()
-    except Exception as exc:
-        why = clip(f"{type(exc).__name__}: {exc}", key)
-        return ResultLine(where, None, problem=f"unreadable ({why})")
+    return unbroken(partial(_read_line, raw, where, wire, key), where, key)
 
 
 def _read_line(raw: bytes, where: str, wire: GeminiGenerate, key: ApiKey | None) -> ResultLine:

@@ -17,6 +17,7 @@ wire's (:class:`~runner.backends.OpenAIChat`), so a batch asks exactly what an o
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, get_args
 from urllib.parse import quote
@@ -27,14 +28,22 @@ from conditions import Request
 from runner.backends._client import redact_reply
 from runner.backends._errors import CallError, Transient
 from runner.backends._exchange import Peer, exchange, exchanging, scrubbed
-from runner.backends._json import TooDeep, read_json
 from runner.backends._openai import OpenAIChat, bearer, classify_openai
 from runner.backends._origin import Origin
 from runner.backends._providers import Provider
 from runner.backends._secrets import MAX_MESSAGE, ApiKey, clip
 from runner.backends._wire import Body, ErrorBody, as_text, field_dict, load_json, splice_json
-from runner.batch._api import BatchLimits, BatchState, RemoteBatch, ResultLine
+from runner.batch._api import (
+    BatchLimits,
+    BatchState,
+    RemoteBatch,
+    ResultLine,
+    Sought,
+    Source,
+    uploaded,
+)
 from runner.batch._ids import checked_id, optional_id
+from runner.batch._jsonl import keyed, stream_lines, unbroken
 
 ENDPOINT = "/v1/chat/completions"  # the lines' url and the batch's endpoint (OpenAI, DashScope)
 COMPLETION_WINDOW = "24h"  # OpenAI accepts only this; DashScope accepts 24h up to 336h
@@ -55,7 +64,6 @@ NEVER_RAN = frozenset({"batch_expired", "batch_cancelled"})
 MAX_OBJECT_BYTES = 4 * 1024 * 1024  # a batch object or a page of 100 of them
 MAX_LINE_BYTES = 32 * 1024 * 1024  # a result line: an answer is ~50 KB; past this it is junk
 FIND_PAGES = 10  # pages of the batch list searched by find (100 batches each)
-_CHUNK = 1 << 16
 
 
 class OpenAIBatches:
@@ -66,6 +74,8 @@ class OpenAIBatches:
     to it as the online wire appends ``/chat/completions``. ``origin`` is the configured
     base_url's (a batch recorded in a store may name another base): the key goes to no other.
     """
+
+    inline = False  # a batch is made of an uploaded file
 
     def __init__(
         self,
@@ -125,10 +135,10 @@ class OpenAIBatches:
 
     # -- batches --------------------------------------------------------------------------
 
-    async def create(self, file_id: str, tag: str) -> RemoteBatch:
+    async def create(self, source: Source, tag: str) -> RemoteBatch:
         """Create the batch; ``tag`` goes in its metadata, which both providers echo back."""
         body = {
-            "input_file_id": file_id,
+            "input_file_id": uploaded(source, self.provider.name),
             "endpoint": ENDPOINT,
             "completion_window": COMPLETION_WINDOW,
             "metadata": {TAG_KEY: tag},
@@ -143,9 +153,10 @@ class OpenAIBatches:
         path = f"/batches/{self._seg(batch_id, 'batch id')}/cancel"
         return self._batch(await self._call("POST", path, "batch"))
 
-    async def find(self, tag: str, file_id: str | None) -> RemoteBatch | None:
-        """The newest batch tagged ``tag`` or made of ``file_id``, among the account's last
+    async def find(self, sought: Sought) -> RemoteBatch | None:
+        """The newest batch tagged as ``sought`` or made of its file, among the account's last
         :data:`FIND_PAGES` hundred batches (the list is newest first)."""
+        tag, file_id = sought.tag, sought.input_file
         after: str | None = None
         for _ in range(FIND_PAGES):
             params = {"limit": "100"} | ({"after": after} if after else {})
@@ -183,7 +194,7 @@ class OpenAIBatches:
         url = f"{self._base}/files/{self._seg(file_id, 'file id')}/content"
         async with exchanging(self._peer, "GET", url) as response:
             n = 0
-            async for raw_line in _lines(response.content, MAX_LINE_BYTES):
+            async for raw_line in stream_lines(response.content, MAX_LINE_BYTES):
                 n += 1
                 if raw_line is None:
                     yield ResultLine(f"{file_id} line {n}", None, problem=_TOO_LONG)
@@ -193,24 +204,13 @@ class OpenAIBatches:
     def _result(self, raw: bytes, where: str) -> ResultLine:
         """One result line read: an answer, an error, a request that never ran, or why the
         line cannot be read. Never raises: whatever a line holds ends no run."""
-        try:
-            return self._read_result(raw, where)
-        except Exception as exc:  # a line no rule foresaw: its problem, never the run's end
-            why = clip(f"{type(exc).__name__}: {exc}", self._key)
-            return ResultLine(where, None, problem=f"unreadable ({why})")
+        return unbroken(partial(self._read_result, raw, where), where, self._key)
 
     def _read_result(self, raw: bytes, where: str) -> ResultLine:
-        try:
-            doc = read_json(raw)
-        except TooDeep as exc:
-            return ResultLine(where, None, problem=f"not read ({len(raw)} bytes): {exc}")
-        except ValueError:
-            return ResultLine(where, None, problem=f"not JSON ({len(raw)} bytes; cut short?)")
-        custom_id = doc.get("custom_id") if isinstance(doc, dict) else None
-        if not isinstance(custom_id, str) or not custom_id:
-            return ResultLine(where, None, problem="no custom_id")
-        custom_id = clip(custom_id, self._key)  # stored with a problem when it is no id of ours
-        assert isinstance(doc, dict)
+        read = keyed(raw, where, self._key)
+        if isinstance(read, ResultLine):
+            return read
+        doc, custom_id = read
         error = doc.get("error")
         if isinstance(error, dict) and error:
             return self._error_line(where, custom_id, error)
@@ -307,33 +307,6 @@ class OpenAIBatches:
 
 
 _TOO_LONG = f"longer than {MAX_LINE_BYTES:,} bytes: not read"
-
-
-async def _lines(stream: aiohttp.StreamReader, cap: int) -> AsyncIterator[bytes | None]:
-    """The lines of ``stream`` (without their ``\\n``), as they arrive; ``None`` for a line
-    longer than ``cap`` (skipped, never held whole)."""
-    held = bytearray()
-    skipping = False
-    async for chunk in stream.iter_chunked(_CHUNK):
-        start = 0
-        while (end := chunk.find(b"\n", start)) >= 0:
-            if skipping or len(held) + end - start > cap:
-                yield None
-                skipping = False
-            else:
-                held += chunk[start:end]
-                yield bytes(held)
-            held.clear()
-            start = end + 1
-        if not skipping:
-            held += chunk[start:]
-            if len(held) > cap:
-                held.clear()
-                skipping = True
-    if skipping:
-        yield None
-    elif held:
-        yield bytes(held)
 
 
 def _tag_of(doc: dict[str, Any]) -> str | None:

@@ -64,7 +64,7 @@ from runner.backends import (
     parses,
 )
 from runner.backends._secrets import MAX_MESSAGE, clip
-from runner.batch._api import BatchApi, BatchLimits, RemoteBatch, ResultLine
+from runner.batch._api import BatchApi, BatchLimits, RemoteBatch, ResultLine, Sought, Source
 from runner.batch._ids import BadId
 from runner.store import (
     BatchKey,
@@ -103,6 +103,8 @@ class Ledger(Protocol):
     async def open_batches(self, backend: str) -> list[BatchRecord]: ...
 
     async def batch_keys(self, batch: str) -> list[BatchKey]: ...
+
+    async def remote_ids(self, provider: str) -> set[str]: ...
 
     async def record_batch(self, batch: BatchRecord, keys: Sequence[BatchKey]) -> None: ...
 
@@ -416,7 +418,7 @@ class BatchRunner:
         elif self._left_elsewhere(record):
             return None
         elif record.phase == "uploaded":
-            made = await self._find_or_create(record)
+            made = await self._find_or_create(record, record.input_file)
             tally.unrun += record.requests if made.freed else 0
             return made.batch
         else:
@@ -518,7 +520,8 @@ class BatchRunner:
 
     async def _send_file(self, model: str, api: BatchApi, written: _File) -> _Made:
         """Record the file's batch, upload the file and create the batch, each step in the
-        ledger before the next."""
+        ledger before the next. An ``inline`` provider's create carries the file's lines: it
+        is recorded ``uploaded`` (its input handed over) before the create is sent."""
         tag = f"gb-{secrets.token_hex(8)}"
         record = BatchRecord(
             id=tag, backend=self.where.backend, provider=self.where.provider, model=model,
@@ -529,6 +532,9 @@ class BatchRunner:
             if self._gone is not None:
                 return _Made(freed=True)
             await self._ledger.record_batch(record, [k._replace(batch=tag) for k in written.keys])
+            if api.inline:
+                sending = await self._update(tag, phase="uploaded")
+                return await self._find_or_create(sending, written.path, fresh=True)
             file_id = await self._retrying(lambda: api.upload(written.path, tag))
         except CallError as exc:
             await self._update(tag, phase="abandoned", message=f"upload failed: {exc}")
@@ -537,36 +543,65 @@ class BatchRunner:
         finally:
             written.path.unlink(missing_ok=True)
         uploaded = await self._update(tag, phase="uploaded", input_file=file_id)
-        return await self._find_or_create(uploaded)
+        return await self._find_or_create(uploaded, file_id, fresh=True)
 
-    async def _find_or_create(self, record: BatchRecord) -> _Made:
-        """Create the batch of an uploaded file, unless one with its tag exists already: a
-        create whose answer was lost (a timeout, a reset, a killed driver) may have made it."""
+    async def _find_or_create(
+        self, record: BatchRecord, source: Source | None, *, fresh: bool = False
+    ) -> _Made:
+        """Create the batch of ``source`` (the uploaded file, or an inline provider's file of
+        requests), unless it exists already: a create whose answer was lost (a timeout, a
+        reset, a killed driver) may have made it, so it is looked for before every try but a
+        ``fresh`` record's first. With no ``source`` (an inline batch adopted from a killed run,
+        whose requests' file went with it) it is only looked for: not found, it was never made,
+        and its keys are free."""
         if self._gone is not None:  # left 'uploaded': a later run finds or creates it
             return _Made()
         api = self._api(record.model, record.base_url)
-        assert record.input_file is not None
-        file_id = record.input_file
+        looked = not fresh  # whether the next try looks first
+        sought: Sought | None = None  # asked of the ledger once, at the first look
 
-        async def find_or_create() -> tuple[RemoteBatch, bool]:
-            # Looked for before each try of the create: a failed one may have made it.
-            found = await api.find(record.id, file_id)
-            return found or await api.create(file_id, record.id), found is None
+        async def find_or_create() -> tuple[RemoteBatch | None, bool]:
+            nonlocal looked, sought
+            found = None
+            if looked:
+                sought = sought or await self._sought(record)
+                found = await api.find(sought)
+            looked = True
+            if found is not None or source is None:
+                return found, False
+            return await api.create(source, record.id), True
 
         try:
             remote, created = await self._retrying(find_or_create)
         except CallError as exc:
             return await self._not_created(record, api, exc)
+        if remote is None:
+            message = (
+                "never created (no batch at the provider is it); its requests went in later batches"
+            )
+            await self._update(record.id, phase="abandoned", message=message)
+            return _Made(freed=True)
         self.outcome.created += created
         return _Made(await self._submitted(record, api, remote))
+
+    async def _sought(self, record: BatchRecord) -> Sought:
+        """What finds ``record``'s batch at its provider (:class:`~runner.batch.Sought`)."""
+        keys = await self._ledger.batch_keys(record.id)
+        known = await self._ledger.remote_ids(record.provider)
+        return Sought(
+            tag=record.id, input_file=record.input_file, requests=record.requests,
+            since=record.created_at, custom_ids=frozenset(k.custom_id for k in keys),
+            known=frozenset(known),
+        )  # fmt: skip
 
     async def _not_created(self, record: BatchRecord, api: BatchApi, exc: CallError) -> _Made:
         if exc.retryable:  # it may exist: its keys stay held, for the next run to look again
             self._stopped_by(exc)
+            await self._update(record.id, message=f"not yet known to be created: {exc}")
             return _Made()
         await self._update(record.id, phase="abandoned", message=f"not created: {exc}")
-        assert record.input_file is not None
-        await self._quietly(api.delete_file(record.input_file))
+        if record.input_file is not None:
+            await self._quietly(api.delete_file(record.input_file))
         self._given_up(exc)
         return _Made(freed=True)
 

@@ -137,6 +137,9 @@ class StoreActor:
     def batch_keys(self, batch: str) -> list[BatchKey]:
         return self._store.repository.batch_keys(batch)
 
+    def remote_ids(self, provider: str) -> set[str]:
+        return self._store.repository.remote_ids(provider)
+
     def record_batch(self, batch: BatchRecord, keys: Sequence[BatchKey]) -> None:
         self._store.repository.record_batch(batch, keys)
 

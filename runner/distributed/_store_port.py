@@ -89,6 +89,10 @@ class StorePort:
         keys: list[BatchKey] = await self._invoke("batch_keys", batch)
         return keys
 
+    async def remote_ids(self, provider: str) -> set[str]:
+        ids: set[str] = await self._invoke("remote_ids", provider)
+        return ids
+
     async def record_batch(self, batch: BatchRecord, keys: Sequence[BatchKey]) -> None:
         await self._invoke("record_batch", batch, list(keys))
 

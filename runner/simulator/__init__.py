@@ -1,4 +1,6 @@
-"""A local stand-in for the providers' APIs: the three wire formats, answers from a cohort.
+"""A local stand-in for the providers' APIs: the three wire formats and their batch APIs
+(OpenAI's files and batches, Gemini's batchGenerateContent, Anthropic's Message Batches),
+answers from a cohort.
 
 For users, a dry run of a grid before paying for it (``groundbench simulate``); for the tests
 and benchmarks, a server on loopback with behaviour profiles and fault injection.

@@ -2,11 +2,15 @@
 questions, injected faults.
 
 It serves ``POST …/chat/completions`` (OpenAI-compatible, whatever the prefix, so any
-provider's ``base_url`` can point at it) and ``POST …/models/<model>:generateContent``
-(Gemini). It tells which question it is asked from the expression in the prompt and the
-image's bytes (matched against the questions' image variants, indexed lazily), reads the hints
-and the reasoning setting, and answers through :mod:`runner.simulator._model` (GroundBench's
-questions) or :mod:`runner.simulator._boxes` (a box benchmark's, in its own answer form).
+provider's ``base_url`` can point at it), ``POST …/models/<model>:generateContent`` (Gemini) and
+``POST …/v1/messages`` (Anthropic), and each provider's batch API: OpenAI's files and batches
+(:mod:`runner.simulator._openai_batches`, which DashScope copies), Gemini's
+``batchGenerateContent`` (:mod:`runner.simulator._gemini_batches`) and Anthropic's Message
+Batches (:mod:`runner.simulator._anthropic_batches`), whose requests are answered as the online
+calls. It tells which question it is asked from the expression in the prompt and the image's
+bytes (matched against the questions' image variants, indexed lazily), reads the hints and the
+reasoning setting, and answers through :mod:`runner.simulator._model` (GroundBench's questions)
+or :mod:`runner.simulator._boxes` (a box benchmark's, in its own answer form).
 
 Faults are decided per request in this order: authentication (when the spec names a key),
 the rate limit (a token bucket, a sliding or a fixed window: :mod:`runner.simulator._limiters`;
@@ -43,6 +47,7 @@ from conditions import (
     capped_size,
     sent_scale,
 )
+from runner.simulator._anthropic_batches import AnthropicBatchService
 from runner.simulator._boxes import box_answer
 from runner.simulator._gemini_batches import GeminiBatchService
 from runner.simulator._limiters import Limits, Verdict, make_limiter
@@ -128,6 +133,7 @@ class Simulator:
         self._epoch = time.time() - clock()
         self._limits = _limits(spec.faults)
         self.openai_batches = OpenAIBatchService(self)
+        self.anthropic_batches = AnthropicBatchService(self)
         # While True, an admitted call waits before it is answered: a test holds a run going
         # for as long as it needs (another process to attach), then lets it end.
         self.paused = False
@@ -137,8 +143,10 @@ class Simulator:
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        # Gemini's first: its paths hold the API version (/v1beta/batches), which OpenAI's
-        # any-prefix routes would take; both before the online catch-all.
+        # Anthropic's and Gemini's first: their paths (/v1/messages/batches, /v1beta/batches)
+        # end as OpenAI's any-prefix routes do, which would take them; all before the online
+        # catch-all (Anthropic's takes every path under /v1/messages/batches).
+        self.anthropic_batches.install(app)
         GeminiBatchService(self).install(app)
         self.openai_batches.add_routes(app)
         app.router.add_post("/{path:.*}", self._handle)

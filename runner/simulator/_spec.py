@@ -87,8 +87,10 @@ class Faults(_Frozen):
 
 class BatchFaults(_Frozen):
     """How the simulator's batch endpoints behave: OpenAI's files and batches (which DashScope
-    copies), and Gemini's ``batchGenerateContent``. Lines are answered as the online endpoint
-    answers the same call (its custom id or key), so a grid run in batch mode scores as online.
+    copies), Gemini's ``batchGenerateContent`` and Anthropic's Message Batches (whose create body
+    ``max_requests`` and ``max_file_bytes`` bound as an input file's). Lines are answered as the
+    online endpoint answers the same call (its custom id or key), so a grid run in batch mode
+    scores as online.
 
     Per-line draws are seeded by the spec's seed and the line's id, so they repeat across runs.
     """

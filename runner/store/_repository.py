@@ -394,6 +394,15 @@ class Repository:
         ).fetchall()
         return list(map(BatchKey._make, rows))
 
+    def remote_ids(self, provider: str) -> set[str]:
+        """The provider's ids of every batch recorded for ``provider``: those a batch sought
+        again cannot be (:class:`runner.batch.Sought`)."""
+        rows = self._con.execute(
+            "SELECT remote_id FROM batches WHERE provider = ? AND remote_id IS NOT NULL",
+            [provider],
+        ).fetchall()
+        return {r[0] for r in rows}
+
     def record_problems(self, problems: Sequence[BatchProblem]) -> int:
         """Keep result lines that could not be read (once each, however often they are read);
         how many were new."""

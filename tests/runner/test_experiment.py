@@ -346,12 +346,13 @@ def test_batch_mode_is_a_backend_setting_at_the_batch_price(tmp_path: Path) -> N
     assert sim.transport.base_url == "http://127.0.0.1:9/v1beta"
 
 
-@pytest.mark.parametrize("provider", ["doubao", "kimi", "anthropic"])
+@pytest.mark.parametrize("provider", ["doubao", "kimi", "openai-compatible"])
 def test_batch_mode_on_a_provider_without_a_batch_api_is_one_line(
     tmp_path: Path, provider: str
 ) -> None:
     text = GOOD.replace('provider = "qwen"', f'provider = "{provider}"').replace(
-        "max_concurrency = 32\n", 'max_concurrency = 32\nmode = "batch"\n'
+        "max_concurrency = 32\n",
+        'max_concurrency = 32\nmode = "batch"\nbase_url = "http://127.0.0.1:8000/v1"\n',
     )
     with pytest.raises(ConfigError, match=f"provider {provider} has no batch API") as caught:
         load_experiment(_file(tmp_path, text))

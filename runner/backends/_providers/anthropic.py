@@ -7,7 +7,8 @@ tokens and below ``max_tokens``; an effort level, or thinking on with no budget,
 rather than given a budget the configuration never named. The temperature runs from 0 to 1, and
 with thinking on the API takes none but 1 (it answers 400 otherwise): any other is refused when
 the backend is made.
-Its errors are typed (``error.type``), read by the wire, not codes.
+Its errors are typed (``error.type``), read by the wire, not codes. Its batch mode is the
+Message Batches API, the requests inline in the create (:mod:`runner.batch._anthropic`).
 """
 
 from __future__ import annotations
@@ -63,5 +64,6 @@ PROVIDER = Provider(
     "https://api.anthropic.com",
     "ANTHROPIC_API_KEY",
     thinking,
+    batch="anthropic",  # the Message Batches API (runner.batch._anthropic)
     check=check,
 )

@@ -10,6 +10,9 @@ a response they cannot parse, is a contract broken on our side.
 from __future__ import annotations
 
 import asyncio
+import json
+import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,8 @@ import pydantic
 import pytest
 from anthropic.types import ContentBlockParam, MessageParam
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+from anthropic.types.messages.batch_create_params import BatchCreateParams
+from anthropic.types.messages.batch_create_params import Request as BatchRequest
 from google import genai
 from google.genai import types as gtypes
 from openai import AsyncOpenAI
@@ -29,11 +34,15 @@ from runner._errors import ConfigError
 from runner.backends import (
     PROVIDERS,
     AnthropicMessages,
+    ApiKey,
     GeminiGenerate,
     OpenAIChat,
+    Origin,
     thinking_fields,
 )
 from runner.backends._wire import IMAGE_SLOT
+from runner.batch._anthropic import AnthropicBatches
+from runner.batch._anthropic import _envelope as batch_envelope
 from runner.simulator import SimSpec, Simulator, serving
 from tests.runner.backends.test_wire import IMAGE
 from tests.runner.backends.test_wire import _request as _wire_request
@@ -59,6 +68,10 @@ PARTS = pydantic.TypeAdapter(list[ChatCompletionContentPartParam])
 CLAUDE_PARAMS = pydantic.TypeAdapter(MessageCreateParamsNonStreaming)
 CLAUDE_MESSAGES = pydantic.TypeAdapter(list[MessageParam])
 CLAUDE_BLOCKS = pydantic.TypeAdapter(list[ContentBlockParam])
+# BatchCreateParams's ``requests`` is an Iterable, which pydantic validates only as it is
+# iterated: the list of requests is validated as a list of the SDK's Request.
+BATCH_CREATE = pydantic.TypeAdapter(BatchCreateParams)
+BATCH_REQUESTS = pydantic.TypeAdapter(list[BatchRequest])
 # A TypedDict takes unknown keys silently: the body's keys are checked against its own. The API
 # reference lists ``temperature`` (0 to 1); the SDK's 2.x types no longer carry it, so the SDK
 # sends it as an extra field, as groundbench does.
@@ -168,6 +181,43 @@ def test_the_anthropic_check_can_fail() -> None:
     with pytest.raises(pydantic.ValidationError):
         CLAUDE_BLOCKS.validate_python([{"type": "image", "source": tiff}])
     assert "thinking_config" not in CLAUDE_KEYS  # a misspelt field would be caught by the keys
+
+
+@pytest.mark.parametrize(("provider", "thinking"), _cases(["anthropic"]), ids=str)
+def test_an_anthropic_batch_create_is_a_valid_batch_create_request(
+    provider: str, thinking: Thinking, tmp_path: Path
+) -> None:
+    """The create's body, as streamed from the file of lines, is the SDK's BatchCreateParams:
+    each request ``{custom_id, params}``, its params a valid Messages request."""
+    temperature = None if thinking.mode == "on" else 0.0
+    request = _wire_request(thinking, temperature=temperature)
+    api = AnthropicBatches(None, "m", "http://x", ApiKey("k" * 20), origin=Origin.of("http://x"))  # type: ignore[arg-type]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"".join(bytes(api.line(f"gb-{n}", request)) for n in range(3)))
+    body = json.loads(b"".join(asyncio.run(_collected(batch_envelope(path)))))
+    BATCH_CREATE.validate_python(body)
+    BATCH_REQUESTS.validate_python(body["requests"])
+    assert set(body) == {"requests"} and [r["custom_id"] for r in body["requests"]] == [
+        "gb-0", "gb-1", "gb-2"
+    ]  # fmt: skip
+    for item in body["requests"]:
+        assert set(item) == {"custom_id", "params"}  # a TypedDict lets others pass
+        assert set(item["params"]) <= CLAUDE_KEYS
+        CLAUDE_PARAMS.validate_python(item["params"])
+        assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", item["custom_id"])  # the documented id
+
+
+def test_the_anthropic_batch_check_can_fail() -> None:
+    with pytest.raises(pydantic.ValidationError):
+        BATCH_REQUESTS.validate_python([{"custom_id": "a"}])  # no params
+    with pytest.raises(pydantic.ValidationError):
+        BATCH_REQUESTS.validate_python([{"params": {}}])  # no custom_id
+    with pytest.raises(pydantic.ValidationError):
+        BATCH_CREATE.validate_python({"reqs": []})  # no requests
+
+
+async def _collected(chunks: AsyncIterator[bytes]) -> list[bytes]:
+    return [chunk async for chunk in chunks]
 
 
 # -- the simulator's responses through the SDKs' clients -----------------------------------------

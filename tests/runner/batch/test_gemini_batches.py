@@ -35,6 +35,7 @@ from runner.batch._gemini import (
     result_lines,
 )
 from runner.simulator import BatchFaults, Faults, SimSpec, Simulator, serving
+from tests.runner.batch.sought import sought
 from tests.runner.test_against_simulator import CLEAN, GEMINI, _requests
 
 T = TypeVar("T")
@@ -225,7 +226,7 @@ def test_quota_on_create_and_throttles_on_the_endpoints(
     sim = _sim(small_cohort, small_root, tmp_path, clock, BatchFaults(), faults=throttled)
 
     async def throttle(api: GeminiBatches, session: aiohttp.ClientSession, url: str) -> None:
-        await api.find("nothing", None)
+        await api.find(sought("nothing", None))
         with pytest.raises(RateLimited) as limited:
             await api.get("batches/x")
         assert limited.value.retry_after is not None and limited.value.retry_after > 0
@@ -246,7 +247,7 @@ def test_a_wrong_key_is_refused_and_never_shown(
         for call in (
             lambda: api.upload(tmp_path / "in.jsonl", "x"),
             lambda: api.get("batches/abc"),
-            lambda: api.find("x", None),
+            lambda: api.find(sought("x", None)),
             lambda: api.cancel("batches/abc"),
             lambda: api.delete_file("files/abc"),
         ):
@@ -271,11 +272,11 @@ def test_find_by_display_name_or_input_file_and_cancel(
         _write(api, requests, tmp_path / "in.jsonl")
         files = [await api.upload(tmp_path / "in.jsonl", f"in-{n}") for n in range(3)]
         made = [await api.create(f, f"gb-{n}") for n, f in enumerate(files)]
-        found = await api.find("gb-1", None)
+        found = await api.find(sought("gb-1", None))
         assert found is not None and found.id == made[1].id
-        by_file = await api.find("not-a-tag", files[2])
+        by_file = await api.find(sought("not-a-tag", files[2]))
         assert by_file is not None and by_file.id == made[2].id
-        assert await api.find("gb-9", "files/none") is None
+        assert await api.find(sought("gb-9", "files/none")) is None
         cancelled = await api.cancel(made[0].id)
         assert cancelled.state == "cancelled" and cancelled.output_file is None
         clock.now += 200
@@ -294,7 +295,7 @@ def test_find_reads_every_page(small_cohort: Cohort, small_root: DataRoot, tmp_p
         first = await api.create(file_id, "oldest")
         for n in range(120):  # more than a page: the oldest is on the second
             await api.create(file_id, f"gb-{n}")
-        found = await api.find("oldest", None)
+        found = await api.find(sought("oldest", None))
         assert found is not None and found.id == first.id
 
     _serve(sim, body)

@@ -26,6 +26,7 @@ from runner.simulator import BatchFaults, SimSpec, Simulator, serving
 from runner.store import BatchKey, BatchRecord
 from runner.summary import batch_lines
 from tests.runner.backends.loopback import Listener, listening, serving_posts
+from tests.runner.batch.sought import sought
 from tests.runner.distributed.test_worker import CLEAN, QWEN, _configuration, _setup, _store
 
 KEY = "sk-origin-run-0123456789abcdef"
@@ -119,7 +120,7 @@ def _refused(api_at: str, origin: Origin, gemini: bool) -> tuple[list[str], List
                                     origin=origin)  # fmt: skip
                 batch, file = "batch_1", "file-1"
             ended = RemoteBatch(batch, "completed", "completed", output_file=file)
-            calls = [api.get(batch), api.cancel(batch), api.find("gb-x", None),
+            calls = [api.get(batch), api.cancel(batch), api.find(sought("gb-x", None)),
                      api.delete_file(file), _drain(api, ended)]  # fmt: skip
             said = []
             for call in calls:

@@ -30,6 +30,7 @@ from runner.batch import RemoteBatch, ResultLine
 from runner.batch import _openai as wire
 from runner.batch._openai import OpenAIBatches
 from runner.simulator import BatchFaults, Faults, SimSpec, Simulator, serving
+from tests.runner.batch.sought import sought
 from tests.runner.test_against_simulator import CLEAN, KEY, QWEN, _requests
 
 T = TypeVar("T")
@@ -198,7 +199,7 @@ def test_quota_throttles_and_a_wrong_key_raise_the_online_classes_without_the_ke
         _write(api, requests, tmp_path / "in.jsonl")
         await api.upload(tmp_path / "in.jsonl", "x")
         with pytest.raises(RateLimited) as limited:
-            await api.find("x", None)
+            await api.find(sought("x", None))
         return limited.value
 
     limit = Faults(requests_per_minute=1.0, burst=1)
@@ -226,9 +227,9 @@ def test_find_finds_a_batch_by_its_tag_or_its_file(
         _write(api, requests, tmp_path / "in.jsonl")
         made = [await _submit(api, tmp_path / "in.jsonl", f"tag-{n}") for n in range(5)]
         return made, [
-            await api.find("tag-1", None),
-            await api.find("nothing", made[3].input_file),
-            await api.find("nothing", "file-unknown"),
+            await api.find(sought("tag-1", None)),
+            await api.find(sought("nothing", made[3].input_file)),
+            await api.find(sought("nothing", "file-unknown")),
         ]
 
     made, (by_tag, by_file, missing) = _run(sim, body)
@@ -248,7 +249,7 @@ def test_find_pages_through_the_list(monkeypatch: pytest.MonkeyPatch,
         _write(api, requests, tmp_path / "in.jsonl")
         file_id = await api.upload(tmp_path / "in.jsonl", "in")
         made = [await api.create(file_id, f"tag-{n}") for n in range(130)]
-        return made[0], await api.find("tag-0", None)
+        return made[0], await api.find(sought("tag-0", None))
 
     first, found = _run(sim, body)
     assert found is not None and found.id == first.id

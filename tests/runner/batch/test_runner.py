@@ -47,6 +47,8 @@ from runner.batch import (
     ResultLine,
     Where,
 )
+from runner.batch._anthropic import Undecided
+from runner.batch._api import Sought, Source
 from runner.distributed import (
     Feed,
     Feeder,
@@ -98,6 +100,7 @@ class FakeBatches:
         self.simulator = simulator
         self.wire = OpenAIChat(provider_named("qwen"), model)
         self.limits = BatchLimits(max_requests=50_000, max_bytes=200 * 1024 * 1024)
+        self.inline = False
         self.files: dict[str, list[tuple[str, bytes]]] = {}
         self.batches: dict[str, _Batch] = {}
         self.submitted: Counter[str] = Counter()  # custom id: batches it was created in
@@ -111,6 +114,8 @@ class FakeBatches:
         self.bad_lines: list[ResultLine] = []  # added to the first batch's results
         self.model_said: str | None = None
         self.usage: tuple[int, int] | None = None  # (input, output) tokens each answer reports
+        self.looked = 0  # finds asked
+        self.undecided = 0  # finds that cannot tell yet (Anthropic's Undecided), still to come
         self._ids = itertools.count(1)
 
     def line(self, custom_id: str, request: Request) -> Body:
@@ -131,19 +136,23 @@ class FakeBatches:
             raise self.death("killed at " + point)
 
     async def upload(self, path: Path, display_name: str) -> str:
+        assert not self.inline, "an inline provider is never asked to upload"
         self._killed("upload")
-        lines = []
-        for raw in path.read_bytes().splitlines():
-            doc = json.loads(raw)
-            lines.append((doc["custom_id"], json.dumps(doc["body"]).encode()))
         file = f"file-{next(self._ids)}"
-        self.files[file] = lines
+        self.files[file] = _read(path)
         return file
 
-    async def create(self, file_id: str, tag: str) -> RemoteBatch:
+    async def create(self, source: Source, tag: str) -> RemoteBatch:
         if self.quota_after is not None and len(self.batches) >= self.quota_after:
             raise QuotaExhausted("insufficient_quota", status=429, code="insufficient_quota")
-        batch = _Batch(f"batch_{next(self._ids)}", tag, file_id, self.files[file_id])
+        if self.inline:  # the file's lines go in the create itself: read while it is there
+            assert isinstance(source, Path)
+            self._killed("send")
+            file_id, lines = "", _read(source)
+        else:
+            assert isinstance(source, str)
+            file_id, lines = source, self.files[source]
+        batch = _Batch(f"batch_{next(self._ids)}", tag, file_id, lines)
         self.batches[batch.id] = batch
         self.submitted.update(c for c, _ in batch.lines)
         self._killed("create")
@@ -160,10 +169,19 @@ class FakeBatches:
             self._end(batch)
         return self._remote(batch)
 
-    async def find(self, tag: str, file_id: str | None) -> RemoteBatch | None:
+    async def find(self, sought: Sought) -> RemoteBatch | None:
         self._killed()
-        found = [b for b in self.batches.values() if b.tag == tag]
+        self.looked += 1
+        if self.undecided:
+            self.undecided -= 1
+            raise Undecided("2 batches at the provider could be it")
+        found = [b for b in self.batches.values() if self._is_sought(b, sought)]
         return self._remote(found[0]) if found else None
+
+    def _is_sought(self, batch: _Batch, sought: Sought) -> bool:
+        if self.inline:  # an inline provider keeps no tag: its batch holds the ids sought
+            return {c for c, _ in batch.lines} == sought.custom_ids
+        return batch.tag == sought.tag
 
     async def cancel(self, batch_id: str) -> RemoteBatch:
         raise NotImplementedError
@@ -198,6 +216,15 @@ class FakeBatches:
 
     def _remote(self, batch: _Batch) -> RemoteBatch:
         return RemoteBatch(batch.id, batch.state, batch.state, batch.tag, batch.file)  # type: ignore[arg-type]
+
+
+def _read(path: Path) -> list[tuple[str, bytes]]:
+    """A JSONL file's lines as (custom id, body)."""
+    lines = []
+    for raw in path.read_bytes().splitlines():
+        doc = json.loads(raw)
+        lines.append((doc["custom_id"], json.dumps(doc["body"]).encode()))
+    return lines
 
 
 def _configuration() -> Configuration:
@@ -330,9 +357,9 @@ def _open_at_each_create(rig: Rig) -> list[int]:
     seen: list[int] = []
     real_create = rig.api.create
 
-    async def create(file_id: str, tag: str) -> RemoteBatch:
+    async def create(source: Source, tag: str) -> RemoteBatch:
         seen.append(sum(b.state == "in_progress" for b in rig.api.batches.values()))
-        return await real_create(file_id, tag)
+        return await real_create(source, tag)
 
     rig.api.create = create  # type: ignore[method-assign]
     return seen
@@ -441,6 +468,65 @@ def test_a_create_whose_answer_was_lost_is_found_not_made_again(rig: Rig) -> Non
     rig.drive_fresh()
     assert rig.store.repository.pending() == []
     assert rig.sent_once() and len(rig.api.batches) == 1
+
+
+# -- a provider that takes the requests in the create (Anthropic's) ------------------------------
+
+
+def test_an_inline_provider_gets_the_file_in_its_create_and_nothing_is_uploaded(rig: Rig) -> None:
+    rig.api.inline = True
+    phases_at_create: list[str] = []
+    real_create = rig.api.create
+
+    async def create(source: Source, tag: str) -> RemoteBatch:
+        phases_at_create.append(rig.store.repository.batches(ids=[tag])[0].phase)
+        return await real_create(source, tag)
+
+    rig.api.create = create  # type: ignore[method-assign]
+    requests = len(rig.store.repository.pending())
+    rig.drive_fresh(max_requests=7)
+    assert rig.store.repository.pending() == [] and rig.answered() == requests and rig.sent_once()
+    # Recorded as handed over before each create was sent; nothing looked for on a first try.
+    assert set(phases_at_create) == {"uploaded"} and len(phases_at_create) == -(-requests // 7)
+    assert rig.api.looked == 0 and rig.api.files == {}
+    assert {b.input_file for b in rig.store.repository.batches()} == {None}
+    assert list(rig.tmp.joinpath("spool").iterdir()) == []
+
+
+@pytest.mark.parametrize("made", [True, False])
+def test_an_inline_batch_killed_in_its_create_is_found_or_known_never_made(
+    rig: Rig, made: bool
+) -> None:
+    rig.api.inline = True
+    rig.api.kill_at = "create" if made else "send"
+    with pytest.raises(Killed):
+        rig.drive_fresh(max_requests=5)
+    rig.api.dead = False  # a new driver: its file of requests is gone with the old one's run
+    assert [b.phase for b in rig.store.repository.batches()] == ["uploaded"]
+    rig.drive_fresh(max_requests=5)
+    assert rig.store.repository.pending() == [] and rig.sent_once()
+    first = rig.store.repository.batches()[0]
+    if made:  # found by the ids it holds, and collected
+        assert first.phase == "read" and first.remote_id == "batch_1"
+    else:  # nothing holds its requests: never made, and its keys went in later batches
+        assert first.phase == "abandoned" and "never created" in (first.message or "")
+
+
+def test_an_inline_batch_that_cannot_be_told_yet_is_neither_made_again_nor_given_up(
+    rig: Rig,
+) -> None:
+    rig.api.inline = True
+    rig.api.lose_create_answer = True  # made, its answer lost, and then no find can tell
+    rig.api.undecided = 100
+    runner = rig.runner(max_requests=500)
+    asyncio.run(runner.lease(rig.store.repository.pending()))
+    (record,) = rig.store.repository.batches()
+    assert record.phase == "uploaded" and "not yet known to be created" in (record.message or "")
+    assert len(rig.api.batches) == 1 and rig.store.repository.pending() == []  # its keys held
+    rig.api.undecided = 0  # a later run, once the candidates ended, tells
+    rig.drive_fresh()
+    assert rig.store.repository.batches()[0].phase == "read" and rig.sent_once()
+    assert rig.store.repository.pending() == []
 
 
 def test_after_the_driver_is_gone_nothing_is_uploaded_and_leases_give_all_back(rig: Rig) -> None:
@@ -610,9 +696,9 @@ def test_after_the_quota_wait_batches_are_made_again(rig: Rig) -> None:
     runner = rig.runner(max_requests=5)
     real_create = rig.api.create
 
-    async def create(file_id: str, tag: str) -> RemoteBatch:
+    async def create(source: Source, tag: str) -> RemoteBatch:
         try:
-            return await real_create(file_id, tag)
+            return await real_create(source, tag)
         except QuotaExhausted:
             rig.api.quota_after = None  # the quota is back after the wait
             raise
@@ -693,9 +779,10 @@ def test_batches_are_only_as_large_as_the_money_left_pays_for(rig: Rig) -> None:
     spent_at_create: list[tuple[int, float]] = []
     real_create = rig.api.create
 
-    async def create(file_id: str, tag: str) -> RemoteBatch:
-        spent_at_create.append((len(rig.api.files[file_id]), cap.spent))
-        return await real_create(file_id, tag)
+    async def create(source: Source, tag: str) -> RemoteBatch:
+        assert isinstance(source, str)
+        spent_at_create.append((len(rig.api.files[source]), cap.spent))
+        return await real_create(source, tag)
 
     rig.api.create = create  # type: ignore[method-assign]
     feed = rig.feed(runner)

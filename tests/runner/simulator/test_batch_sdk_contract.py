@@ -1,12 +1,15 @@
-"""The simulator's batch endpoints against the official clients' own types (issue 42, point 6).
+"""The simulator's batch endpoints against the official clients' own types (issue 42, points 2,
+3 and 6).
 
-Each SDK's batch client runs end to end against the simulator on loopback (upload, create,
-poll until done, download, list, cancel), and every object it hands back is validated again,
-strictly, from the JSON the simulator sent: the SDKs build their objects without validating
-(``construct``), so a missing required field would otherwise pass unseen. Negative controls
-show each check can fail: a wrong key is refused with the documented 401, a malformed input
-file fails the batch line by line, and a document with a required field removed fails the
-same validation.
+Each SDK's batch client (openai, google-genai, anthropic) runs end to end against the simulator
+on loopback (upload where the API has files, create, poll until done, download the results,
+list, cancel, delete), and every object it hands back is validated again, strictly, from the
+JSON the simulator sent: the SDKs build their objects without validating (``construct``), so a
+missing required field would otherwise pass unseen. Negative controls show each check can fail:
+a wrong key is refused with the documented 401, a malformed input file fails the batch line by
+line (OpenAI) or is refused (Gemini, Anthropic), params the Messages API refuses come back as an
+``errored`` result rather than a refused batch (Anthropic), and a document with a required field
+removed fails the same validation.
 """
 
 from __future__ import annotations
@@ -22,14 +25,22 @@ import pydantic
 import pytest
 
 from conditions import Cohort, DataRoot, VariantCache
-from runner.backends import ApiKey, Origin
+from runner.backends import AnthropicMessages, ApiKey, Origin
 from runner.batch._openai import OpenAIBatches
 from runner.simulator import BatchFaults, SimSpec, Simulator, serving
 from tests.runner.batch.test_openai_batches import QWEN_PROVIDER, Clock
 from tests.runner.test_against_simulator import CLEAN, KEY, QWEN, _requests
+from tests.runner.test_anthropic_against_simulator import CLAUDE
 
 openai = pytest.importorskip("openai")
 genai = pytest.importorskip("google.genai")
+anthropic = pytest.importorskip("anthropic")
+from anthropic.types import Message  # noqa: E402
+from anthropic.types.messages import (  # noqa: E402
+    DeletedMessageBatch,
+    MessageBatch,
+    MessageBatchIndividualResponse,
+)
 from google.genai import types as gtypes  # noqa: E402
 from openai.types import Batch, BatchError, FileDeleted, FileObject  # noqa: E402
 from openai.types.chat import ChatCompletion  # noqa: E402
@@ -422,3 +433,265 @@ def test_genai_batch_without_its_state_fails_validation() -> None:
         gtypes.BatchJob.model_validate({"name": "batches/x", "create_time": "not a time"})
     with pytest.raises(pydantic.ValidationError):
         gtypes.File.model_validate({"name": "files/x", "create_time": "not a time"})
+
+
+# -- Anthropic ------------------------------------------------------------------------------
+
+ENDED = "ended"
+
+
+def _claude_requests(
+    cohort: Cohort, root: DataRoot, cache: VariantCache, n: int
+) -> list[dict[str, Any]]:
+    """``n`` batch requests with their images, the params as groundbench sends them online."""
+    wire = AnthropicMessages(CLAUDE.model)
+    made = _requests(cohort, root, cache, CLAUDE, n)
+    return [
+        {"custom_id": f"req-{i}", "params": json.loads(bytes(wire.encode(r)))}
+        for i, r in enumerate(made)
+    ]
+
+
+def _with_anthropic(sim: Simulator, use: Callable[[Any], T], key: str = KEY) -> T:
+    """``use`` of the official synchronous client (in a thread) on the simulator."""
+
+    async def main() -> T:
+        async with serving(sim) as url:
+            client = anthropic.Anthropic(api_key=key, base_url=url, max_retries=0)
+            try:
+                return await asyncio.to_thread(use, client)
+            finally:
+                client.close()
+
+    return asyncio.run(main())
+
+
+def _strict_batch(raw: Any) -> MessageBatch:
+    """``raw`` as a MessageBatch, strictly, with every field of the reference present (the
+    unset ones null) and no other."""
+    assert set(raw) == set(MessageBatch.model_fields), sorted(raw)
+    batch = _strict(MessageBatch, raw)
+    counts = batch.request_counts
+    total = counts.processing + counts.succeeded + counts.errored + counts.canceled
+    assert total + counts.expired == sum(raw["request_counts"].values())
+    return batch  # type: ignore[no-any-return]
+
+
+def _claude_poll(client: Any, clock: Clock, batch_id: str) -> list[MessageBatch]:
+    """The batch as each retrieve saw it, until it ended (at most :data:`POLLS`)."""
+    seen: list[MessageBatch] = []
+    for _ in range(POLLS):
+        clock.now += TURNAROUND_S / 3
+        raw = client.messages.batches.with_raw_response.retrieve(batch_id)
+        seen.append(_strict_batch(_raw(raw)))
+        if seen[-1].processing_status == ENDED:
+            return seen
+    raise AssertionError(f"{batch_id} never ended: {[b.processing_status for b in seen]}")
+
+
+def _result_lines(client: Any, batch_id: str) -> list[Any]:
+    """The results file as the simulator sent it, each line parsed as JSON."""
+    raw = client.messages.batches.with_raw_response.results(batch_id)
+    return [json.loads(line) for line in raw.http_response.read().splitlines()]
+
+
+def test_anthropic_sdk_runs_a_batch_end_to_end_and_every_object_validates(
+    small_cohort: Cohort, small_root: DataRoot, cache: VariantCache
+) -> None:
+    clock = Clock()
+    sim = _sim(small_cohort, small_root, cache, clock)
+    requests = _claude_requests(small_cohort, small_root, cache, 3)
+
+    def use(client: Any) -> dict[str, Any]:
+        batches = client.messages.batches
+        made = batches.with_raw_response.create(requests=requests)
+        created = _strict_batch(_raw(made))
+        assert made.parse().id == created.id
+        polls = _claude_poll(client, clock, created.id)
+        listed = _raw(batches.with_raw_response.list(limit=10))
+        lines = _result_lines(client, created.id)
+        decoded = list(batches.results(created.id))  # the SDK's own JSONL decoder
+        paged = [b.id for b in batches.list(limit=1)]  # auto-paginated by after_id
+        deleted = _strict(DeletedMessageBatch, _raw(batches.with_raw_response.delete(created.id)))
+        return {
+            "created": created, "polls": polls, "listed": listed, "lines": lines,
+            "decoded": decoded, "paged": paged, "deleted": deleted,
+        }  # fmt: skip
+
+    now = time.time()
+    got = _with_anthropic(sim, use)
+    created, ended = got["created"], got["polls"][-1]
+    assert created.type == "message_batch" and created.id.startswith("msgbatch_")
+    assert created.processing_status == "in_progress" and created.request_counts.processing == 3
+    assert abs(created.created_at.timestamp() - now) < NOW_SLACK_S
+    assert (created.expires_at - created.created_at).total_seconds() == 24 * 3600
+    assert created.results_url is None and created.ended_at is None
+    assert created.archived_at is None and created.cancel_initiated_at is None
+    assert [b.processing_status for b in got["polls"]] == ["in_progress"] * 2 + [ENDED]
+    assert ended.request_counts.succeeded == 3 and ended.request_counts.processing == 0
+    assert ended.ended_at is not None
+    assert created.created_at <= ended.ended_at
+    assert (ended.ended_at - created.created_at).total_seconds() <= TURNAROUND_S + 1
+    assert ended.results_url is not None and ended.results_url.endswith(f"/{ended.id}/results")
+    listed = got["listed"]
+    assert set(listed) == {"data", "has_more", "first_id", "last_id"}
+    assert [_strict_batch(b).id for b in listed["data"]] == [created.id]
+    assert listed["has_more"] is False and listed["first_id"] == listed["last_id"] == created.id
+    assert got["paged"] == [created.id]
+    wire = AnthropicMessages(CLAUDE.model)
+    lines = got["lines"]
+    assert sorted(line["custom_id"] for line in lines) == [r["custom_id"] for r in requests]
+    for line in lines:
+        result = _strict(MessageBatchIndividualResponse, line).result
+        assert result.type == "succeeded"
+        message = _strict(Message, line["result"]["message"])
+        assert message.type == "message" and message.role == "assistant"
+        assert wire.read(line["result"]["message"]).answer  # groundbench reads it too
+    assert [(r.custom_id, r.result.type) for r in got["decoded"]] == [
+        (line["custom_id"], "succeeded") for line in lines
+    ]
+    assert got["deleted"].id == created.id and got["deleted"].type == "message_batch_deleted"
+    assert sum(sim.stats.paid.values()) == 3 and sim.stats.batches_created == 1
+
+
+def test_anthropic_sdk_cancels_a_batch_and_every_request_is_canceled(
+    small_cohort: Cohort, small_root: DataRoot, cache: VariantCache
+) -> None:
+    clock = Clock()
+    sim = _sim(small_cohort, small_root, cache, clock)
+    requests = _claude_requests(small_cohort, small_root, cache, 2)
+
+    def use(client: Any) -> tuple[MessageBatch, list[MessageBatch], list[Any]]:
+        made = client.messages.batches.create(requests=requests)
+        with pytest.raises(anthropic.AnthropicError, match="results_url"):
+            client.messages.batches.results(made.id)  # not ended: the SDK asks nothing
+        raw = client.messages.batches.with_raw_response.cancel(made.id)
+        canceling = _strict_batch(_raw(raw))
+        polls = _claude_poll(client, clock, made.id)
+        lines = _result_lines(client, made.id)
+        client.messages.batches.delete(made.id)
+        return canceling, polls, lines
+
+    canceling, polls, lines = _with_anthropic(sim, use)
+    assert canceling.processing_status == "canceling"
+    assert canceling.cancel_initiated_at is not None and canceling.request_counts.processing == 2
+    ended = polls[0]  # the first look after the cancel ends it
+    assert ended.processing_status == ENDED and ended.request_counts.canceled == 2
+    assert ended.cancel_initiated_at == canceling.cancel_initiated_at
+    assert ended.ended_at is not None and ended.cancel_initiated_at <= ended.ended_at
+    for line in lines:
+        assert _strict(MessageBatchIndividualResponse, line).result.type == "canceled"
+    assert sim.stats.paid == {}
+
+
+def test_anthropic_sdk_gets_params_the_api_refuses_back_as_errored_results(
+    small_cohort: Cohort, small_root: DataRoot, cache: VariantCache
+) -> None:
+    """The negative control of the results: the Messages API refuses a thinking budget not
+    under ``max_tokens``; in a batch it is accepted, and ends ``errored`` with that error."""
+    clock = Clock()
+    sim = _sim(small_cohort, small_root, cache, clock)
+    good = _claude_requests(small_cohort, small_root, cache, 1)[0]
+    params = dict(good["params"])
+    params["thinking"] = {"type": "enabled", "budget_tokens": params["max_tokens"]}
+    requests = [good, {"custom_id": "budget-too-big", "params": params}]
+
+    def use(client: Any) -> tuple[MessageBatch, MessageBatch, list[Any]]:
+        created = _strict_batch(_raw(client.messages.batches.with_raw_response.create(
+            requests=requests
+        )))  # fmt: skip
+        ended = _claude_poll(client, clock, created.id)[-1]
+        return created, ended, _result_lines(client, created.id)
+
+    created, ended, lines = _with_anthropic(sim, use)
+    assert created.processing_status == "in_progress"  # not refused when made
+    assert ended.request_counts.succeeded == 1 and ended.request_counts.errored == 1
+    results = {line["custom_id"]: _strict(MessageBatchIndividualResponse, line) for line in lines}
+    assert results[good["custom_id"]].result.type == "succeeded"
+    errored = results["budget-too-big"].result
+    assert errored.type == "errored" and errored.error.type == "error"
+    assert errored.error.error.type == "invalid_request_error"
+    assert "budget_tokens" in errored.error.error.message
+
+
+@pytest.mark.parametrize("call", ["create", "retrieve", "list", "cancel", "delete"])
+def test_anthropic_sdk_with_a_wrong_key_is_refused_401_on_every_batch_endpoint(
+    small_cohort: Cohort, small_root: DataRoot, cache: VariantCache, call: str
+) -> None:
+    sim = _sim(small_cohort, small_root, cache, Clock())
+    requests = [{"custom_id": "a", "params": {"model": "m", "max_tokens": 1, "messages": []}}]
+
+    def use(client: Any) -> Any:
+        batches = client.messages.batches
+        calls: dict[str, Callable[[], Any]] = {
+            "create": lambda: batches.create(requests=requests),
+            "retrieve": lambda: batches.retrieve("msgbatch_sim000000"),
+            "list": lambda: batches.list(),
+            "cancel": lambda: batches.cancel("msgbatch_sim000000"),
+            "delete": lambda: batches.delete("msgbatch_sim000000"),
+        }
+        with pytest.raises(anthropic.AuthenticationError) as refused:
+            calls[call]()
+        return refused.value
+
+    refused = _with_anthropic(sim, use, key="sk-ant-not-the-configured-key-0000")
+    assert refused.status_code == 401
+    assert refused.body["error"]["type"] == "authentication_error"
+    assert "sk-ant-not-the" not in refused.message
+
+
+def test_anthropic_sdk_sees_a_repeated_custom_id_refused_400_and_no_batch_made(
+    small_cohort: Cohort, small_root: DataRoot, cache: VariantCache
+) -> None:
+    sim = _sim(small_cohort, small_root, cache, Clock())
+    request = _claude_requests(small_cohort, small_root, cache, 1)[0]
+
+    def use(client: Any) -> tuple[Any, list[Any]]:
+        with pytest.raises(anthropic.BadRequestError) as refused:
+            client.messages.batches.create(requests=[request, request])
+        return refused.value, list(client.messages.batches.list())
+
+    refused, listed = _with_anthropic(sim, use)
+    assert refused.status_code == 400
+    assert refused.body["type"] == "error"
+    assert refused.body["error"]["type"] == "invalid_request_error"
+    assert "custom_id" in refused.body["error"]["message"]
+    assert listed == [] and sim.stats.batches_created == 0 and sim.stats.paid == {}
+
+
+def test_anthropic_documents_without_a_required_field_fail_the_same_validation(
+    small_cohort: Cohort, small_root: DataRoot, cache: VariantCache
+) -> None:
+    """The negative control: the checks above can fail."""
+    clock = Clock()
+    sim = _sim(small_cohort, small_root, cache, clock)
+    requests = _claude_requests(small_cohort, small_root, cache, 1)
+
+    def use(client: Any) -> tuple[Any, Any, Any]:
+        made = client.messages.batches.create(requests=requests)
+        _claude_poll(client, clock, made.id)
+        batch = _raw(client.messages.batches.with_raw_response.retrieve(made.id))
+        line = _result_lines(client, made.id)[0]
+        deleted = _raw(client.messages.batches.with_raw_response.delete(made.id))
+        return batch, line, deleted
+
+    batch, line, deleted = _with_anthropic(sim, use)
+    for model, doc, field in (
+        (MessageBatch, batch, "created_at"),
+        (MessageBatch, batch, "processing_status"),
+        (MessageBatch, batch, "request_counts"),
+        (MessageBatchIndividualResponse, line, "custom_id"),
+        (MessageBatchIndividualResponse, line, "result"),
+        (Message, line["result"]["message"], "content"),
+        (Message, line["result"]["message"], "usage"),
+        (DeletedMessageBatch, deleted, "type"),
+    ):
+        model.model_validate(doc)
+        with pytest.raises(pydantic.ValidationError):
+            model.model_validate({k: v for k, v in doc.items() if k != field})
+    with pytest.raises(pydantic.ValidationError):  # a result of no documented type
+        MessageBatchIndividualResponse.model_validate({**line, "result": {"type": "failed"}})
+    with pytest.raises(pydantic.ValidationError):  # a state the reference does not name
+        MessageBatch.model_validate({**batch, "processing_status": "completed"})
+    with pytest.raises(AssertionError):  # a documented field missing, though optional
+        _strict_batch({k: v for k, v in batch.items() if k != "archived_at"})

@@ -15,6 +15,7 @@ from conditions import Cohort, DataRoot, VariantCache
 from runner.backends import ApiKey, Fatal, Origin
 from runner.batch._openai import OpenAIBatches
 from runner.simulator import BatchFaults, Simulator, serving
+from tests.runner.batch.sought import sought
 from tests.runner.batch.test_openai_batches import (
     QWEN_PROVIDER,
     Clock,
@@ -144,7 +145,7 @@ def test_a_deleted_files_id_is_never_given_to_another_upload(
         for file_id in uploaded:  # files go; their batches stay
             await api.delete_file(file_id)
         again = await api.upload(tmp_path / "in.jsonl", "again")
-        return uploaded, again, made, await api.find("again", again)
+        return uploaded, again, made, await api.find(sought("again", again))
 
     uploaded, again, made, found = _run(sim, body)
     assert again not in uploaded and made.id is not None
@@ -163,7 +164,7 @@ def test_a_batch_pays_each_line_once(
         batch = await _submit(api, tmp_path / "in.jsonl", "p")
         for _ in range(3):  # looking again answers nothing again
             ended = await api.get(batch.id)
-        await api.find("p", None)
+        await api.find(sought("p", None))
         return ids, await _results(api, ended)
 
     ids, lines = _run(sim, body)
