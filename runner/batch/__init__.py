@@ -2,11 +2,12 @@
 
 Plain asyncio over aiohttp, no Ray. :class:`BatchApi` is a provider's batch endpoints
 (``_openai``: OpenAI's files and batches, which DashScope copies; ``_gemini``: Gemini's
-``batchGenerateContent``). ``_runner``'s :class:`BatchRunner` is a backend's port in batch
-mode: the feeder leases it calls, a batch a lease, and it makes, records, polls and reads
-each batch (each step in the store's ledger before the next), and collects those a killed run
-left open. :func:`cancel_batches` cancels a run's open batches (``groundbench batches
---cancel``) with the experiment's keys, sent only to the experiment's addresses.
+``batchGenerateContent``; ``_anthropic``: Anthropic's Message Batches, the requests inline).
+``_runner``'s :class:`BatchRunner` is a backend's port in batch mode: the feeder leases it
+calls, a batch a lease, and it makes, records, polls and reads each batch (each step in the
+store's ledger before the next), and collects those a killed run left open.
+:func:`cancel_batches` cancels a run's open batches (``groundbench batches --cancel``) with the
+experiment's keys, sent only to the experiment's addresses.
 """
 
 from runner.batch._api import ENDED, BatchApi, BatchLimits, BatchState, RemoteBatch, ResultLine

@@ -13,7 +13,9 @@ time:
 1. a lease's calls of one model are built and written to a JSONL file on disk, under the
    provider's limits and each line id once per file (what does not fit is given back);
 2. the file's batch is recorded with its keys (``preparing``), the file uploaded
-   (``uploaded``), the batch created with groundbench's tag (``submitted``);
+   (``uploaded``), the batch created with groundbench's tag (``submitted``); an ``inline``
+   provider's (Anthropic's) is recorded ``uploaded`` with no file and its create carries the
+   file's lines;
 3. the batch is polled, backing off while nothing changes; once ended its results are read
    line by line into ``responses`` as an online answer would be (``read``);
 4. an unparseable answer's next attempt, and the lines a batch never ran, are pending again:
@@ -21,7 +23,8 @@ time:
 
 At most ``max_open`` batches are open at once, and after a batch that failed none is made
 until another ends. A create that fails without a clear refusal may still have made the
-batch: the runner looks for its tag before it gives the keys up. Quota on the batch endpoints
+batch: the runner looks for it (:class:`~runner.batch.Sought`) before each later try and
+before it gives the keys up, never before a batch's first create. Quota on the batch endpoints
 stops submitting (the open batches are still collected); a refused key or model stops the
 backend; 429s and 5xx are retried with the online path's backoff, honouring the server's
 retry-after. An id the provider answers that breaks the rule of :mod:`runner.batch._ids` (too

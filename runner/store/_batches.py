@@ -11,7 +11,9 @@ pending: it is collected from the batch, never sent again.
 phase       what is known                     what a resumed run does
 =========== ================================= ==============================================
 preparing   its keys                          nothing was created: ``abandoned``, keys free
-uploaded    its input file                    finds the batch by its tag, else creates it
+uploaded    its input file (Anthropic: none;  finds the batch by its tag, else creates it
+            the create carries the requests)  (Anthropic: by size, time and results, else
+                                              ``abandoned``, keys free)
 submitted   the provider's batch id           polls it
 ended       that it ended                     reads its results (again, if cut short)
 read        its results are stored            nothing: closed

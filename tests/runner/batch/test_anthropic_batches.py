@@ -32,7 +32,7 @@ from runner.batch import _anthropic as wire
 from runner.batch._anthropic import AnthropicBatches, Undecided
 from runner.batch._api import Sought
 from runner.simulator import BatchFaults, Faults, SimSpec, Simulator, serving
-from tests.runner.batch.test_openai_batches import OTHER_KEY, Clock
+from tests.runner.batch.test_openai_batches import OTHER_KEY, Clock, _no_key_in, _results, _write
 from tests.runner.test_against_simulator import CLEAN, KEY, _requests
 from tests.runner.test_anthropic_against_simulator import CLAUDE
 
@@ -67,18 +67,6 @@ def _run(
     return asyncio.run(main())
 
 
-def _write(api: AnthropicBatches, requests: list[Request], path: Path) -> dict[str, Request]:
-    ids = {f"gb-{i:04d}-{r.fingerprint[:12]}": r for i, r in enumerate(requests)}
-    with path.open("wb") as f:
-        for custom_id, request in ids.items():
-            f.write(bytes(api.line(custom_id, request)))
-    return ids
-
-
-async def _results(api: AnthropicBatches, batch: RemoteBatch) -> list[ResultLine]:
-    return [line async for line in api.results(batch)]
-
-
 def _sought(ids: dict[str, Request] | set[str], **fields: Any) -> Sought:
     """The batch of ``ids``, recorded a moment ago, the ledger knowing none."""
     values: dict[str, Any] = {
@@ -87,12 +75,6 @@ def _sought(ids: dict[str, Request] | set[str], **fields: Any) -> Sought:
         "known": frozenset(),
     }  # fmt: skip
     return Sought(**(values | fields))
-
-
-def _no_key_in(errors: list[CallError]) -> None:
-    for error in errors:
-        for text in (str(error), error.message, error.code or ""):
-            assert KEY not in text and OTHER_KEY not in text and KEY[:12] not in text
 
 
 def test_a_line_holds_the_online_body_as_its_params_and_its_answer_is_the_online_one(

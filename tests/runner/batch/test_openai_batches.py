@@ -26,7 +26,7 @@ from runner.backends import (
     Transient,
     provider_named,
 )
-from runner.batch import RemoteBatch, ResultLine
+from runner.batch import BatchApi, RemoteBatch, ResultLine
 from runner.batch import _openai as wire
 from runner.batch._openai import OpenAIBatches
 from runner.simulator import BatchFaults, Faults, SimSpec, Simulator, serving
@@ -76,7 +76,7 @@ def _run(
     return asyncio.run(main())
 
 
-def _write(api: OpenAIBatches, requests: list[Request], path: Path) -> dict[str, Request]:
+def _write(api: BatchApi, requests: list[Request], path: Path) -> dict[str, Request]:
     ids = {f"gb-{i:04d}-{r.fingerprint[:12]}": r for i, r in enumerate(requests)}
     with path.open("wb") as f:
         for custom_id, request in ids.items():
@@ -84,7 +84,7 @@ def _write(api: OpenAIBatches, requests: list[Request], path: Path) -> dict[str,
     return ids
 
 
-async def _results(api: OpenAIBatches, batch: RemoteBatch) -> list[ResultLine]:
+async def _results(api: BatchApi, batch: RemoteBatch) -> list[ResultLine]:
     return [line async for line in api.results(batch)]
 
 
