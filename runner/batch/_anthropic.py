@@ -14,8 +14,9 @@ and the official ``anthropic`` SDK's ``resources/messages/batches.py``):
 - once ended, ``results_url`` serves JSONL, one line per request in any order:
   ``{"custom_id", "result": {"type": "succeeded", "message"} | {"type": "errored", "error":
   {"type": "error", "error": {"type", "message"}}} | {"type": "canceled"} | {"type":
-  "expired"}}``. The guide: a request's ``params`` are validated when it is processed, so a bad
-  one comes back ``errored`` rather than refusing the batch.
+  "expired"}}``; the reference: its path "should not be assumed and may change". The guide: a
+  request's ``params`` are validated when it is processed, so a bad one comes back ``errored``
+  rather than refusing the batch.
 
 The key goes in ``x-api-key`` with ``anthropic-version`` (:func:`anthropic_headers`), to the
 configured origin only, by the one exchange. Each request's ``params`` is byte for byte the
@@ -25,21 +26,24 @@ Choices where the reference is silent or leaves a gap:
 
 - **The create is streamed from disk.** The runner writes the requests as JSONL, as for the
   other providers; the create's body is that file's lines inside ``{"requests": [`` … ``]}``,
-  comma-separated, sent with its exact ``Content-Length``, never held whole in memory.
-  :data:`LIMITS` keeps a file 1 MB under the documented 256 MB for the envelope and commas.
-- **Results are read from the documented path on the configured base**
-  (``{base}/v1/messages/batches/{id}/results``, which is what ``results_url`` names on
-  Anthropic's own API), not from wherever ``results_url`` points: a proxy's base keeps working,
-  and an address a server answers can never carry the key elsewhere.
+  each line's newline but the last's a comma, sent with its exact ``Content-Length`` (the
+  file's and the brackets'), never held whole in memory. :data:`LIMITS` keeps a file 1 MB under
+  the documented 256 MB.
+- **Results are read from ``results_url`` where the key may go there** (the configured origin,
+  a plain URL without the key in it), else from the documented path on the configured base
+  (``{base}/v1/messages/batches/{id}/results``): a proxy's base keeps working, and an address
+  a server answers never carries the key elsewhere.
 - **A batch is found again by its size, its time and its results.** The batch object holds no
   field of the client's (no metadata, no display name) and the list cannot be filtered, so a
   create whose answer was lost (:meth:`AnthropicBatches.find`) is looked for among the batches
   created since it was recorded (less :data:`CLOCK_SKEW`) whose size is the file's and whose id
-  the ledger does not already hold. One that has ended is its own if its first result's
-  ``custom_id`` is one of the file's, else it is another's. Of those not yet ended, one alone
-  is taken as it (its results confirm it when read: another's lines would be stored as
-  problems, their requests pending again, nothing paid twice); two or more are
-  :class:`Undecided`: nothing is created again, and a later look, once they have ended, tells.
+  the ledger does not already hold. One that has ended is its own if the first result with an
+  id in its first :data:`HEAD_BYTES` is one of the file's, another's if it is not; one whose
+  results tell nothing counts as running. Of those, one alone is taken as it (its results
+  confirm it when read: another's lines would be stored as problems, their requests pending
+  again, nothing paid twice); two or more are :class:`Undecided`: nothing is created again,
+  and a later look, once they have ended, tells. Not found is "never made" only once the list
+  was read back past the record's time (or to its end); otherwise :class:`Undecided` too.
 - Nothing is uploaded, so nothing is deleted: a batch's results stay at Anthropic (29 days)
   for anyone who wants to check them.
 """
@@ -47,7 +51,9 @@ Choices where the reference is silent or leaves a gap:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -61,33 +67,34 @@ from runner.backends._anthropic import AnthropicMessages, anthropic_headers, cla
 from runner.backends._client import redact_reply
 from runner.backends._errors import CallError, Transient
 from runner.backends._exchange import Peer, exchange, exchanging, scrubbed
-from runner.backends._origin import Origin
-from runner.backends._secrets import MAX_MESSAGE, ApiKey, clip
+from runner.backends._origin import OffOrigin, Origin
+from runner.backends._secrets import MAX_MESSAGE, ApiKey, clip, redact
 from runner.backends._wire import Body, ErrorBody, as_int, as_text, field_dict, load_json
-from runner.batch._api import BatchLimits, BatchState, RemoteBatch, ResultLine, Sought, Source
-from runner.batch._ids import checked_id
-from runner.batch._jsonl import keyed, stream_lines, unbroken
+from runner.batch._api import (
+    BatchLimits,
+    BatchState,
+    RemoteBatch,
+    ResultLine,
+    Sought,
+    Source,
+    Undecided,
+)
+from runner.batch._ids import BadId, checked_id
+from runner.batch._jsonl import keyed, result_lines, stream_lines, unbroken
 
 MB = 1_000_000  # decimal: under the documented limit whichever megabyte is meant
 # The documented limits, less 1 MB for the envelope and a comma per request.
 LIMITS = BatchLimits(max_requests=100_000, max_bytes=255 * MB)
 CLOCK_SKEW = timedelta(minutes=5)  # this machine's clock against Anthropic's, at most
 FIND_PAGES = 10  # pages of the batch list find() reads (newest first)
-PAGE_SIZE = 100  # batches per page (the API takes 1 to 1,000)
-FIRST_LINES = 16  # result lines find() reads of an ended candidate before it gives up on it
+PAGE_SIZE = 1000  # batches per page: the API's most (a page is ~0.7 MB)
+HEAD_BYTES = 64 * 1024 * 1024  # of an ended candidate's results read to find its first id
+MAX_URL = 2048  # characters of a results_url kept
+_PLAIN_URL = re.compile(r"https?://[A-Za-z0-9._~:/%+-]+")
 MAX_OBJECT_BYTES = 4 * 1024 * 1024  # a batch object, or a page of them
 MAX_LINE_BYTES = 32 * 1024 * 1024  # a result line: an answer is ~50 KB; past this it is junk
-_CHUNK = 1 << 16
 _HEAD, _TAIL = b'{"requests":[', b"]}"
 _NEVER_RAN = frozenset({"canceled", "expired"})
-
-
-class Undecided(Transient):
-    """Several batches at the provider could be the one sought and none has ended: none is
-    taken, none is created; a later look tells them apart by their results."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, code="undecided")
 
 
 class AnthropicBatches:
@@ -147,7 +154,8 @@ class AnthropicBatches:
         ``tag`` is groundbench's alone: Anthropic keeps no field for it."""
         if not isinstance(source, Path):
             raise TypeError(f"Anthropic makes a batch of its requests' file, not of {source!r}")
-        headers = {"content-type": "application/json", "content-length": str(_length(source))}
+        length = len(_HEAD) + source.stat().st_size + len(_TAIL)  # each \n but the last a comma
+        headers = {"content-type": "application/json", "content-length": str(length)}
         doc = await self._call("POST", self._base, "batch", data=_envelope(source), headers=headers)
         return self._batch(doc)
 
@@ -161,32 +169,45 @@ class AnthropicBatches:
 
     async def find(self, sought: Sought) -> RemoteBatch | None:
         """The batch ``sought``, made since it was recorded, if one was (see the module
-        docstring for how it is told from the account's others).
+        docstring for how it is told from the account's others). None only once the list was
+        read back past the time it was recorded, or to its end.
 
         Raises
         ------
         Undecided
-            Two or more batches not yet ended could be it.
+            Two or more batches could be it, or the list could not be read back that far.
         """
         running: list[RemoteBatch] = []
-        async for remote in self._candidates(sought):
-            if not remote.ended:
-                running.append(remote)
-            elif await self._holds(remote, sought.custom_ids):
+        search = _Search(sought)
+        async for remote in self._candidates(search):
+            holds = await self._holds(remote, sought.custom_ids) if remote.ended else None
+            if holds:
                 return remote
+            if holds is None:  # running, or its results cannot tell: it may be this one
+                running.append(remote)
         if len(running) > 1:
             ids = ", ".join(r.id for r in running[:4])
             raise Undecided(
                 f"{len(running)} batches at the provider ({ids}) could be batch {sought.tag}: "
-                "each holds as many requests, made since it was recorded, and none has ended; "
-                "it is not created again (it would be paid twice): a later run tells by their "
-                "results"
+                "each holds as many requests and was made since it was recorded; it is not "
+                "created again (it would be paid twice): a later run tells by their results"
             )
-        return running[0] if running else None
+        if running:
+            return running[0]
+        if not search.complete:
+            raise Undecided(
+                f"batch {sought.tag} is not among the account's last {search.read:,} batches, "
+                "and the list was not read back to when it was recorded: it is not created "
+                "again (it would be paid twice); a later run looks again"
+            )
+        return None
 
-    async def _candidates(self, sought: Sought) -> AsyncIterator[RemoteBatch]:
-        """The account's batches made since ``sought`` was recorded (less the clock skew)
-        that hold as many requests and that the ledger does not already hold, newest first."""
+    async def _candidates(self, search: _Search) -> AsyncIterator[RemoteBatch]:
+        """The account's batches made since ``search``'s batch was recorded (less the clock
+        skew) that hold as many requests and that the ledger does not already hold, newest
+        first; ``search.complete`` once the list was read back past that time, or to its end.
+        An entry with no usable id is another's: passed over."""
+        sought = search.sought
         since = sought.since - CLOCK_SKEW
         after: str | None = None
         for _ in range(FIND_PAGES):
@@ -194,31 +215,39 @@ class AnthropicBatches:
             page = await self._call("GET", self._base, "batch list", params=params)
             data = page.get("data")
             docs = [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
-            older = False
             for doc in docs:
+                search.read += 1
                 made = _time(doc.get("created_at"))
                 if made is not None and made < since:
-                    older = True  # the list is newest first: the rest are older still
-                    break
-                if doc.get("id") in sought.known or _total(doc) != sought.requests:
+                    search.complete = True  # the list is newest first: the rest are older
+                    return
+                ident = doc.get("id")
+                if not isinstance(ident, str) or ident in sought.known:
                     continue
-                yield self._batch(doc)
-            last = page.get("last_id")
-            if older or not page.get("has_more") or not isinstance(last, str) or not docs:
+                if _total(doc) == sought.requests and _usable(ident, self._key):
+                    yield self._batch(doc)
+            if page.get("has_more") is False:
+                search.complete = True
                 return
-            after = checked_id(last, "batch list cursor", self._key)  # sent back in a URL
+            last = page.get("last_id")
+            if not docs or not isinstance(last, str) or not _usable(last, self._key):
+                return  # a page that names no next one: not read to the end
+            after = last  # sent back in the query
 
-    async def _holds(self, remote: RemoteBatch, custom_ids: frozenset[str]) -> bool:
-        """Whether the ended batch ``remote``'s first readable result is one of
-        ``custom_ids``: its results are those of the requests sought, or another's."""
-        seen = 0
-        async for line in self.results(remote):
-            if line.custom_id is not None:
-                return line.custom_id in custom_ids
-            seen += 1
-            if seen >= FIRST_LINES:
-                break
-        return False
+    async def _holds(self, remote: RemoteBatch, custom_ids: frozenset[str]) -> bool | None:
+        """Whether the ended batch ``remote``'s first result with an id is one of
+        ``custom_ids`` (its results are those sought, or another's); None when its first
+        :data:`HEAD_BYTES` tell no id, or cannot be read (it may be the one)."""
+        try:
+            async with exchanging(self._peer, "GET", self._results_url(remote)) as response:
+                stream = stream_lines(response.content, MAX_LINE_BYTES, max_total=HEAD_BYTES)
+                async for raw in stream:
+                    read = keyed(raw, "", self._key) if raw is not None and raw.strip() else None
+                    if isinstance(read, tuple):
+                        return read[1] in custom_ids
+        except CallError:
+            return None
+        return None
 
     async def delete_file(self, file_id: str) -> None:
         """Nothing is uploaded: nothing to delete."""
@@ -226,17 +255,18 @@ class AnthropicBatches:
     # -- results --------------------------------------------------------------------------
 
     async def results(self, batch: RemoteBatch) -> AsyncIterator[ResultLine]:
-        """The batch's result lines, streamed from the documented path on the configured base
-        (see the module docstring), each read as it arrives."""
-        async with exchanging(self._peer, "GET", self._url(batch.id, "/results")) as response:
-            n = 0
-            async for raw in stream_lines(response.content, MAX_LINE_BYTES):
-                n += 1
-                where = f"{batch.id} line {n}"
-                if raw is None:
-                    yield ResultLine(where, None, problem=_TOO_LONG)
-                elif raw.strip():
-                    yield self._result(raw, where)
+        """The batch's result lines, streamed from its ``results_url`` (see the module
+        docstring), each read as it arrives."""
+        async with exchanging(self._peer, "GET", self._results_url(batch)) as response:
+            async for line in result_lines(
+                response.content, batch.id, MAX_LINE_BYTES, self._result
+            ):
+                yield line
+
+    def _results_url(self, batch: RemoteBatch) -> str:
+        """Where ``batch``'s results are: its ``results_url`` if it lies at the configured
+        origin, else the documented path on the configured base."""
+        return batch.output_file or self._url(batch.id, "/results")
 
     def _result(self, raw: bytes, where: str) -> ResultLine:
         """One result line read; never raises: whatever a line holds ends no run."""
@@ -292,13 +322,24 @@ class AnthropicBatches:
             id=checked_id(value, "batch id", self._key),
             state=_state(provider_state, counts, cancelled=doc.get("cancel_initiated_at")),
             provider_state=clip(provider_state, self._key),
+            output_file=self._admitted(doc.get("results_url")),
             total=_total(doc),
             succeeded=_count(counts.get("succeeded")),
             failed=_count(counts.get("errored")),
         )
 
-
-_TOO_LONG = f"longer than {MAX_LINE_BYTES:,} bytes: not read"
+    def _admitted(self, url: object) -> str | None:
+        """``results_url`` if the key may go there (the configured origin, no credentials, no
+        piece of the key, a plain URL); else None, and the documented path is read instead."""
+        if not isinstance(url, str) or len(url) > MAX_URL or not _PLAIN_URL.fullmatch(url):
+            return None
+        if redact(url, self._key) != url:
+            return None
+        try:
+            self._peer.origin.admit(url, self._key)
+        except OffOrigin:
+            return None
+        return url
 
 
 def _state(status: str, counts: Mapping[str, Any], *, cancelled: object) -> BatchState:
@@ -340,28 +381,41 @@ def _time(value: object) -> datetime | None:
     return made if made is not None and made.tzinfo is not None else None
 
 
+@dataclass
+class _Search:
+    """One look for a batch: what is sought, and how far back the list was read."""
+
+    sought: Sought
+    read: int = 0  # list entries read
+    complete: bool = False  # read back past the time sought was recorded, or to the end
+
+
+def _usable(ident: str, key: ApiKey) -> bool:
+    """Whether ``ident`` is an id by the rule of :mod:`runner.batch._ids` (another's entry
+    that is not is passed over, never an end of the look)."""
+    try:
+        checked_id(ident, "batch id", key)
+    except BadId:
+        return False
+    return True
+
+
 def _json_text(text: str) -> bytes:
     return json.dumps(text).encode()
 
 
-def _length(path: Path) -> int:
-    """The length of :func:`_envelope` of the file at ``path``: the file's, a comma between
-    each two of its lines, and the brackets."""
-    size = lines = 0
-    with path.open("rb") as file:
-        while chunk := file.read(_CHUNK):
-            size += len(chunk)
-            lines += chunk.count(b"\n")
-    return len(_HEAD) + size + max(lines - 1, 0) + len(_TAIL)
-
-
 async def _envelope(path: Path) -> AsyncIterator[bytes]:
-    """The create's body from the JSONL file at ``path``: ``{"requests":[`` then its lines, a
-    comma between each two, then ``]}``, a line at a time (:func:`_length` long)."""
+    """The create's body from the JSONL file at ``path``: ``{"requests":[`` then its lines,
+    each line's ``\\n`` but the last's a comma, then ``]}``, a line at a time. It is as long
+    as the file and the two brackets. (A line holds no raw newline: JSON escapes one in a
+    string.)"""
     yield _HEAD
-    comma = b""
     with path.open("rb") as file:
-        for line in file:  # the lines hold no raw newline: JSON escapes one in a string
-            yield comma + line
-            comma = b","
+        held: bytes | None = None
+        for line in file:
+            if held is not None:
+                yield held[:-1] + b","
+            held = line
+        if held is not None:
+            yield held
     yield _TAIL

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from conditions import Request
-from runner.backends import CallError, Reply
+from runner.backends import CallError, Reply, Transient
 from runner.backends._wire import Body
 
 BatchState = Literal[
@@ -102,6 +102,16 @@ class Sought:
     known: frozenset[str]  # the provider's ids of the other batches the ledger holds: not it
 
 
+class Undecided(Transient):
+    """A look for a batch (:meth:`BatchApi.find`) that cannot tell which of the account's
+    batches is it, or whether one is: nothing is taken and nothing created; a later look
+    tells (once they have ended, by their results). Retryable, as the look may pass later,
+    but never retried within a create: the runner leaves its keys held for a later run."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="undecided")
+
+
 Source = str | Path
 """What a batch is made of: the uploaded file's id, or (an ``inline`` provider's) the JSONL file
 on disk whose lines the create request carries."""
@@ -152,7 +162,7 @@ class BatchApi(Protocol):
     async def find(self, sought: Sought) -> RemoteBatch | None:
         """The batch ``sought`` among the account's recent batches, if one was created: how a
         driver killed between creating a batch and recording it finds it again. A provider
-        that cannot yet tell which of several is it raises a retryable :class:`CallError`."""
+        that cannot tell raises :class:`Undecided`."""
         ...
 
     async def cancel(self, batch_id: str) -> RemoteBatch:
@@ -179,5 +189,6 @@ __all__ = [
     "ResultLine",
     "Sought",
     "Source",
+    "Undecided",
     "uploaded",
 ]

@@ -60,7 +60,7 @@ from runner.batch._api import (
     uploaded,
 )
 from runner.batch._ids import BadId, checked_id, optional_id
-from runner.batch._jsonl import unbroken
+from runner.batch._jsonl import MAX_RESULTS_BYTES, unbroken
 
 # The guide: "The maximum allowed file size for an input file is 2GB" (the rate-limits page
 # says the same). No count of requests per batch is documented for the Gemini API: 50,000
@@ -372,12 +372,19 @@ async def result_lines(
     chunks: AsyncIterator[bytes], file: str, wire: GeminiGenerate, key: ApiKey | None = None
 ) -> AsyncIterator[ResultLine]:
     """The result lines in the bytes of ``file``, read a line at a time (a line longer than
-    ``MAX_LINE_BYTES`` is a problem, skipped unread). A key seen before makes a problem."""
+    ``MAX_LINE_BYTES`` is a problem, skipped unread, as is what comes past
+    :data:`~runner.batch._jsonl.MAX_RESULTS_BYTES`). A key seen before makes a problem."""
     seen: dict[str, int] = {}
     pending = bytearray()
     number = 0
     overlong = False
+    total = 0
     async for chunk in chunks:
+        total += len(chunk)
+        if total > MAX_RESULTS_BYTES:  # a server sending without end: no more is read
+            why = f"past {MAX_RESULTS_BYTES:,} bytes of results: not read"
+            yield ResultLine(f"{file} line {number + 1}", None, problem=why)
+            return
         pending += chunk
         while (end := pending.find(b"\n")) >= 0:
             raw = bytes(pending[:end])

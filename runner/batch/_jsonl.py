@@ -16,12 +16,26 @@ from runner.batch._api import ResultLine
 _CHUNK = 1 << 16
 
 
-async def stream_lines(stream: aiohttp.StreamReader, cap: int) -> AsyncIterator[bytes | None]:
+# The most bytes of results read from one stream. A results file holds a line per request (at
+# most 100,000) of an answer of ~50 KB, a few GB at the very most: past this a server is sending
+# without end, and the run would never end with it (no read stalls, so no timeout fires).
+MAX_RESULTS_BYTES = 16 * 1024**3
+
+
+async def stream_lines(
+    stream: aiohttp.StreamReader, cap: int, max_total: int = MAX_RESULTS_BYTES
+) -> AsyncIterator[bytes | None]:
     """The lines of ``stream`` (without their ``\\n``), as they arrive; ``None`` for a line
-    longer than ``cap`` (skipped, never held whole)."""
+    longer than ``cap`` (skipped, never held whole), and a last ``None`` once ``max_total``
+    bytes are read (the rest never is)."""
     held = bytearray()
     skipping = False
+    total = 0
     async for chunk in stream.iter_chunked(_CHUNK):
+        total += len(chunk)
+        if total > max_total:
+            yield None
+            return
         start = 0
         while (end := chunk.find(b"\n", start)) >= 0:
             if skipping or len(held) + end - start > cap:
@@ -41,6 +55,26 @@ async def stream_lines(stream: aiohttp.StreamReader, cap: int) -> AsyncIterator[
         yield None
     elif held:
         yield bytes(held)
+
+
+async def result_lines(
+    stream: aiohttp.StreamReader,
+    label: str,
+    cap: int,
+    read: Callable[[bytes, str], ResultLine],
+) -> AsyncIterator[ResultLine]:
+    """The result lines of ``stream``, each read by ``read`` with its place (``label line
+    n``); blank lines skipped, a line past ``cap`` bytes (or what is past
+    :data:`MAX_RESULTS_BYTES`) a problem, never read."""
+    n = 0
+    async for raw in stream_lines(stream, cap, MAX_RESULTS_BYTES):
+        n += 1
+        where = f"{label} line {n}"
+        if raw is None:
+            why = f"longer than {cap:,} bytes, or past {MAX_RESULTS_BYTES:,} of results: not read"
+            yield ResultLine(where, None, problem=why)
+        elif raw.strip():
+            yield read(raw, where)
 
 
 def unbroken(read: Callable[[], ResultLine], where: str, key: ApiKey | None) -> ResultLine:
@@ -68,4 +102,4 @@ def keyed(raw: bytes, where: str, key: ApiKey | None) -> tuple[dict[str, Any], s
     return doc, clip(custom_id, key)
 
 
-__all__ = ["keyed", "stream_lines", "unbroken"]
+__all__ = ["MAX_RESULTS_BYTES", "keyed", "result_lines", "stream_lines", "unbroken"]

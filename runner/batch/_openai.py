@@ -43,7 +43,7 @@ from runner.batch._api import (
     uploaded,
 )
 from runner.batch._ids import checked_id, optional_id
-from runner.batch._jsonl import keyed, stream_lines, unbroken
+from runner.batch._jsonl import keyed, result_lines, unbroken
 
 ENDPOINT = "/v1/chat/completions"  # the lines' url and the batch's endpoint (OpenAI, DashScope)
 COMPLETION_WINDOW = "24h"  # OpenAI accepts only this; DashScope accepts 24h up to 336h
@@ -193,13 +193,8 @@ class OpenAIBatches:
     async def _file_lines(self, file_id: str) -> AsyncIterator[ResultLine]:
         url = f"{self._base}/files/{self._seg(file_id, 'file id')}/content"
         async with exchanging(self._peer, "GET", url) as response:
-            n = 0
-            async for raw_line in stream_lines(response.content, MAX_LINE_BYTES):
-                n += 1
-                if raw_line is None:
-                    yield ResultLine(f"{file_id} line {n}", None, problem=_TOO_LONG)
-                elif raw_line.strip():
-                    yield self._result(raw_line, f"{file_id} line {n}")
+            async for line in result_lines(response.content, file_id, MAX_LINE_BYTES, self._result):
+                yield line
 
     def _result(self, raw: bytes, where: str) -> ResultLine:
         """One result line read: an answer, an error, a request that never ran, or why the
@@ -304,9 +299,6 @@ class OpenAIBatches:
         """An id as one URL path segment, checked again (it may come from an old store), and
         quoted: a hostile id cannot reach another path."""
         return quote(checked_id(name, what, self._key), safe="")
-
-
-_TOO_LONG = f"longer than {MAX_LINE_BYTES:,} bytes: not read"
 
 
 def _tag_of(doc: dict[str, Any]) -> str | None:

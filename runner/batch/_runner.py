@@ -23,8 +23,9 @@ time:
 
 At most ``max_open`` batches are open at once, and after a batch that failed none is made
 until another ends. A create that fails without a clear refusal may still have made the
-batch: the runner looks for it (:class:`~runner.batch.Sought`) before each later try and
-before it gives the keys up, never before a batch's first create. Quota on the batch endpoints
+batch: the runner looks for it (:class:`~runner.batch.Sought`) before each later try (a
+throttle's excepted) and before it gives the keys up, never before a batch's first create; a
+look that cannot tell leaves the keys held for a later run. Quota on the batch endpoints
 stops submitting (the open batches are still collected); a refused key or model stops the
 backend; 429s and 5xx are retried with the online path's backoff, honouring the server's
 retry-after. An id the provider answers that breaks the rule of :mod:`runner.batch._ids` (too
@@ -57,6 +58,7 @@ from runner.backends import (
     OffOrigin,
     Origin,
     QuotaExhausted,
+    RateLimited,
     Reply,
     RetryPolicy,
     Sender,
@@ -67,7 +69,15 @@ from runner.backends import (
     parses,
 )
 from runner.backends._secrets import MAX_MESSAGE, clip
-from runner.batch._api import BatchApi, BatchLimits, RemoteBatch, ResultLine, Sought, Source
+from runner.batch._api import (
+    BatchApi,
+    BatchLimits,
+    RemoteBatch,
+    ResultLine,
+    Sought,
+    Source,
+    Undecided,
+)
 from runner.batch._ids import BadId
 from runner.store import (
     BatchKey,
@@ -246,6 +256,15 @@ class _Made:
 
     batch: _Open | None = None
     freed: bool = False
+
+
+class _Unknown(Exception):
+    """A look for a batch that could not tell whether it was made (:meth:`BatchRunner._look`);
+    never retried, unlike the :class:`CallError` it carries."""
+
+    def __init__(self, error: CallError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class BatchRunner:
@@ -538,14 +557,19 @@ class BatchRunner:
             if api.inline:
                 sending = await self._update(tag, phase="uploaded")
                 return await self._find_or_create(sending, written.path, fresh=True)
-            file_id = await self._retrying(lambda: api.upload(written.path, tag))
-        except CallError as exc:
-            await self._update(tag, phase="abandoned", message=f"upload failed: {exc}")
-            self._given_up(exc)
-            return _Made(freed=True)
+            return await self._upload(record, api, written.path)
         finally:
             written.path.unlink(missing_ok=True)
-        uploaded = await self._update(tag, phase="uploaded", input_file=file_id)
+
+    async def _upload(self, record: BatchRecord, api: BatchApi, path: Path) -> _Made:
+        """Upload the file of ``record``'s batch, then create the batch."""
+        try:
+            file_id = await self._retrying(lambda: api.upload(path, record.id))
+        except CallError as exc:
+            await self._update(record.id, phase="abandoned", message=f"upload failed: {exc}")
+            self._given_up(exc)
+            return _Made(freed=True)
+        uploaded = await self._update(record.id, phase="uploaded", input_file=file_id)
         return await self._find_or_create(uploaded, file_id, fresh=True)
 
     async def _find_or_create(
@@ -554,28 +578,33 @@ class BatchRunner:
         """Create the batch of ``source`` (the uploaded file, or an inline provider's file of
         requests), unless it exists already: a create whose answer was lost (a timeout, a
         reset, a killed driver) may have made it, so it is looked for before every try but a
-        ``fresh`` record's first. With no ``source`` (an inline batch adopted from a killed run,
-        whose requests' file went with it) it is only looked for: not found, it was never made,
-        and its keys are free."""
+        ``fresh`` record's first, and after any but a throttle. With no ``source`` (an inline
+        batch adopted from a killed run, whose requests' file went with it) it is only looked
+        for: not found, it was never made, and its keys are free. A look that cannot tell
+        leaves the record as it is, its keys held for a later run."""
         if self._gone is not None:  # left 'uploaded': a later run finds or creates it
             return _Made()
         api = self._api(record.model, record.base_url)
-        looked = not fresh  # whether the next try looks first
-        sought: Sought | None = None  # asked of the ledger once, at the first look
+        look = not fresh  # whether a create may have been sent
 
         async def find_or_create() -> tuple[RemoteBatch | None, bool]:
-            nonlocal looked, sought
-            found = None
-            if looked:
-                sought = sought or await self._sought(record)
-                found = await api.find(sought)
-            looked = True
-            if found is not None or source is None:
-                return found, False
-            return await api.create(source, record.id), True
+            nonlocal look
+            if look:
+                found = await self._look(api, record)
+                if found is not None or source is None:
+                    return found, False
+            assert source is not None  # a fresh record has its source
+            look = True  # from here on, a failed create may have made it
+            try:
+                return await api.create(source, record.id), True
+            except RateLimited:  # throttled: refused before anything was made
+                look = False
+                raise
 
         try:
             remote, created = await self._retrying(find_or_create)
+        except _Unknown as unknown:
+            return await self._held(record, unknown.error)
         except CallError as exc:
             return await self._not_created(record, api, exc)
         if remote is None:
@@ -587,8 +616,21 @@ class BatchRunner:
         self.outcome.created += created
         return _Made(await self._submitted(record, api, remote))
 
+    async def _look(self, api: BatchApi, record: BatchRecord) -> RemoteBatch | None:
+        """``record``'s batch at its provider, or None if it was never made. A look that fails
+        as another try may mend (a throttle, a 5xx) raises its error; one no retry mends (a
+        refusal, an id no provider gives, several batches that could be it) raises
+        :class:`_Unknown`: whether the batch was made is not known, so its keys stay held."""
+        try:
+            return await api.find(await self._sought(record))
+        except CallError as exc:
+            if exc.retryable and not isinstance(exc, Undecided):
+                raise
+            raise _Unknown(exc) from None
+
     async def _sought(self, record: BatchRecord) -> Sought:
-        """What finds ``record``'s batch at its provider (:class:`~runner.batch.Sought`)."""
+        """What finds ``record``'s batch at its provider (:class:`~runner.batch.Sought`),
+        asked of the ledger at each look: a batch recorded since is known by then."""
         keys = await self._ledger.batch_keys(record.id)
         known = await self._ledger.remote_ids(record.provider)
         return Sought(
@@ -597,11 +639,16 @@ class BatchRunner:
             known=frozenset(known),
         )  # fmt: skip
 
+    async def _held(self, record: BatchRecord, exc: CallError) -> _Made:
+        """Leave ``record`` as it is: its batch may exist, so its keys stay held, for the next
+        run to look again."""
+        self._stopped_by(exc)
+        await self._update(record.id, message=f"not yet known to be created: {exc}")
+        return _Made()
+
     async def _not_created(self, record: BatchRecord, api: BatchApi, exc: CallError) -> _Made:
-        if exc.retryable:  # it may exist: its keys stay held, for the next run to look again
-            self._stopped_by(exc)
-            await self._update(record.id, message=f"not yet known to be created: {exc}")
-            return _Made()
+        if exc.retryable:  # it may exist
+            return await self._held(record, exc)
         await self._update(record.id, phase="abandoned", message=f"not created: {exc}")
         if record.input_file is not None:
             await self._quietly(api.delete_file(record.input_file))
@@ -784,7 +831,7 @@ class _Reading:
             if row is not None:
                 self._rows.append(row)
         self._lines += 1
-        if len(self._rows) >= WRITE_ROWS:
+        if len(self._rows) + len(self._problems) >= WRITE_ROWS:  # memory bounded either way
             await self.flush()
         elif self._lines % YIELD_EVERY == 0:
             await asyncio.sleep(0)  # reading is CPU work: let the actor answer the monitor

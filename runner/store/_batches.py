@@ -13,7 +13,8 @@ phase       what is known                     what a resumed run does
 preparing   its keys                          nothing was created: ``abandoned``, keys free
 uploaded    its input file (Anthropic: none;  finds the batch by its tag, else creates it
             the create carries the requests)  (Anthropic: by size, time and results, else
-                                              ``abandoned``, keys free)
+                                              ``abandoned``, keys free); a look that cannot
+                                              tell leaves it so, keys held, for the next run
 submitted   the provider's batch id           polls it
 ended       that it ended                     reads its results (again, if cut short)
 read        its results are stored            nothing: closed

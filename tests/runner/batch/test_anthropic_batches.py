@@ -29,8 +29,9 @@ from runner.backends import (
 )
 from runner.batch import RemoteBatch, ResultLine
 from runner.batch import _anthropic as wire
-from runner.batch._anthropic import AnthropicBatches, Undecided
-from runner.batch._api import Sought
+from runner.batch import _jsonl as jsonl
+from runner.batch._anthropic import AnthropicBatches
+from runner.batch._api import Sought, Undecided
 from runner.simulator import BatchFaults, Faults, SimSpec, Simulator, serving
 from tests.runner.batch.test_openai_batches import OTHER_KEY, Clock, _no_key_in, _results, _write
 from tests.runner.test_against_simulator import CLEAN, KEY, _requests
@@ -398,3 +399,92 @@ def test_nothing_is_uploaded_and_an_uploaded_file_is_no_source(tmp_path: Path) -
         asyncio.run(api.upload(tmp_path / "x.jsonl", "x"))
     with pytest.raises(TypeError, match="not of 'file-1'"):
         asyncio.run(api.create("file-1", "x"))
+
+
+def _listed(ident: object, n: int = 2, ended: bool = False) -> dict[str, Any]:
+    """A batch as the list names it: made now, holding ``n`` requests."""
+    counts = {"processing": 0 if ended else n, "succeeded": n if ended else 0,
+              "errored": 0, "canceled": 0, "expired": 0}  # fmt: skip
+    return {"id": ident, "type": "message_batch", "created_at": datetime.now(UTC).isoformat(),
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": counts}  # fmt: skip
+
+
+def _look(routes: dict[str, Any], sought: Sought) -> RemoteBatch | Exception | None:
+    """``find(sought)`` against a server answering ``routes``: what it found, or raised."""
+
+    async def main() -> RemoteBatch | Exception | None:
+        runner, url = await _serve(routes)()
+        try:
+            async with aiohttp.ClientSession() as session:
+                api = AnthropicBatches(session, "m", url, ApiKey(KEY), origin=Origin.of(url))
+                try:
+                    return await api.find(sought)
+                except CallError as exc:
+                    return exc
+        finally:
+            await runner.cleanup()
+
+    return asyncio.run(main())
+
+
+def test_a_hostile_batch_list_is_passed_over_and_an_unread_list_proves_nothing() -> None:
+    mine = {"gb-a", "gb-b"}
+    odd = [_listed(["a", "list"]), _listed({"an": "object"}), _listed(7), _listed("a b/../c"),
+           _listed("x" * 10_000), _listed(KEY)]  # fmt: skip
+    # Every entry another's, and a list that never ends (the same page, has_more): the look
+    # ends after its pages, and, not read back to the record's time, proves nothing.
+    page = {"data": odd, "has_more": True, "last_id": "msgbatch_next"}
+    endless = _look({"/v1/messages/batches": page}, _sought(mine))
+    assert isinstance(endless, Undecided) and "not among the account's last" in str(endless)
+    assert f"{len(odd) * wire.FIND_PAGES:,}" in str(endless) and KEY not in str(endless)
+    # The same entries on a list that ends: read to the end, none is it: never made.
+    ended = _look({"/v1/messages/batches": {"data": odd, "has_more": False}}, _sought(mine))
+    assert ended is None
+    # A page naming no next one (no last_id) is no end of the list either.
+    cut = _look({"/v1/messages/batches": {"data": odd, "has_more": True}}, _sought(mine))
+    assert isinstance(cut, Undecided)
+
+
+def test_an_ended_batch_whose_results_tell_nothing_may_be_the_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Results that name no id in their first HEAD_BYTES (blank lines without end), or that
+    cannot be fetched, leave an ended batch as one that may be it: taken if alone, Undecided
+    beside another, never a reason to create again."""
+    monkeypatch.setattr(wire, "HEAD_BYTES", 64 * 1024)
+    mine = {"gb-a", "gb-b"}
+    blank = _listed("msgbatch_blank", ended=True)
+    gone = _listed("msgbatch_gone", ended=True)  # its results answer 404
+    routes: dict[str, Any] = {
+        "/v1/messages/batches/msgbatch_blank/results": b"\n" * 1_000_000,
+        "/v1/messages/batches": {"data": [blank], "has_more": False},
+    }
+    alone = _look(routes, _sought(mine))
+    assert isinstance(alone, RemoteBatch) and alone.id == "msgbatch_blank"
+    routes["/v1/messages/batches"] = {"data": [blank, gone], "has_more": False}
+    both = _look(routes, _sought(mine))
+    assert isinstance(both, Undecided) and "2 batches" in str(both)
+
+
+def test_results_without_end_are_read_only_so_far(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that sends results without end (no read stalls, so no timeout fires) ends the
+    reading after MAX_RESULTS_BYTES, with one problem line: the run goes on."""
+    monkeypatch.setattr(jsonl, "MAX_RESULTS_BYTES", 200_000)
+    line = json.dumps({"custom_id": "x", "result": {"type": "expired"}}).encode()
+
+    async def main() -> list[ResultLine]:
+        runner, url = await _serve({"/v1/messages/batches/msgbatch_x/results": (line + b"\n")
+                                    * 20_000})()  # fmt: skip
+        try:
+            async with aiohttp.ClientSession() as session:
+                api = AnthropicBatches(session, "m", url, ApiKey(KEY), origin=Origin.of(url))
+                ended = RemoteBatch("msgbatch_x", "completed", "ended")
+                return await _results(api, ended)
+        finally:
+            await runner.cleanup()
+
+    read = asyncio.run(main())
+    assert 0 < len(read) - 1 < 200_000 // len(line)
+    assert all(not r.ran for r in read[:-1])
+    assert read[-1].problem is not None and "of results: not read" in read[-1].problem

@@ -30,6 +30,7 @@ from conditions import (
     task_of,
 )
 from runner.backends import (
+    CallError,
     Fatal,
     OpenAIChat,
     QuotaExhausted,
@@ -47,8 +48,8 @@ from runner.batch import (
     ResultLine,
     Where,
 )
-from runner.batch._anthropic import Undecided
-from runner.batch._api import Sought, Source
+from runner.batch._api import Sought, Source, Undecided
+from runner.batch._ids import BadId
 from runner.distributed import (
     Feed,
     Feeder,
@@ -116,6 +117,8 @@ class FakeBatches:
         self.usage: tuple[int, int] | None = None  # (input, output) tokens each answer reports
         self.looked = 0  # finds asked
         self.undecided = 0  # finds that cannot tell yet (Anthropic's Undecided), still to come
+        self.find_fails: CallError | None = None  # what every find raises, if anything
+        self.throttle_creates = 0  # creates refused with a 429 (nothing made), still to come
         self._ids = itertools.count(1)
 
     def line(self, custom_id: str, request: Request) -> Body:
@@ -143,6 +146,9 @@ class FakeBatches:
         return file
 
     async def create(self, source: Source, tag: str) -> RemoteBatch:
+        if self.throttle_creates:
+            self.throttle_creates -= 1
+            raise RateLimited("slow down", status=429, retry_after=0.0)
         if self.quota_after is not None and len(self.batches) >= self.quota_after:
             raise QuotaExhausted("insufficient_quota", status=429, code="insufficient_quota")
         if self.inline:  # the file's lines go in the create itself: read while it is there
@@ -175,6 +181,8 @@ class FakeBatches:
         if self.undecided:
             self.undecided -= 1
             raise Undecided("2 batches at the provider could be it")
+        if self.find_fails is not None:
+            raise self.find_fails
         found = [b for b in self.batches.values() if self._is_sought(b, sought)]
         return self._remote(found[0]) if found else None
 
@@ -526,6 +534,43 @@ def test_an_inline_batch_that_cannot_be_told_yet_is_neither_made_again_nor_given
     rig.api.undecided = 0  # a later run, once the candidates ended, tells
     rig.drive_fresh()
     assert rig.store.repository.batches()[0].phase == "read" and rig.sent_once()
+    assert rig.store.repository.pending() == []
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        BadId("the server answered a batch id with characters outside [A-Za-z0-9_./:-]"),
+        Refused("no list for you", status=403),
+    ],
+    ids=["bad-id", "refused"],
+)
+@pytest.mark.parametrize("inline", [False, True], ids=["file", "inline"])
+def test_a_look_that_fails_for_good_holds_the_keys_of_a_batch_that_may_exist(
+    rig: Rig, failure: CallError, inline: bool
+) -> None:
+    """A create's answer is lost, and the look for it then fails as no retry mends: whether
+    the batch was made is not known, so its keys are held, never sent again this run, and
+    batches are still made; the next run that can look finds it."""
+    rig.api.inline = inline
+    rig.api.lose_create_answer = True
+    rig.api.find_fails = failure
+    runner = rig.runner(max_requests=500)
+    asyncio.run(runner.lease(rig.store.repository.pending()))
+    (record,) = rig.store.repository.batches()
+    assert record.phase == "uploaded" and "not yet known to be created" in (record.message or "")
+    assert runner.outcome.not_made is None and rig.store.repository.pending() == []
+    assert len(rig.api.batches) == 1
+    rig.api.find_fails = None
+    rig.drive_fresh()
+    assert rig.store.repository.batches()[0].phase == "read" and rig.sent_once()
+
+
+def test_a_throttled_create_is_tried_again_without_a_look(rig: Rig) -> None:
+    """A 429 refuses the create before anything is made: its retry needs no look."""
+    rig.api.throttle_creates = 2
+    rig.drive_fresh(max_requests=500)
+    assert rig.api.looked == 0 and len(rig.api.batches) == 1 and rig.sent_once()
     assert rig.store.repository.pending() == []
 
 
