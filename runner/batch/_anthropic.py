@@ -83,7 +83,7 @@ from runner.batch._ids import BadId, checked_id
 from runner.batch._jsonl import keyed, result_lines, stream_lines, unbroken
 
 MB = 1_000_000  # decimal: under the documented limit whichever megabyte is meant
-# The documented limits, less 1 MB for the envelope and a comma per request.
+# The documented limits, the bytes 1 MB under (the body is the file and 15 bytes of brackets).
 LIMITS = BatchLimits(max_requests=100_000, max_bytes=255 * MB)
 CLOCK_SKEW = timedelta(minutes=5)  # this machine's clock against Anthropic's, at most
 FIND_PAGES = 10  # pages of the batch list find() reads (newest first)
