@@ -143,7 +143,7 @@ class AnthropicBatches:
         """``request`` as one line, ``{"custom_id", "params"}``; its params are byte for byte
         the online call's body."""
         params = self._messages.encode(request)
-        head = b'{"custom_id":' + _json_text(custom_id) + b',"params":'
+        head = b'{"custom_id":' + json.dumps(custom_id).encode() + b',"params":'
         return Body((head, *params.parts, b"}\n"))
 
     async def upload(self, path: Path, display_name: str) -> str:
@@ -398,10 +398,6 @@ def _usable(ident: str, key: ApiKey) -> bool:
     except BadId:
         return False
     return True
-
-
-def _json_text(text: str) -> bytes:
-    return json.dumps(text).encode()
 
 
 async def _envelope(path: Path) -> AsyncIterator[bytes]:
