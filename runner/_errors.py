@@ -22,6 +22,7 @@ The whole tree (``tests/runner/test_errors.py`` holds it equal to the real subcl
         │   ├── RateLimited             throttled by the provider: wait (retry_after) and send again
         │   ├── QuotaExhausted          the account can make no more calls: terminal
         │   ├── Transient               a 5xx, overload, timeout or reset: another try may pass
+        │   │   ├── Unreadable          a 2xx whose answer cannot be read: billed, sent next run
         │   │   └── Undecided           several batches could be the lost one: a later look tells
         │   ├── Fatal                   the request itself refused: never retried
         │   │   ├── Refused             the key, the account's permission or the model refused

@@ -10,14 +10,14 @@ decides what is sent, resent, capped or stopped in both modes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, fields
 from typing import Literal, Protocol
 
-from runner.backends import CallError, Client, QuotaExhausted
+from runner.backends import AttemptRecord, CallError, Client, QuotaExhausted
 from runner.store import Pending
 
-StopKind = Literal["quota", "refused", "capped"]
+StopKind = Literal["quota", "refused", "capped", "driver"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,12 +32,21 @@ class Stop:
       code. Put the key (``api_key_env``) or the model right, then run again.
     - ``capped``: the run's spending cap (``--max-spend``) pays for no further call; ``why``
       says what the next one could have cost. Run again with a higher cap.
+    - ``driver``: its worker's lifeline to the driver ended (the connection closed or was
+      reset) while the driver ran on; a worker that cannot tell a lost driver from one that
+      ended sends nothing more (:mod:`runner.distributed._lifeline`). ``why`` says how the
+      connection ended. Run again. (A driver only silent, paused, is waited for: no stop.)
 
     What is left of its calls stays pending in the store, for the next run.
     """
 
     kind: StopKind
     why: str
+
+    @property
+    def said(self) -> str:
+        """What stopped it, as a run's lines say it."""
+        return _SAID[self.kind]
 
     @classmethod
     def of(cls, error: CallError) -> Stop:
@@ -47,60 +56,120 @@ class Stop:
         return cls(kind="refused", why=str(error))  # with its status and code: what is looked up
 
 
-@dataclass(frozen=True)
-class Traffic:
-    """What a worker's backends put on the wire since the worker started: running totals.
+_SAID: dict[StopKind, str] = {
+    "quota": "quota exhausted",
+    "refused": "no call of it can succeed",
+    "capped": "the spending cap pays for no further call",
+    "driver": "its lifeline to the driver broke",
+}
 
-    An attempt is one or more HTTP calls: the first, and one more for each failure retried
-    within it (a transient one, or a throttle).
+Cost = Callable[[int, int], float]  # dollars of (input tokens, output tokens) at one price
+
+
+@dataclass(frozen=True)
+class Tally:
+    """A run's counts and costs, or any part of them: the one record every view reads.
+
+    Immutable and additive: a producer (a worker's lease, a batch's reading, the pre-flight)
+    emits what happened since it last emitted, and a consumer (the feeder, the cap, the run's
+    report, the live view) only adds what it is given (``a + b``). Dollars are a linear
+    function of the tokens (:meth:`spent`), at the price of the mode the tokens were bought
+    in, which the consumer knows. An attempt is one or more HTTP calls: the first, and one more
+    for each failure retried within it (a transient one, or a throttle). Adding a measure is
+    adding a field here.
     """
 
     http_calls: int = 0  # POSTs sent, every try of every attempt
     transient_retried: int = 0  # 5xx, resets, timeouts, broken bodies: tried again
     throttles_retried: int = 0  # 429s: tried again after the pause
+    attempts: int = 0  # records stored: answers and errors
+    answered: int = 0  # of them, answers
+    transient_ended: int = 0  # of them, errors of a transient failure (sent again later)
+    finished: int = 0  # requests whose attempts ended (a call not sent once stopped is not one)
+    input_tokens: int = 0  # billed, as counted (AttemptRecord): reasoning is output
+    output_tokens: int = 0
+    usage_unknown: int = 0  # billed calls whose usage was no count: counted at their worst case
+    unknown_input_tokens: int = 0  # the tokens of the attempts that hold them
+    unknown_output_tokens: int = 0
+    # The largest input one attempt was billed (the spending cap's bound on a call's input
+    # learns from it): the one field combined by max, not by sum.
+    max_input_tokens: int = 0
 
     @classmethod
-    def of(cls, backends: Iterable[Client]) -> Traffic:
-        """The totals of ``backends`` (one limiter's configurations)."""
+    def of(cls, record: AttemptRecord) -> Tally:
+        """One stored attempt."""
+        inputs, outputs = record.input_tokens or 0, record.output_tokens or 0
+        unknown = record.usage_unknown > 0
+        return cls(
+            attempts=1,
+            answered=record.outcome == "answer",
+            transient_ended=record.outcome == "transient",
+            input_tokens=inputs,
+            output_tokens=outputs,
+            usage_unknown=record.usage_unknown,
+            unknown_input_tokens=inputs if unknown else 0,
+            unknown_output_tokens=outputs if unknown else 0,
+            max_input_tokens=0 if unknown else inputs,
+        )
+
+    @classmethod
+    def of_traffic(cls, backends: Iterable[Client]) -> Tally:
+        """The HTTP calls ``backends`` sent and the failures they retried, since each was made."""
         calls = transient = throttles = 0
         for b in backends:
             calls += b.calls_sent
             transient += b.retried["transient"]
             throttles += b.retried["rate-limited"]
-        return cls(calls, transient, throttles)
+        return cls(http_calls=calls, transient_retried=transient, throttles_retried=throttles)
 
-    def __add__(self, other: Traffic) -> Traffic:
-        return Traffic(
-            self.http_calls + other.http_calls,
-            self.transient_retried + other.transient_retried,
-            self.throttles_retried + other.throttles_retried,
-        )
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(**{name: _combine(name, self, other, _plus) for name in _FIELDS})
 
-    def latest(self, other: Traffic) -> Traffic:
-        """The later of two readings of one worker's totals (each only grows), whichever
-        order they arrive in."""
-        return Traffic(
-            max(self.http_calls, other.http_calls),
-            max(self.transient_retried, other.transient_retried),
-            max(self.throttles_retried, other.throttles_retried),
-        )
+    def since(self, earlier: Tally) -> Tally:
+        """What a producer's running total added since ``earlier`` (an earlier reading of it):
+        the delta it emits. ``max_input_tokens`` stays whole: adding a max again changes
+        nothing."""
+        return Tally(**{name: _combine(name, self, earlier, _minus) for name in _FIELDS})
+
+    @property
+    def errored(self) -> int:
+        return self.attempts - self.answered
+
+    def spent(self, cost: Cost) -> float:
+        """Dollars of its tokens at ``cost``'s price."""
+        return cost(self.input_tokens, self.output_tokens)
+
+    def unknown_spent(self, cost: Cost) -> float:
+        """Dollars of the attempts whose billed calls had unknown usage (at their worst case)."""
+        return cost(self.unknown_input_tokens, self.unknown_output_tokens)
+
+
+def _plus(a: int, b: int) -> int:
+    return a + b
+
+
+def _minus(a: int, b: int) -> int:
+    return a - b
+
+
+def _combine(name: str, a: Tally, b: Tally, op: Callable[[int, int], int]) -> int:
+    if name == "max_input_tokens":
+        return max(a.max_input_tokens, b.max_input_tokens)
+    return op(getattr(a, name), getattr(b, name))
+
+
+_FIELDS = tuple(f.name for f in fields(Tally))
 
 
 @dataclass(frozen=True)
 class Outcome:
     """What became of one lease of calls (or of the batches an earlier run left open)."""
 
-    calls: int  # requests whose attempts finished (a call not sent once stopped is not one)
-    attempts: int  # records stored (answers and errors)
-    answered: int
-    errored: int
-    transient: int = 0  # of the errored: attempts that a transient failure ended
+    # What the port did since its last outcome, whichever lease it was for: leases run at
+    # once and share the backends, so a call is never told to one lease. The sum of a port's
+    # outcomes is all it did (less what was in flight when it died).
+    tally: Tally = Tally()
     stop: Stop | None = None  # what stopped the backend (spent quota, a refusal), if anything did
-    input_tokens: int = 0  # of its answers: what the provider bills
-    output_tokens: int = 0  # reasoning included, as both wires report it
-    # The largest input one answer reported: the spending cap's bound on a call's input
-    # learns from it, so an input estimate that was low is corrected by the first answers.
-    max_input_tokens: int = 0
     # Calls handed but never sent (the backend stopped first; a batch had no room for them):
     # still pending, and handed again by the feeder where it may.
     given_back: tuple[Pending, ...] = ()
@@ -108,14 +177,11 @@ class Outcome:
     # batch abandoned before it was made: sent or held, not stored, so pending again — the
     # feeder asks the store once more for them (``Shape.resends`` bounds how often).
     unrun: int = 0
-    # The worker's running totals as the lease ended, not the lease's own: leases run at once
-    # and share the backends, so a call is never told to one lease.
-    traffic: Traffic = Traffic()
     learnt_per_minute: float | None = None  # the limit its 429s taught the backend, if any
 
     @classmethod
     def nothing(cls, given_back: Sequence[Pending] = ()) -> Outcome:
-        return cls(0, 0, 0, 0, given_back=tuple(given_back))
+        return cls(given_back=tuple(given_back))
 
 
 @dataclass(frozen=True)
@@ -148,9 +214,11 @@ def online_shape(concurrency: int) -> Shape:
 class CallPort(Protocol):
     """One backend's worker, online or in batch mode, wherever it runs."""
 
-    async def lease(self, calls: list[Pending]) -> Outcome:
+    async def lease(self, calls: list[Pending], input_bound: int | None = None) -> Outcome:
         """Send ``calls``: every attempt each may make (online), or one batch of them; what is
-        not sent comes back in ``given_back``. :class:`~runner.distributed.WorkerLost` if the
+        not sent comes back in ``given_back``. ``input_bound``: the input per call the
+        spending cap reserved, at which a call whose usage is unknown is counted (None: no
+        cap; a request's own rough bound). :class:`~runner.distributed.WorkerLost` if the
         worker dies meanwhile."""
         ...
 
@@ -163,4 +231,4 @@ class CallPort(Protocol):
         ...
 
 
-__all__ = ["CallPort", "Outcome", "Shape", "Stop", "StopKind", "Traffic", "online_shape"]
+__all__ = ["CallPort", "Cost", "Outcome", "Shape", "Stop", "StopKind", "Tally", "online_shape"]

@@ -19,15 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from runner.backends import INPUT_MARGIN
 from runner.store import Progress
 
 if TYPE_CHECKING:  # annotations only: the store actor imports Limited, and no simulator
     from runner.experiment import BackendSpec, Experiment, Prices
-
-# The estimated input per call (the prompt's characters / 4, a token per 28-pixel patch; or
-# the mean measured) is a mean, and providers count images differently: OpenAI's 512-pixel
-# tiles make ~2× the patch count of a COCO image. Four times it bounds one call's input.
-INPUT_MARGIN = 4.0
 
 
 def input_bound(estimated_input: float) -> int:

@@ -133,13 +133,14 @@ def _backend_view(
             name=name, requests_per_s=0.0, tokens_per_min=0.0, in_flight=0, ceiling=0, spend=0.0,
             reachable=False,
         )  # fmt: skip
+    tally = stats.tally
     per_s = tokens = 0.0
     if old is not None and span > 0:
-        per_s = (stats.requests - old.requests) / span
-        used = stats.input_tokens + stats.output_tokens - old.input_tokens - old.output_tokens
-        tokens = 60.0 * used / span
-    online = prices.cost(stats.input_tokens, stats.output_tokens)
-    spend = prices.batch_cost(stats.input_tokens, stats.output_tokens) if stats.batch else online
+        grown = tally.since(old.tally)
+        per_s = grown.finished / span
+        tokens = 60.0 * (grown.input_tokens + grown.output_tokens) / span
+    online = tally.spent(prices.cost)
+    spend = tally.spent(prices.batch_cost) if stats.batch else online
     return BackendView(
         name=name,
         requests_per_s=max(per_s, 0.0),
@@ -150,12 +151,12 @@ def _backend_view(
         batch=stats.batch,
         batches=stats.batches,
         saved=online - spend,
-        calls_sent=stats.traffic.http_calls,
-        answered=stats.answered,
-        finished=stats.requests,
+        calls_sent=tally.http_calls,
+        answered=tally.answered,
+        finished=tally.finished,
         throttled=stats.limiter.throttles,
-        transient_retried=stats.traffic.transient_retried,
-        transient_ended=stats.errors.get("transient", 0),
+        transient_retried=tally.transient_retried,
+        transient_ended=tally.transient_ended,
         stop=stats.stop,
     )
 
@@ -263,11 +264,12 @@ def _table(title: str, narrow: bool, caption: str | None = None) -> Table:
     )
 
 
-# A stopped backend's quota cell, narrow and wide: a worker stops for these two (the spending
-# cap stops the feeder, not a worker; the summary tells it).
+# A stopped backend's quota cell, narrow and wide: a worker stops for these three (the
+# spending cap stops the feeder, not a worker; the summary tells it).
 _STOP_CELLS: dict[StopKind, tuple[str, str]] = {
     "quota": ("SPENT", "EXHAUSTED"),
     "refused": ("REFUSED", "KEY/MODEL REFUSED"),
+    "driver": ("NO DRIVER", "LIFELINE BROKE"),
 }
 
 
@@ -417,6 +419,8 @@ def _stop_note(b: BackendView) -> str:
         return f", QUOTA EXHAUSTED ({quota})"
     if refused := _why(b, "refused"):
         return f", STOPPED: {refused}"
+    if lost := _why(b, "driver"):
+        return f", STOPPED, its lifeline to the driver broke: {lost}"
     return ""
 
 

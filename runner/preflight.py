@@ -50,11 +50,12 @@ from conditions import (
     task_of,
 )
 from runner._errors import RunnerError
-from runner._port import Traffic
+from runner._port import Tally
 from runner.backends import (
     DEFAULT_OUTPUT_ESTIMATE,
     Account,
     AttemptRecord,
+    Bill,
     CallError,
     Client,
     Exchange,
@@ -117,6 +118,9 @@ class Probe:
     nth: int = 0  # its place among its decoding's calls (Asked.nth)
     rough_input: int = 0  # the rough count of its request's input (runner.estimate)
     weight: float = 1.0  # the requests left its tokens stand for (Asked.weight)
+    # What its billed calls are counted at, as a run's attempt is (unknown usage at its worst
+    # case): its dollars. Its tokens above are what the provider reported, for the estimates.
+    billed: Bill = field(default_factory=Bill)
 
     @property
     def ok(self) -> bool:
@@ -132,7 +136,7 @@ class PreflightReport:
     walls: tuple[WallEstimate, ...]
     accounts: Mapping[str, Account] = field(default_factory=dict)  # by backend: calls sent
     # by backend: every HTTP call the probes made
-    traffic: Mapping[str, Traffic] = field(default_factory=dict)
+    traffic: Mapping[str, Tally] = field(default_factory=dict)
     limit: int | None = None  # --limit: the costs are of its requests
     protocols: Mapping[str, str] = field(default_factory=dict)  # by configuration
     attempts: Mapping[str, int] = field(default_factory=dict)  # a request's most, by configuration
@@ -269,7 +273,7 @@ async def preflight_report(
         probes: list[Probe] = []
         notes: list[str] = []
         limiters: dict[str, RateLimiter] = {}
-        traffic: dict[str, Traffic] = {}
+        traffic: dict[str, Tally] = {}
         if call:
             chosen = [
                 (c, asked)
@@ -307,7 +311,7 @@ async def preflight_report(
                 probes.extend(_priced(plan, p) for p, _ in done)
                 for (c, _), (_, used) in zip(calls, done, strict=True):
                     name = backend_of(c.name)
-                    traffic[name] = traffic.get(name, Traffic()) + used
+                    traffic[name] = traffic.get(name, Tally()) + used
 
             # A server of one's own names the models it serves: a model it does not is
             # refused before any call (the configuration's calls are not made).
@@ -391,7 +395,7 @@ def _fits(
 
 def _priced(plan: RunPlan, probe: Probe) -> Probe:
     prices = plan.backend(probe.configuration).prices
-    dollars = prices.cost(probe.input_tokens or 0, probe.output_tokens or 0)
+    dollars = prices.cost(probe.billed.input_tokens, probe.billed.output_tokens)
     return dataclasses.replace(probe, dollars=dollars)
 
 
@@ -438,7 +442,7 @@ async def _probe(
     limiter: RateLimiter,
     *,
     as_grid: bool,
-) -> tuple[Probe, Traffic]:
+) -> tuple[Probe, Tally]:
     quick = configuration.transport.model_copy(
         update={
             "max_transport_retries": min(
@@ -474,8 +478,9 @@ async def _probe(
             latency_s=exc.latency_s,
             record=record,
             nth=asked.nth,
+            billed=exc.billed,
         )
-        return probe, Traffic.of([backend])
+        return probe, Tally.of_traffic([backend])
     usage = exchange.reply.usage
     ok = parses(request, exchange.reply.answer)
     record = None
@@ -493,8 +498,9 @@ async def _probe(
         weight=asked.weight,
         parsed=ok,
         nth=asked.nth,
+        billed=exchange.billed,
     )
-    return probe, Traffic.of([backend])
+    return probe, Tally.of_traffic([backend])
 
 
 async def _through_throttles(

@@ -29,17 +29,16 @@ def summary_lines(
 ) -> list[str]:
     """What the run did, what is left, and how to resume; with ``experiment``, what is left
     costs and takes, and where its store is."""
-    traffic = report.traffic
+    tally = report.tally
     lines = [
-        f"run ended after {report.elapsed_s:.1f} s: {traffic.http_calls:,} HTTP calls sent, "
-        f"{report.attempts_answered:,} attempts answered, {report.requests_finished:,} "
-        "requests finished",
+        f"run ended after {report.elapsed_s:.1f} s: {tally.http_calls:,} HTTP calls sent, "
+        f"{tally.answered:,} attempts answered, {tally.finished:,} requests finished",
     ]
-    if traffic.transient_retried or traffic.throttles_retried or report.transient_ended:
+    if tally.transient_retried or tally.throttles_retried or tally.transient_ended:
         lines.append(
             f"  transient failures (5xx, resets, timeouts, broken bodies): "
-            f"{traffic.transient_retried:,} retried, {report.transient_ended:,} ended an attempt; "
-            f"throttles (429): {traffic.throttles_retried:,} retried"
+            f"{tally.transient_retried:,} retried, {tally.transient_ended:,} ended an attempt; "
+            f"throttles (429): {tally.throttles_retried:,} retried"
         )
     for p in report.progress:
         state = "complete" if p.pending == 0 else f"{p.pending:,} pending ({p.errored:,} errored)"
@@ -48,10 +47,8 @@ def summary_lines(
             f"{p.answered:,} answers, {p.scored:,} scored"
         )
     for b in report.backends:
-        if b.stop is not None and b.stop.kind in _STOPPED:  # the cap's line is the run's, below
-            lines.append(
-                f"  backend {b.name} stopped: {_STOPPED[b.stop.kind]} ({_said(b.stop.why)})"
-            )
+        if b.stop is not None and b.stop.kind != "capped":  # the cap's line is the run's, below
+            lines.append(f"  backend {b.name} stopped: {b.stop.said} ({_said(b.stop.why)})")
         if b.learnt_per_minute is not None:
             learnt = math.floor(b.learnt_per_minute)
             lines.append(
@@ -79,6 +76,13 @@ def summary_lines(
         f"  spend: ${report.spent:,.2f} this run{preflight}, ${report.spent_total:,.2f} for the "
         "answers in the store over every run (tokens at the configured prices)"
     )
+    if tally.usage_unknown:
+        lines.append(
+            f"  {tally.usage_unknown:,} billed calls reported no usable token counts: each is "
+            "counted at its worst case (its input bound and max_output_tokens), and the "
+            f"attempts that made them at ${report.unknown_spent:,.2f} of the spend "
+            "(SELECT * FROM responses WHERE usage_unknown > 0)"
+        )
     for b in report.backends:
         if b.batch is not None:
             lines += batch_lines(b.name, b.spent, b.batch)
@@ -115,7 +119,7 @@ def _left_lines(report: RunReport, experiment: Experiment) -> list[str]:
         cost = f"≈ ${left.dollars:,.2f} at the tokens stored so far"
         if left.unmeasured:
             cost += f" ({', '.join(left.unmeasured)}: nothing stored to measure yet)"
-        eta = eta_s(left.requests, report.requests_finished, report.elapsed_s)
+        eta = eta_s(left.requests, report.tally.finished, report.elapsed_s)
         pace = f", ≈ {duration(eta)} at this run's pace" if eta is not None else ""
         lines.append(f"  the grid's {left.requests:,} requests left: {cost}{pace}")
     store = experiment.store
@@ -150,9 +154,6 @@ def batch_lines(name: str, spent: float, batch: BatchReport) -> list[str]:
         more = f" (and {batch.elsewhere - 1:,} more alike)" if batch.elsewhere > 1 else ""
         lines.append(f"  backend {name}: {batch.elsewhere_why}{more}")
     return lines
-
-
-_STOPPED = {"quota": "quota exhausted", "refused": "no call of it can succeed"}
 
 
 def _stopped(report: RunReport, kind: StopKind) -> bool:

@@ -40,6 +40,7 @@ from runner.backends._client import (
     redact_reply,
     rough_input_tokens,
     wire_format,
+    worst_of,
 )
 from runner.backends._errors import (
     CallError,
@@ -50,6 +51,7 @@ from runner.backends._errors import (
     Refused,
     TooLarge,
     Transient,
+    Unreadable,
     what_to_do,
 )
 from runner.backends._gemini import GeminiGenerate, classify_gemini
@@ -70,19 +72,22 @@ from runner.backends._secrets import (
     redact,
 )
 from runner.backends._served import ModelCheck, check_model, served_models
-from runner.backends._wire import ErrorBody, Reply, Usage, WireFormat, retry_after
+from runner.backends._usage import INPUT_MARGIN, Bill, Usage, Worst
+from runner.backends._wire import ErrorBody, Reply, WireFormat, retry_after
 
 __all__ = [
     "BEST_EFFORT_ATTEMPTS",
     "DEFAULT_OUTPUT_ESTIMATE",
     "FRAGMENT",
     "HEADLINE_ATTEMPTS",
+    "INPUT_MARGIN",
     "KEY_SHAPED",
     "PROVIDERS",
     "Account",
     "AnthropicMessages",
     "ApiKey",
     "AttemptRecord",
+    "Bill",
     "CallError",
     "Client",
     "ErrorBody",
@@ -107,8 +112,10 @@ __all__ = [
     "Slot",
     "TooLarge",
     "Transient",
+    "Unreadable",
     "Usage",
     "WireFormat",
+    "Worst",
     "answer_record",
     "ask",
     "attempts_allowed",
@@ -138,4 +145,5 @@ __all__ = [
     "waiting",
     "what_to_do",
     "wire_format",
+    "worst_of",
 ]

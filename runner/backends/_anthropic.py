@@ -36,17 +36,15 @@ from runner.backends._errors import (
 )
 from runner.backends._providers import thinking_fields
 from runner.backends._secrets import ApiKey, redact
+from runner.backends._usage import Usage, count, count_sum
 from runner.backends._wire import (
     IMAGE_SLOT,
     Body,
     ErrorBody,
     Reply,
-    Usage,
-    as_int,
+    ReplyReader,
     as_text,
     field_dict,
-    json_object,
-    load_json,
     retry_after,
     splice_json,
 )
@@ -69,8 +67,10 @@ def anthropic_headers(key: ApiKey | None) -> dict[str, str]:
     return {**auth, "anthropic-version": API_VERSION}
 
 
-class AnthropicMessages:
+class AnthropicMessages(ReplyReader):
     """The Anthropic Messages wire format for one model."""
+
+    what = "message"
 
     def __init__(self, model: str) -> None:
         self.model = model
@@ -103,12 +103,20 @@ class AnthropicMessages:
         image = request.image.base64 if request.image is not None else None
         return splice_json(self.payload(request), image)
 
-    def decode(self, body: bytes) -> Reply:
-        return self.read(load_json(body, "message"))
+    def usage(self, doc: Mapping[str, Any]) -> Usage:
+        # The input billed is the uncached input plus what was written to and read from
+        # the prompt cache (each reported apart).
+        usage = field_dict(doc, "usage")
+        return Usage(
+            input_tokens=count_sum(
+                usage.get("input_tokens"),
+                usage.get("cache_creation_input_tokens"),
+                usage.get("cache_read_input_tokens"),
+            ),
+            output_tokens=count(usage.get("output_tokens")),
+        )
 
-    def read(self, value: object) -> Reply:
-        """A response body already parsed (a batch result's message), decoded as :meth:`decode`."""
-        doc = json_object(value, "message")
+    def reply(self, doc: Mapping[str, Any], usage: Usage) -> Reply:
         blocks = doc.get("content")
         if not isinstance(blocks, list):
             raise Transient("malformed message: content is not a list")
@@ -122,19 +130,11 @@ class AnthropicMessages:
                 answer.append(block["text"])
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
                 reasoning.append(block["thinking"])
-        usage = field_dict(doc, "usage")
         return Reply(
             answer="".join(answer),
             reasoning="".join(reasoning),
             finish_reason=as_text(doc.get("stop_reason")),
-            usage=Usage(
-                input_tokens=_sum(
-                    usage.get("input_tokens"),
-                    usage.get("cache_creation_input_tokens"),
-                    usage.get("cache_read_input_tokens"),
-                ),
-                output_tokens=as_int(usage.get("output_tokens")),
-            ),
+            usage=usage,
             model=as_text(doc.get("model")),
             response_id=as_text(doc.get("id")),
         )
@@ -172,9 +172,3 @@ def classify_anthropic(status: int, headers: Mapping[str, str], body: ErrorBody)
     if status in (401, 403, 404):
         return make(Refused)
     return make(Fatal)
-
-
-def _sum(*values: object) -> int | None:
-    counts = [as_int(v) for v in values]
-    present = [c for c in counts if c is not None]
-    return sum(present) if present else None

@@ -19,6 +19,7 @@ from conditions import Request
 from runner.backends._client import Client, Exchange
 from runner.backends._errors import CallError
 from runner.backends._records import AttemptRecord
+from runner.backends._usage import Bill
 from scoring import HEADLINE_VIEW, VIEW_ATTEMPTS, find_box, parse_answer, parse_box
 
 # The windows of the views the attempts feed: attempts 0–2 (IoU2), plus attempt 3 where the
@@ -56,12 +57,18 @@ def attempts_of(request: Request, best_effort: bool) -> int:
 
 
 async def ask(
-    client: Client, request: Request, sink: Sink, *, first: int = 0
+    client: Client,
+    request: Request,
+    sink: Sink,
+    *,
+    first: int = 0,
+    input_bound: int | None = None,
 ) -> list[AttemptRecord]:
     """Make the attempts of ``request`` and return their records (each also given to ``sink``).
 
     ``first`` is the attempt to start from: a resumed request whose attempts 0..first-1
-    answered unparseable goes on where it stopped.
+    answered unparseable goes on where it stopped. ``input_bound``: the input the spending
+    cap reserved per call (:func:`~runner.backends._client.worst_of`).
 
     Raises
     ------
@@ -75,7 +82,7 @@ async def ask(
     for attempt in range(first, limit):
         started = datetime.now(UTC)
         try:
-            exchange = await client.send(request, attempt)
+            exchange = await client.send(request, attempt, input_bound=input_bound)
         except CallError as exc:
             if exc.sent:
                 record = error_record(Sender.of(client), request, attempt, exc, started)
@@ -141,8 +148,7 @@ def answer_record(
             "reasoning": reply.reasoning or None,
             "finish_reason": reply.finish_reason,
             "http_status": exchange.status,
-            "input_tokens": reply.usage.input_tokens,
-            "output_tokens": reply.usage.output_tokens,
+            **_billed(exchange.billed),
             "reasoning_tokens": reply.usage.reasoning_tokens,
             "latency_s": exchange.latency_s,
             "transport_retries": exchange.transport_retries,
@@ -164,8 +170,21 @@ def error_record(
             "http_status": error.status,
             "error_code": error.code,
             "error_message": error.message,
+            **_billed(error.billed),
             "latency_s": error.latency_s,
             "transport_retries": error.transport_retries,
             "started_at": started,
         }
     )
+
+
+def _billed(bill: Bill) -> dict[str, object]:
+    """A record's token columns: what its billed calls are counted at (none: nothing was
+    billed)."""
+    if bill.calls == 0:
+        return {}
+    return {
+        "input_tokens": bill.input_tokens,
+        "output_tokens": bill.output_tokens,
+        "usage_unknown": bill.unknown,
+    }

@@ -37,7 +37,7 @@ from conditions import (
 )
 from runner._errors import ConfigError
 from runner.backends._anthropic import AnthropicMessages
-from runner.backends._errors import CallError, QuotaExhausted, RateLimited, Transient
+from runner.backends._errors import CallError, QuotaExhausted, RateLimited, Unreadable
 from runner.backends._exchange import Peer, exchange, scrubbed
 from runner.backends._gemini import GeminiGenerate
 from runner.backends._limits import Clock, RateLimiter, Slot, Stopped
@@ -47,6 +47,7 @@ from runner.backends._providers import Provider, provider_named, thinking_fields
 from runner.backends._retry import RetryPolicy
 from runner.backends._secrets import KEY_SHAPED, ApiKey, clip, holds_key, key_from_env, redact
 from runner.backends._served import ModelCheck, check_model
+from runner.backends._usage import INPUT_MARGIN, Bill, Usage, Worst
 from runner.backends._wire import Body, Reply, WireFormat
 
 log = logging.getLogger("groundbench.backends")
@@ -72,6 +73,7 @@ class Exchange:
     latency_s: float
     transport_retries: int
     started_at: datetime
+    billed: Bill  # what the response is counted at
 
 
 def wire_format(
@@ -125,6 +127,15 @@ def configured_key(configuration: Configuration) -> ApiKey | None:
     """
     variable = key_variable(configuration)
     return None if variable is None else key_from_env(variable)
+
+
+def worst_of(request: Request, input_bound: int | None) -> Worst:
+    """The most one call of ``request`` can be billed: ``input_bound`` (the spending cap's,
+    which it reserved for the call) or, where none is given, :data:`INPUT_MARGIN` times the
+    request's rough input; and its ``max_output_tokens``."""
+    if input_bound is None:
+        input_bound = math.ceil(INPUT_MARGIN * rough_input_tokens(request))
+    return Worst(input_bound, request.decoding.max_output_tokens)
 
 
 def rough_input_tokens(request: Request) -> int:
@@ -256,24 +267,36 @@ class Client:
         return self._stopped
 
     async def send(
-        self, request: Request, attempt: int = 0, *, call: str | None = None
+        self,
+        request: Request,
+        attempt: int = 0,
+        *,
+        call: str | None = None,
+        input_bound: int | None = None,
     ) -> Exchange:
         """Attempt number ``attempt`` at ``request``: post it, retrying transport failures.
         ``call``: the id sent in :data:`CALL_ID_HEADER` (default: :func:`call_id`), for a
         call that is no attempt of the grid (a check's).
+
+        A 2xx response is billed whether its answer can be read or not: it ends the attempt
+        either way (one whose answer cannot be read is :class:`Unreadable`, never tried again
+        within the attempt, so no retry is paid for), and its :class:`Bill` is the usage it
+        reported, or its worst case (:func:`worst_of` with ``input_bound``) where that is
+        unknown. Transport retries are of calls no server billed.
 
         Raises
         ------
         CallError
             The attempt failed: a fatal or terminal error at once; a throttle or transient
             failure once the tries or the time allowed are used up. ``transport_retries``
-            on the error says how many retries were made.
+            on the error says how many retries were made, ``billed`` what was billed.
         """
         if self._is_stopped():
             raise self._not_sent()
         body = self.wire.encode(request)
         headers = {CALL_ID_HEADER: call or call_id(request, attempt)}  # the key: the Peer's
         estimate = self._estimate(request)
+        worst = worst_of(request, input_bound)
         started_at = datetime.now(UTC)
         retrying = self._retry.retrying(before_sleep=self._log_retry)
         tries = 0
@@ -281,28 +304,22 @@ class Client:
             async for retry in retrying:
                 with retry:
                     tries += 1
-                    return await self._post(body, headers, estimate, tries - 1, started_at)
+                    sent = _Sent(body, headers, estimate, tries - 1, started_at, worst)
+                    return await self._post(sent)
         except CallError as exc:
             exc.transport_retries = tries - 1
             raise
         raise AssertionError("tenacity neither returned nor raised")  # pragma: no cover
 
-    async def _post(
-        self,
-        body: Body,
-        headers: Mapping[str, str],
-        estimate: int,
-        retries: int,
-        started: datetime,
-    ) -> Exchange:
+    async def _post(self, sent: _Sent) -> Exchange:
         if self._is_stopped():  # stopped while this request waited to retry
             raise self._not_sent()
         peer = self._peer
         if peer is None:
             raise RuntimeError("use the backend inside 'async with'")
         try:
-            async with self.limiter.slot(estimate, given_up=self._is_stopped) as slot:
-                return await self._exchange(peer, body, headers, slot, retries, started)
+            async with self.limiter.slot(sent.estimate, given_up=self._is_stopped) as slot:
+                return await self._exchange(peer, sent, slot)
         except Stopped:  # stopped while this call waited for its slot: it never leaves
             raise self._not_sent() from None
 
@@ -313,35 +330,42 @@ class Client:
             self._stopped = halted  # another configuration of the account met its quota
         return self._stopped is not None
 
-    async def _exchange(
-        self,
-        peer: Peer,
-        body: Body,
-        headers: Mapping[str, str],
-        slot: Slot,
-        retries: int,
-        started: datetime,
-    ) -> Exchange:
+    async def _exchange(self, peer: Peer, sent: _Sent, slot: Slot) -> Exchange:
         self.calls_sent += 1  # the POST goes on the wire now
         begun = self.clock()
         try:
             answer = await exchange(
-                peer, "POST", self._send_to, headers=headers, data=PartsPayload(body),
+                peer, "POST", self._send_to, headers=sent.headers, data=PartsPayload(sent.body),
                 observe=self.limiter.observe,
             )  # fmt: skip
         except CallError as exc:
+            if exc.status is not None and 200 <= exc.status < 300:  # answered: billed
+                if exc.retryable:  # cut short: no retry pays for it twice
+                    exc = Unreadable(exc.message, status=exc.status)
+                exc.billed = Bill.of(Usage(), sent.worst)
             raise self._failed(exc, slot, self.clock() - begun) from None
         latency = self.clock() - begun
         try:
             reply = redact_reply(self.wire.decode(answer.body), self._key)
-        except CallError as exc:  # a broken body, quoted in the message
-            raise self._scrubbed(exc) from None
+        except Unreadable as exc:  # billed all the same, at what it reported
+            raise self._unread(exc, answer.status, sent.worst, slot, latency) from None
         except Exception as exc:  # a body no rule foresaw: this attempt's error, not the run's
-            raise self._scrubbed(unreadable(exc, answer.status)) from None
+            error = Unreadable(f"unreadable response body ({type(exc).__name__})")
+            raise self._unread(error, answer.status, sent.worst, slot, latency) from None
         slot.settle(reply.usage.total)
         self._output_tokens.add(reply.usage.output_tokens)
         self.limiter.succeeded()
-        return Exchange(reply, answer.status, latency, retries, started)
+        bill = Bill.of(reply.usage, sent.worst)
+        return Exchange(reply, answer.status, latency, sent.retries, sent.started, bill)
+
+    def _unread(
+        self, error: Unreadable, status: int, worst: Worst, slot: Slot, latency: float
+    ) -> CallError:
+        """The error of a 2xx whose answer could not be read: billed at what it reported."""
+        error.status, error.latency_s = status, latency
+        error.billed = Bill.of(error.usage, worst)
+        slot.settle(error.usage.total)
+        return self._scrubbed(error)
 
     def _failed(self, error: CallError, slot: Slot, latency: float) -> CallError:
         """``error`` (the exchange's, scrubbed) as it bears on the backend: a throttle pauses
@@ -396,6 +420,18 @@ class Client:
         )
 
 
+@dataclass(frozen=True)
+class _Sent:
+    """One try of an attempt: what goes on the wire, and the most it can be billed."""
+
+    body: Body
+    headers: Mapping[str, str]
+    estimate: int  # tokens the limiter counts it at before it is answered
+    retries: int  # tries of the attempt before this one
+    started: datetime  # when the attempt began
+    worst: Worst
+
+
 class PartsPayload(aiohttp.payload.Payload):
     """A :class:`Body` sent piece by piece, with its length known up front (no chunking)."""
 
@@ -436,11 +472,6 @@ def configured_origin(name: str, base_url: str) -> Origin:
         return Origin.of(base_url)
     except OffOrigin as exc:
         raise ConfigError(f"{name}: base_url: {exc.message}") from None
-
-
-def unreadable(exc: Exception, status: int) -> Transient:
-    """The error of a body that broke its reader in a way no rule foresaw."""
-    return Transient(f"unreadable response body ({type(exc).__name__}: {exc})", status=status)
 
 
 def redact_reply(reply: Reply, key: ApiKey | None) -> Reply:

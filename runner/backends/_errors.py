@@ -6,13 +6,16 @@ class                     retried?             examples
 :class:`RateLimited`      yes, after a pause   429 throttles; the server's retry-after
 :class:`QuotaExhausted`   never: terminal      spend limit, arrears, free tier used up
 :class:`Transient`        yes, with backoff    5xx, overload, timeouts, resets, bad bodies
+:class:`Unreadable`       next run (billed)    a 2xx whose answer cannot be read
 :class:`Refused`          never: terminal      401, 403, 404: a wrong key, no permission,
                                                an unknown model
 :class:`Fatal`            never                other 4xx: a request the server refuses
 ========================= ==================== ==========================================
 
 A terminal error (``stops``) stops its backend: no call of it can succeed, so every later
-call is refused before it is sent and stays pending for a later run.
+call is refused before it is sent and stays pending for a later run. A 2xx response is billed
+whether or not its answer can be read: an :class:`Unreadable` one ends its attempt, so that no
+retry is paid for beyond the worst case reserved for the call.
 
 Several providers send 429 for throttles and for exhausted quota alike, so the wire formats
 classify by the body, not the status. Messages are redacted of the API key before an error is
@@ -24,6 +27,7 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 from runner._errors import RunnerError
+from runner.backends._usage import Bill, Usage
 
 ErrorKind = Literal["rate-limited", "quota", "transient", "fatal"]
 
@@ -72,6 +76,8 @@ class CallError(RunnerError):
         self.sent = sent  # False: refused before any byte left (the backend had stopped)
         self.latency_s: float | None = None  # of the exchange that failed, when there was one
         self.transport_retries = 0  # retries made before this error ended the attempt
+        # What the call was billed, where a server answered it with a 2xx (Client.send).
+        self.billed = Bill()
 
     def __str__(self) -> str:
         where = f"HTTP {self.status}" if self.status is not None else "no response"
@@ -89,6 +95,19 @@ class QuotaExhausted(CallError, kind="quota", retryable=False, stopped_because="
 
 class Transient(CallError, kind="transient", retryable=True):
     """A failure that another try may not meet: 5xx, overload, timeout, reset, broken body."""
+
+
+class Unreadable(Transient, retryable=False):
+    """A 2xx response whose answer cannot be read (no JSON, no message, a broken part). The
+    provider billed it, so it carries the usage the body reported, read before the answer
+    (unknown where there is none to read), and it is never tried again within its attempt:
+    stored as a transient error, it is sent again by the next run."""
+
+    def __init__(
+        self, message: str, *, usage: Usage | None = None, status: int | None = None
+    ) -> None:
+        super().__init__(message, status=status)
+        self.usage = usage if usage is not None else Usage()  # None: nothing to read
 
 
 class Fatal(CallError, kind="fatal", retryable=False):
@@ -129,10 +148,8 @@ def what_to_do(kind: str, status: int | None, code: str | None) -> str:
         return "the account's quota is spent: top it up or raise its limit, then run again"
     if kind == "rate-limited":
         return "throttled past every retry: lower requests_per_minute, then run again"
-    if kind == "transient" and status is None:
-        return "the server could not be reached: check base_url and the network, then run again"
     if kind == "transient":
-        return "the server failed or timed out: run again later (raise timeout_s if it timed out)"
+        return _transient(status)
     if status == 401 or (code or "").upper() in ("INVALID_API_KEY", "API_KEY_INVALID"):
         return "the key was refused: check the backend's key variable (api_key_env)"
     if status == 403:
@@ -140,3 +157,15 @@ def what_to_do(kind: str, status: int | None, code: str | None) -> str:
     if status == 404:
         return "the model or endpoint is unknown: check model and base_url"
     return "the server refused the request: read the message; a setting may not suit the model"
+
+
+def _transient(status: int | None) -> str:
+    """What to do about a transient error, by how far the call got."""
+    if status is None:
+        return "the server could not be reached: check base_url and the network, then run again"
+    if 200 <= status < 300:
+        return (
+            "the server answered with nothing to read, and billed it (counted in the spend): run "
+            "again later; if every answer is so, check that base_url speaks this provider's API"
+        )
+    return "the server failed or timed out: run again later (raise timeout_s if it timed out)"

@@ -9,7 +9,8 @@ deletion), so each rule below is written once:
   :class:`Fatal` error naming where it pointed;
 - a body is read up to a cap (:class:`TooLarge` past it, never read whole);
 - a timeout, or an aiohttp client error (refused, reset, cut short), is :class:`Transient`,
-  while the response is awaited and while a streamed body is read alike;
+  while the response is awaited and while a streamed body is read alike; one met reading the
+  body of a 2xx (:func:`exchange`) keeps that status, since the call may be billed;
 - a non-2xx answer is classified by the wire's classifier, from its body parsed once
   (:class:`~runner.backends._wire.ErrorBody`): no caller re-serialises JSON to reuse one;
 - every error's text is redacted of the key and capped (:func:`scrubbed`) before it is raised.
@@ -74,8 +75,23 @@ async def exchange(peer: Peer, method: str, url: str | URL, **sending: Unpack[Se
     """One request and its 2xx answer, its body read up to ``peer.max_bytes``; any failure
     raised as its :class:`CallError` (see the module docstring)."""
     async with exchanging(peer, method, url, **sending) as response:
-        body = await read_capped(response, peer.max_bytes)
+        try:
+            body = await read_capped(response, peer.max_bytes)
+        except TimeoutError:
+            late = Transient(f"no response within {_waited(peer.timeout):g} s")
+            raise _cut_short(late, response) from None
+        except aiohttp.ClientError as exc:
+            raise _cut_short(connection_failed(exc, peer.key), response) from None
         return Answer(response.status, response.headers, body)
+
+
+def _cut_short(error: CallError, response: aiohttp.ClientResponse) -> CallError:
+    """``error``, met reading the body of a 2xx: it keeps the status, since a server that
+    answered may bill the call (the online client counts it, runner.backends._client)."""
+    error.status = response.status
+    error.message = f"cut short after its headers: {error.message}"
+    error.args = (error.message,)
+    return error
 
 
 @asynccontextmanager

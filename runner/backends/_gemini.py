@@ -32,16 +32,14 @@ from runner.backends._errors import (
 )
 from runner.backends._providers import thinking_fields
 from runner.backends._secrets import ApiKey, redact
+from runner.backends._usage import Usage, count, count_sum
 from runner.backends._wire import (
     IMAGE_SLOT,
     Body,
     ErrorBody,
     Reply,
-    Usage,
-    as_int,
+    ReplyReader,
     field_dict,
-    json_object,
-    load_json,
     retry_after,
     splice_json,
 )
@@ -98,8 +96,10 @@ def goog_api_key(key: ApiKey | None) -> dict[str, str]:
     return {} if key is None else {"x-goog-api-key": key.reveal()}
 
 
-class GeminiGenerate:
+class GeminiGenerate(ReplyReader):
     """The Gemini ``generateContent`` wire format for one model."""
+
+    what = "generateContent"
 
     def __init__(self, model: str) -> None:
         self.model = model
@@ -129,18 +129,18 @@ class GeminiGenerate:
         image = request.image.base64 if request.image is not None else None
         return splice_json(self.payload(request), image)
 
-    def decode(self, body: bytes) -> Reply:
-        return self.read(load_json(body, "generateContent"))
-
-    def read(self, value: object) -> Reply:
-        """A response body already parsed (a batch result line's), decoded as :meth:`decode`."""
-        doc = json_object(value, "generateContent")
+    def usage(self, doc: Mapping[str, Any]) -> Usage:
+        # Reasoning is billed as output: the answer's tokens plus the thoughts'.
         meta = field_dict(doc, "usageMetadata")
-        usage = Usage(
-            input_tokens=as_int(meta.get("promptTokenCount")),
-            output_tokens=_sum(meta.get("candidatesTokenCount"), meta.get("thoughtsTokenCount")),
-            reasoning_tokens=as_int(meta.get("thoughtsTokenCount")),
+        return Usage(
+            input_tokens=count(meta.get("promptTokenCount")),
+            output_tokens=count_sum(
+                meta.get("candidatesTokenCount"), meta.get("thoughtsTokenCount")
+            ),
+            reasoning_tokens=count(meta.get("thoughtsTokenCount")),
         )
+
+    def reply(self, doc: Mapping[str, Any], usage: Usage) -> Reply:
         model = doc.get("modelVersion") if isinstance(doc.get("modelVersion"), str) else None
         rid = doc.get("responseId") if isinstance(doc.get("responseId"), str) else None
         candidates = doc.get("candidates")
@@ -207,7 +207,7 @@ def classify_rpc_status(status: Mapping[str, Any]) -> CallError:
     """A batch result line's ``google.rpc.Status`` classified as :func:`classify_gemini`
     classifies the online call's HTTP error of the same code: the number mapped to its name
     and HTTP status by :data:`RPC_CODES`."""
-    number = as_int(status.get("code"))
+    number = count(status.get("code"))
     name = status.get("status") if isinstance(status.get("status"), str) else None
     if number is not None and number in RPC_CODES:
         name = name or RPC_CODES[number].name
@@ -255,9 +255,3 @@ def _retry_delay(details: list[dict[str, Any]]) -> float | None:
             if match:
                 return float(match.group(1))
     return None
-
-
-def _sum(*values: object) -> int | None:
-    counts = [as_int(v) for v in values]
-    present = [c for c in counts if c is not None]
-    return sum(present) if present else None

@@ -148,6 +148,7 @@ class RateLimiter:
         self._admission = asyncio.Lock()
         self._freed = asyncio.Event()
         self.halted: BaseException | None = None  # what stopped every call of the account
+        self.suspended = False  # admit nothing for now: the calls waiting stay waiting
 
     @classmethod
     def for_transport(
@@ -243,6 +244,16 @@ class RateLimiter:
         self.halted = why
         self.wake()
 
+    def suspend(self) -> None:
+        """Admit nothing until :meth:`resume` (the worker's driver is silent, and may be
+        heard again): the calls waiting stay waiting, unsent, and keep their place."""
+        self.suspended = True
+
+    def resume(self) -> None:
+        """Admit again after :meth:`suspend`, by the windows as before."""
+        self.suspended = False
+        self.wake()
+
     async def _admit(self, tokens: int, given_up: Callable[[], bool]) -> Slot:
         now = self.clock()
         if self.in_flight == 0 and self._waiting == 0 and now - self._idle_from > IDLE_S:
@@ -260,12 +271,13 @@ class RateLimiter:
                     self.stats.released_unsent += 1
                     raise Stopped
                 now = self.clock()
-                wait = self._delay(tokens, now)
+                wait = math.inf if self.suspended else self._delay(tokens, now)
                 if wait <= TIME_TOLERANCE_S and self.in_flight < max(1, math.floor(self.ceiling)):
                     return self._take(tokens, now)
-                # A slot freed, a wake() or the time the windows name: whichever comes first.
+                # A slot freed, a wake() or the time the windows name: whichever comes first
+                # (suspended: a wake() only).
                 self._freed.clear()
-                timeout = wait if wait > TIME_TOLERANCE_S else None
+                timeout = wait if TIME_TOLERANCE_S < wait < math.inf else None
                 with suppress(TimeoutError):
                     await asyncio.wait_for(self._freed.wait(), timeout)
 

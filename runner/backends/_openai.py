@@ -26,17 +26,15 @@ from runner.backends._errors import (
 )
 from runner.backends._providers import Provider, thinking_fields, wire_codes
 from runner.backends._secrets import ApiKey, redact
+from runner.backends._usage import Usage, count
 from runner.backends._wire import (
     IMAGE_SLOT,
     Body,
     ErrorBody,
     Reply,
-    Usage,
-    as_int,
+    ReplyReader,
     as_text,
     field_dict,
-    json_object,
-    load_json,
     retry_after,
     splice_json,
 )
@@ -65,8 +63,10 @@ def bearer(key: ApiKey | None) -> dict[str, str]:
     return {} if key is None else {"Authorization": f"Bearer {key.reveal()}"}
 
 
-class OpenAIChat:
+class OpenAIChat(ReplyReader):
     """The OpenAI-compatible wire format for one provider and model."""
+
+    what = "chat completion"
 
     def __init__(
         self, provider: Provider, model: str, *, max_tokens_field: str | None = None
@@ -103,12 +103,16 @@ class OpenAIChat:
         image = request.image.data_url if request.image is not None else None
         return splice_json(self.payload(request), image)
 
-    def decode(self, body: bytes) -> Reply:
-        return self.read(load_json(body, "chat completion"))
+    def usage(self, doc: Mapping[str, Any]) -> Usage:
+        usage = field_dict(doc, "usage")
+        details = field_dict(usage, "completion_tokens_details")
+        return Usage(
+            input_tokens=count(usage.get("prompt_tokens")),
+            output_tokens=count(usage.get("completion_tokens")),
+            reasoning_tokens=count(details.get("reasoning_tokens")),
+        )
 
-    def read(self, value: object) -> Reply:
-        """A response body already parsed (a batch result line's), decoded as :meth:`decode`."""
-        doc = json_object(value, "chat completion")
+    def reply(self, doc: Mapping[str, Any], usage: Usage) -> Reply:
         try:
             choice = doc["choices"][0]
             message = choice["message"]
@@ -116,17 +120,11 @@ class OpenAIChat:
             raise Transient("malformed chat completion: no choices[0].message") from None
         if not isinstance(message, dict):
             raise Transient("malformed chat completion: message is not an object")
-        usage = field_dict(doc, "usage")
-        details = field_dict(usage, "completion_tokens_details")
         return Reply(
             answer=_text(message.get("content")),
             reasoning=_text(message.get("reasoning_content") or message.get("reasoning")),
             finish_reason=as_text(choice.get("finish_reason")),
-            usage=Usage(
-                input_tokens=as_int(usage.get("prompt_tokens")),
-                output_tokens=as_int(usage.get("completion_tokens")),
-                reasoning_tokens=as_int(details.get("reasoning_tokens")),
-            ),
+            usage=usage,
             model=as_text(doc.get("model")),
             response_id=as_text(doc.get("id")),
         )

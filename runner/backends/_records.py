@@ -1,9 +1,9 @@
 """One record per attempt: what was asked, what came back or how the call failed.
 
 Attempts (PROTOCOL §6) are numbered from 0; transport retries happen inside an attempt and are
-counted in it, never recorded as attempts. An errored call is a record whose ``outcome`` names
-its error class, with no answer: never a made-up one. No record holds an API key; error
-messages are redacted before they get here.
+counted in it, never recorded as attempts, and so are the tokens of every call billed in it. An
+errored call is a record whose ``outcome`` names its error class, with no answer: never a
+made-up one. No record holds an API key; error messages are redacted before they get here.
 """
 
 from __future__ import annotations
@@ -40,9 +40,13 @@ class AttemptRecord(BaseModel):
     http_status: int | None = None
     error_code: str | None = None
     error_message: str | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    reasoning_tokens: int | None = None
+    # What the attempt's billed calls (every 2xx, its answer read or not) are counted at: as
+    # the provider reported, or at their worst case for the ``usage_unknown`` of them whose
+    # usage was no count (None: nothing billed, an error the server answered with no 2xx).
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    reasoning_tokens: int | None = Field(default=None, ge=0)
+    usage_unknown: int = Field(default=0, ge=0)
     latency_s: float | None = Field(default=None, ge=0)  # the call that answered or failed last
     transport_retries: int = Field(default=0, ge=0)
     started_at: datetime

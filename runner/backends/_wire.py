@@ -12,33 +12,19 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from conditions import Request
-from runner.backends._errors import CallError, Transient
+from runner.backends._errors import CallError, Transient, Unreadable
 from runner.backends._json import read_json
 from runner.backends._secrets import ApiKey
+from runner.backends._usage import Usage
 
 IMAGE_SLOT = "\x00groundbench-image\x00"
 """Stands for the image in a payload; :func:`splice_json` puts the base64 bytes in its place."""
 # json.dumps spells the NULs \u0000. The image part comes before the text in both wire formats'
 # payloads, so the first match is the slot even if a prompt held the same characters.
 _SLOT_JSON = json.dumps(IMAGE_SLOT)[1:-1]
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Tokens the provider reports for one call (``None`` where it reports none)."""
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    reasoning_tokens: int | None = None
-
-    @property
-    def total(self) -> int | None:
-        if self.input_tokens is None and self.output_tokens is None:
-            return None
-        return (self.input_tokens or 0) + (self.output_tokens or 0)
 
 
 @dataclass(frozen=True)
@@ -67,6 +53,55 @@ class WireFormat(Protocol):
     def read(self, value: object) -> Reply: ...
 
     def classify(self, status: int, headers: Mapping[str, str], body: ErrorBody) -> CallError: ...
+
+
+class ReplyReader:
+    """How every wire reads a 2xx body: its usage first, then its answer.
+
+    The provider billed the call whatever the body holds, so the usage is read before the
+    answer and travels with the error of an answer that cannot be read (:class:`Unreadable`):
+    an empty ``choices``, a null content or a broken part still counts what it billed. A wire
+    writes :meth:`usage` and :meth:`reply`; ``what`` names its body in messages.
+    """
+
+    what: ClassVar[str]
+
+    def usage(self, doc: Mapping[str, Any]) -> Usage:
+        """The tokens ``doc`` reports, each a count or unknown (``runner.backends._usage``)."""
+        raise NotImplementedError
+
+    def reply(self, doc: Mapping[str, Any], usage: Usage) -> Reply:
+        """The answer in ``doc``; :class:`Transient` where it holds none to read."""
+        raise NotImplementedError
+
+    def decode(self, body: bytes) -> Reply:
+        """A response body as it came.
+
+        Raises
+        ------
+        Unreadable
+            No answer can be read from it (with its usage, unknown where the body is no JSON).
+        """
+        try:
+            value = read_json(body)
+        except ValueError as exc:  # UnicodeDecodeError and TooDeep are ValueErrors
+            message = f"malformed {self.what} body ({len(body)} bytes): {exc}"
+            raise Unreadable(message) from None
+        return self.read(value)
+
+    def read(self, value: object) -> Reply:
+        """A response body already parsed (a batch result line's), read as :meth:`decode`."""
+        if not isinstance(value, dict):
+            message = f"malformed {self.what} body: a JSON {type(value).__name__}, not an object"
+            raise Unreadable(message)
+        usage = self.usage(value)
+        try:
+            return self.reply(value, usage)
+        except CallError as exc:
+            raise Unreadable(exc.message, usage=usage) from None
+        except Exception as exc:  # a body no rule foresaw: this call's error, not the run's
+            message = f"unreadable {self.what} ({type(exc).__name__}: {exc})"
+            raise Unreadable(message, usage=usage) from None
 
 
 @dataclass(frozen=True)
@@ -204,11 +239,6 @@ def field_dict(doc: Mapping[str, Any], name: str) -> dict[str, Any]:
     """``doc[name]`` when it is a JSON object, else ``{}`` (a provider may omit or null it)."""
     value = doc.get(name)
     return value if isinstance(value, dict) else {}
-
-
-def as_int(value: object) -> int | None:
-    """An integer usage count, or ``None`` for anything else."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def as_text(value: object) -> str | None:

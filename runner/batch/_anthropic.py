@@ -65,11 +65,12 @@ import aiohttp
 from conditions import Request
 from runner.backends._anthropic import AnthropicMessages, anthropic_headers, classify_anthropic
 from runner.backends._client import redact_reply
-from runner.backends._errors import CallError, Transient
+from runner.backends._errors import CallError, Transient, Unreadable
 from runner.backends._exchange import Peer, exchange, exchanging, scrubbed
 from runner.backends._origin import OffOrigin, Origin
-from runner.backends._secrets import MAX_MESSAGE, ApiKey, clip, redact
-from runner.backends._wire import Body, ErrorBody, as_int, as_text, field_dict, load_json
+from runner.backends._secrets import ApiKey, clip, redact
+from runner.backends._usage import count
+from runner.backends._wire import Body, ErrorBody, as_text, field_dict, load_json
 from runner.batch._api import (
     BatchLimits,
     BatchState,
@@ -290,9 +291,9 @@ class AnthropicBatches:
             return ResultLine(where, custom_id, problem=f"a result of unknown type {shown}")
         try:
             reply = redact_reply(self._messages.read(result.get("message")), self._key)
-        except CallError as exc:
-            reason = clip(exc.message, self._key, MAX_MESSAGE)
-            return ResultLine(where, custom_id, problem=f"the message: {reason}")
+        except Unreadable as exc:  # billed, as online: an error with its usage
+            exc.status = 200
+            return ResultLine(where, custom_id, status=200, error=scrubbed(exc, self._key))
         return ResultLine(where, custom_id, reply=reply, status=200)
 
     # -- the exchange ---------------------------------------------------------------------
@@ -324,8 +325,8 @@ class AnthropicBatches:
             provider_state=clip(provider_state, self._key),
             output_file=self._admitted(doc.get("results_url")),
             total=_total(doc),
-            succeeded=_count(counts.get("succeeded")),
-            failed=_count(counts.get("errored")),
+            succeeded=count(counts.get("succeeded")),
+            failed=count(counts.get("errored")),
         )
 
     def _admitted(self, url: object) -> str | None:
@@ -349,7 +350,7 @@ def _state(status: str, counts: Mapping[str, Any], *, cancelled: object) -> Batc
         return "cancelling"
     if status != "ended":
         return "in_progress"
-    if (_count(counts.get("expired")) or 0) > 0:
+    if (count(counts.get("expired")) or 0) > 0:
         return "expired"
     return "cancelled" if cancelled else "completed"
 
@@ -358,17 +359,11 @@ def _total(doc: Mapping[str, Any]) -> int | None:
     """The batch's size: the sum of its request counts (None if one is missing)."""
     counts = field_dict(doc, "request_counts")
     parts = [
-        _count(counts.get(k)) for k in ("processing", "succeeded", "errored", "canceled", "expired")
+        count(counts.get(k)) for k in ("processing", "succeeded", "errored", "canceled", "expired")
     ]
     if any(p is None for p in parts):
         return None
     return sum(p for p in parts if p is not None)
-
-
-def _count(value: object) -> int | None:
-    """A count, or ``None``: past the store's INTEGER a number is no count of a batch's lines."""
-    count = as_int(value)
-    return count if count is not None and 0 <= count < 2**31 else None
 
 
 def _time(value: object) -> datetime | None:

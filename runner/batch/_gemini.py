@@ -38,7 +38,7 @@ import aiohttp
 from conditions import Request
 from runner._errors import ConfigError
 from runner.backends._client import redact_reply
-from runner.backends._errors import CallError, Transient
+from runner.backends._errors import CallError, Transient, Unreadable
 from runner.backends._exchange import Answer, Peer, exchange, exchanging, scrubbed
 from runner.backends._gemini import (
     GeminiGenerate,
@@ -49,7 +49,8 @@ from runner.backends._gemini import (
 from runner.backends._json import read_json
 from runner.backends._origin import Origin
 from runner.backends._secrets import KEY_SHAPED, MAX_MESSAGE, ApiKey, clip, holds_key, redact
-from runner.backends._wire import Body, as_int, field_dict, splice_json
+from runner.backends._usage import count
+from runner.backends._wire import Body, field_dict, splice_json
 from runner.batch._api import (
     BatchLimits,
     BatchState,
@@ -361,8 +362,7 @@ def _count(value: object) -> int | None:
     is no count of a batch's lines: ``None``."""
     if isinstance(value, str) and value.isdigit() and len(value) < 11:
         value = int(value)
-    count = as_int(value)
-    return count if count is not None and 0 <= count < 2**31 else None
+    return count(value)
 
 
 # -- reading results -------------------------------------------------------------------------
@@ -460,8 +460,9 @@ def _read_doc(doc: object, where: str, wire: GeminiGenerate, key: ApiKey | None)
         return ResultLine(where, custom_id, problem="neither a response nor an error")
     try:
         reply = wire.read(response)
-    except CallError as exc:
-        return ResultLine(where, custom_id, problem=clip(exc.message, key, MAX_MESSAGE))
+    except Unreadable as exc:  # billed, as online: an error with its usage
+        exc.status = 200
+        return ResultLine(where, custom_id, status=200, error=scrubbed(exc, key))
     return ResultLine(
         where, custom_id, reply=redact_reply(reply, key) if key else reply, status=200
     )

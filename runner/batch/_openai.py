@@ -26,7 +26,7 @@ import aiohttp
 
 from conditions import Request
 from runner.backends._client import redact_reply
-from runner.backends._errors import CallError, Transient
+from runner.backends._errors import CallError, Transient, Unreadable
 from runner.backends._exchange import Peer, exchange, exchanging, scrubbed
 from runner.backends._openai import OpenAIChat, bearer, classify_openai
 from runner.backends._origin import Origin
@@ -221,9 +221,9 @@ class OpenAIBatches:
             return ResultLine(where, custom_id, status=status, error=failed)
         try:
             reply = redact_reply(self._chat.read(body), self._key)
-        except CallError as exc:
-            reason = clip(exc.message, self._key, MAX_MESSAGE)
-            return ResultLine(where, custom_id, status=status, problem=f"the body: {reason}")
+        except Unreadable as exc:  # billed, as online: an error with its usage
+            exc.status = status
+            return ResultLine(where, custom_id, status=status, error=self._scrubbed(exc))
         return ResultLine(where, custom_id, reply=reply, status=status)
 
     def _error_line(self, where: str, custom_id: str, error: dict[str, Any]) -> ResultLine:

@@ -30,7 +30,9 @@ stops submitting (the open batches are still collected); a refused key or model 
 backend; 429s and 5xx are retried with the online path's backoff, honouring the server's
 retry-after. An id the provider answers that breaks the rule of :mod:`runner.batch._ids` (too
 long, odd characters, the key in it) is never kept or used: its batch is abandoned, as not
-made or as lost, with one line saying why, and no more batches are made this run.
+made or as lost, with one line saying why, and no more batches are made this run. While the
+worker's driver is silent no batch is created (``heard``); once it is gone none is, and the
+runner reports a ``driver`` stop.
 """
 
 from __future__ import annotations
@@ -49,9 +51,10 @@ from typing import Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from conditions import AttemptKey, Builder, Configuration, Request, RequestKey, Transport
-from runner._port import Outcome, Shape, Stop
+from runner._port import Outcome, Shape, Stop, Tally
 from runner.backends import (
     AttemptRecord,
+    Bill,
     CallError,
     Exchange,
     Fatal,
@@ -59,14 +62,15 @@ from runner.backends import (
     Origin,
     QuotaExhausted,
     RateLimited,
-    Reply,
     RetryPolicy,
     Sender,
+    Unreadable,
     answer_record,
     attempts_allowed,
     call_id,
     error_record,
     parses,
+    worst_of,
 )
 from runner.backends._secrets import MAX_MESSAGE, clip
 from runner.batch._api import (
@@ -130,6 +134,11 @@ class Ledger(Protocol):
 
 MakeApi = Callable[[str, str], BatchApi]  # the batch API of (model, base URL), on one session
 Sleep = Callable[[float], Awaitable[None]]
+Heard = Callable[[], Awaitable[None]]  # returns once the driver is heard (or gone)
+
+
+async def _always_heard() -> None:
+    """No driver to hear (a runner on its own): never waits."""
 
 
 class Offload(Protocol):
@@ -159,34 +168,19 @@ class Where:
 class _Tally:
     """What batches stored: one batch's, a lease's, or the batches collected at once."""
 
-    finished: int = 0  # requests whose attempts ended, as an online worker counts them
-    attempts: int = 0  # records stored: answers and errors
-    answered: int = 0
-    errored: int = 0
-    transient: int = 0  # of the errored: a transient failure ended them
-    input_tokens: int = 0
-    output_tokens: int = 0
-    max_input_tokens: int = 0  # the largest input of one answer (the spending cap learns it)
+    counts: Tally = field(default_factory=Tally)
     unrun: int = 0  # keys sent or held and not stored: pending again (the feeder's next round)
 
     def kept(self, record: AttemptRecord) -> None:
-        self.attempts += 1
-        if record.outcome != "answer":
-            self.errored += 1
-            self.transient += record.outcome == "transient"
-            return
-        self.answered += 1
-        self.input_tokens += record.input_tokens or 0
-        # Both wires count reasoning in the output tokens (OpenAI's completion_tokens,
-        # Gemini's candidates plus thoughts): added once.
-        self.output_tokens += record.output_tokens or 0
-        self.max_input_tokens = max(self.max_input_tokens, record.input_tokens or 0)
+        self.counts += Tally.of(record)
+
+    def finished(self, requests: int = 1) -> None:
+        """``requests`` whose attempts ended, as an online worker counts them."""
+        self.counts += Tally(finished=requests)
 
     def add(self, other: _Tally) -> None:
-        for name in ("finished", "attempts", "answered", "errored", "transient",
-                     "input_tokens", "output_tokens", "unrun"):  # fmt: skip
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.max_input_tokens = max(self.max_input_tokens, other.max_input_tokens)
+        self.counts += other.counts
+        self.unrun += other.unrun
 
 
 @dataclass
@@ -195,15 +189,9 @@ class BatchOutcome:
 
     created: int = 0  # batches created at the provider
     read: int = 0  # batches whose results were stored
-    attempts: int = 0  # records stored: answers and errors
-    finished: int = 0  # requests whose attempts ended (an answer parsed, the last answered,
-    # or an error ended them), as an online worker counts them
-    answered: int = 0
-    errored: int = 0
+    tally: Tally = field(default_factory=Tally)  # what their results stored
     unrun: int = 0  # lines a batch never ran (expired, cancelled, failed): pending again
     problems: int = 0  # result lines that could not be read
-    input_tokens: int = 0
-    output_tokens: int = 0
     stop: Stop | None = None  # what stopped submitting (spent quota, a refusal), if anything did
     not_made: str | None = None  # a file or batch the provider refused, which stopped submitting
     elsewhere: int = 0  # open batches recorded at another origin: left open, never polled
@@ -211,12 +199,7 @@ class BatchOutcome:
 
     def add(self, read: _Tally, problems: int) -> None:
         """Count what one batch's reading stored."""
-        self.attempts += read.attempts
-        self.finished += read.finished
-        self.answered += read.answered
-        self.errored += read.errored
-        self.input_tokens += read.input_tokens
-        self.output_tokens += read.output_tokens
+        self.tally += read.counts
         self.problems += problems
 
 
@@ -286,10 +269,14 @@ class BatchRunner:
         sleep: Sleep = asyncio.sleep,
         offload: Offload = asyncio.to_thread,
         clock: Callable[[], float] = time.monotonic,
+        heard: Heard = _always_heard,
     ) -> None:
         self.where = where
         self.configurations = {c.name: c for c in configurations}
         self.settings = settings or BatchSettings()
+        # The input per line the spending cap last reserved (Client.send's input_bound): a
+        # line whose usage is unknown is counted at it (None: a request's own rough bound).
+        self.input_bound: int | None = None
         self._limits = limits
         self._builder = builder
         self._ledger = ledger
@@ -309,6 +296,7 @@ class BatchRunner:
         self._halted = False  # a terminal error met while polling: no call can succeed
         self._failed_last = False  # the batch that ended last had failed
         self._gone: str | None = None  # why the driver is gone, once it is
+        self._heard = heard  # the worker's lifeline: waits while the driver is silent
         self.outcome = BatchOutcome()
 
     # -- the port ----------------------------------------------------------------------------
@@ -326,7 +314,7 @@ class BatchRunner:
         lines = self.lines
         return Shape(self.settings.max_open * lines, lines, self.settings.resubmits, True)
 
-    async def lease(self, calls: list[Pending]) -> Outcome:
+    async def lease(self, calls: list[Pending], input_bound: int | None = None) -> Outcome:
         """One batch of ``calls``, made once there is room, followed until it ends and
         collected: what it stored, and the calls it did not take (``given_back``: another
         model's, those past the byte limit, all of them once submitting has stopped).
@@ -336,6 +324,8 @@ class BatchRunner:
         ran are pending again, for the feeder's next round.
         """
         calls = [c for c in calls if c.attempt_key not in self._held_back]
+        if input_bound is not None:
+            self.input_bound = input_bound
         async with self._making:
             if not await self._room():
                 return self._outcome(_Tally(), calls)
@@ -368,9 +358,12 @@ class BatchRunner:
 
     def driver_gone(self, why: str) -> None:
         """Upload no file and create no batch from now on: no record of it could reach a
-        store. Leases give their calls back; the batches open are left for a later run."""
+        store. Leases give their calls back, with a ``driver`` stop (over spent quota, which a
+        wait could mend); the batches open are left for a later run."""
         if self._gone is None:
             self._gone = why
+            if self.outcome.stop is None or self.outcome.stop.kind == "quota":
+                self.outcome.stop = Stop(kind="driver", why=why)
             self._notify()
 
     def open_batches(self) -> list[OpenBatch]:
@@ -389,13 +382,7 @@ class BatchRunner:
         ]
 
     def _outcome(self, tally: _Tally, given_back: Sequence[Pending] = ()) -> Outcome:
-        return Outcome(
-            tally.finished, tally.attempts, tally.answered, tally.errored, tally.transient,
-            stop=self.outcome.stop,
-            input_tokens=tally.input_tokens, output_tokens=tally.output_tokens,
-            max_input_tokens=tally.max_input_tokens, given_back=tuple(given_back),
-            unrun=tally.unrun,
-        )  # fmt: skip
+        return Outcome(tally.counts, self.outcome.stop, tuple(given_back), tally.unrun)
 
     def _api(self, model: str, base_url: str | None = None) -> BatchApi:
         """The batch API for ``model`` at ``base_url`` (default: the backend's now; a batch
@@ -582,6 +569,7 @@ class BatchRunner:
         batch adopted from a killed run, whose requests' file went with it) it is only looked
         for: not found, it was never made, and its keys are free. A look that cannot tell
         leaves the record as it is, its keys held for a later run."""
+        await self._heard()  # a silent driver: nothing is created until it is heard again
         if self._gone is not None:  # left 'uploaded': a later run finds or creates it
             return _Made()
         api = self._api(record.model, record.base_url)
@@ -728,7 +716,7 @@ class BatchRunner:
                 await reading.take(line)
         except BadId as exc:
             await self._counted(reading, tally)
-            await self._lost(batch, exc, tally, stored=reading.tally.attempts)
+            await self._lost(batch, exc, tally, stored=reading.tally.counts.attempts)
             return
         except CallError as exc:  # its results could not be fetched: the next run reads them
             await self._counted(reading, tally)
@@ -737,12 +725,13 @@ class BatchRunner:
             return
         await self._counted(reading, tally)
         self._failed_last = remote.state == "failed"
-        unrun = len(keys) - reading.tally.attempts - len(reading.problem_ids)
+        unrun = len(keys) - reading.tally.counts.attempts - len(reading.problem_ids)
         tally.unrun += unrun + len(reading.problem_ids)
         self.outcome.unrun += unrun
         self.outcome.read += 1
         await self._update(
-            tag, phase="read", answered=reading.tally.answered, errored=reading.tally.errored,
+            tag, phase="read", answered=reading.tally.counts.answered,
+            errored=reading.tally.counts.errored,
             unrun=unrun, problems=reading.problems, read_at=_now(), message=remote.message,
         )  # fmt: skip
         if batch.record.input_file is not None:
@@ -849,42 +838,52 @@ class _Reading:
         sender = Sender(runner.where.provider, configuration.model)
         started = self._batch.record.submitted_at or self._batch.record.created_at
         context = f"batch {tag}, {line.where}"
+        billed = self._billed(request, line)
         if line.reply is not None and not _same_model(line.reply.model, configuration.model):
             wrong = Fatal(
                 f"{context}: answered by model {line.reply.model}, not {configuration.model}",
                 status=line.status,
                 code="model_mismatch",
             )
+            wrong.billed = billed
             return self._error(sender, request, key, wrong, started)
         if line.reply is not None:
             last = attempts_allowed(request.attempts, configuration.best_effort) - 1
-            answer = self._answer(sender, request, key, line.reply, line.status, started)
+            exchange = Exchange(line.reply, line.status or 200, self._latency, 0, started, billed)
+            answer = self._answer(sender, request, key, exchange)
             # The request is finished once an answer parses or its last attempt answered.
-            self.tally.finished += answer.parseable or key.attempt >= last
+            self.tally.finished(answer.parseable or key.attempt >= last)
             return answer
         error = line.error or Fatal(f"{context}: a line with neither answer nor error")
         error.message = f"{context}: {error.message}"
+        error.billed = billed
         return self._error(sender, request, key, error, started)
 
+    def _billed(self, request: Request, line: ResultLine) -> Bill:
+        """What the line was billed: an answer, or one whose message could not be read, at
+        its usage (its worst case where that is unknown); a failed line, nothing."""
+        if line.reply is not None:
+            usage = line.reply.usage
+        elif isinstance(line.error, Unreadable):
+            usage = line.error.usage
+        else:
+            return Bill()
+        return Bill.of(usage, worst_of(request, self._runner.input_bound))
+
     def _answer(
-        self,
-        sender: Sender,
-        request: Request,
-        key: BatchKey,
-        reply: Reply,
-        status: int | None,
-        started: datetime,
+        self, sender: Sender, request: Request, key: BatchKey, exchange: Exchange
     ) -> ResponseRow:
-        exchange = Exchange(reply, status or 200, self._latency, 0, started)
-        ok = parses(request, reply.answer)
+        ok = parses(request, exchange.reply.answer)
         return self._kept(answer_record(sender, request, key.attempt, exchange, ok))
 
     def _error(
         self, sender: Sender, request: Request, key: BatchKey, error: CallError, started: datetime
     ) -> ResponseRow:
-        if not error.retryable:  # a request the server refuses goes again in a later run only
+        # A request the server refuses goes again in a later run only; a billed line whose
+        # message could not be read goes in a later batch, as an expired one does.
+        if not error.retryable and not isinstance(error, Unreadable):
             self._runner._held_back.add(key.key)
-        self.tally.finished += 1  # an error ends its attempts, as online
+        self.tally.finished()  # an error ends its attempts, as online
         return self._kept(error_record(sender, request, key.attempt, error, started))
 
     def _kept(self, record: AttemptRecord) -> ResponseRow:

@@ -23,7 +23,7 @@ import importlib
 import typing
 
 if typing.TYPE_CHECKING:
-    from runner._port import CallPort, Outcome, Shape, Stop, Traffic, online_shape
+    from runner._port import CallPort, Outcome, Shape, Stop, Tally, online_shape
     from runner.distributed._actors import CONTROL, QUERIES
     from runner.distributed._driver import run_experiment
     from runner.distributed._feeder import (
@@ -49,7 +49,7 @@ if typing.TYPE_CHECKING:
 # Where each public name is imported from on first use: the imports above, which only type
 # checkers run.
 _HOMES = {
-    "runner._port": ("CallPort", "Outcome", "Shape", "Stop", "Traffic", "online_shape"),
+    "runner._port": ("CallPort", "Outcome", "Shape", "Stop", "Tally", "online_shape"),
     "runner.distributed._actors": ("CONTROL", "QUERIES"),
     "runner.distributed._group_commit": ("GroupCommit",),
     "runner.distributed._driver": ("run_experiment",),
@@ -104,7 +104,7 @@ __all__ = [
     "SpendCap",
     "Stop",
     "StorePort",
-    "Traffic",
+    "Tally",
     "WorkerLost",
     "WorkerStats",
     "WorstCase",

@@ -21,7 +21,7 @@ import ray
 
 from conditions import Questions, VariantCache
 from runner._errors import RunnerError
-from runner._port import Outcome, Shape, Traffic
+from runner._port import Outcome, Shape, Tally
 from runner.backends import Account, key_for
 from runner.batch import BatchOutcome
 from runner.distributed._batch_worker import BatchSpec, BatchWorker
@@ -75,8 +75,8 @@ class _WorkerActor(Generic[W]):
     def shape(self) -> Shape:
         return self._worker.shape
 
-    async def lease(self, calls: list[Pending]) -> Outcome:
-        return await self._worker.lease(calls)
+    async def lease(self, calls: list[Pending], input_bound: int | None = None) -> Outcome:
+        return await self._worker.lease(calls, input_bound)
 
     async def collect_open(self) -> Outcome:
         return await self._worker.collect_open()
@@ -111,9 +111,9 @@ class BackendActor(_WorkerActor[BackendWorker]):
 
         super().__init__(make)
 
-    def inherit(self, account: Account, traffic: Traffic | None = None) -> None:
+    def inherit(self, account: Account, before: Tally | None = None) -> None:
         """What only an online backend has: a limiter that counts the calls made before."""
-        self._worker.inherit(account, traffic)
+        self._worker.inherit(account, before)
 
 
 class BatchBackendActor(_WorkerActor[BatchWorker]):

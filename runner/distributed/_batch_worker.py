@@ -57,8 +57,8 @@ class BatchWorker:
         spec: BatchSpec,
         lifeline: LifelineAddress | None = None,
     ) -> None:
-        # No file uploaded and no batch made once the driver is no longer heard (None: an
-        # in-process run); the batches open are left for a later run to collect.
+        # No batch made while the driver is silent, and no file uploaded nor batch made once
+        # it is gone (None: an in-process run); the batches open are left for a later run.
         self._lifeline = Lifeline(lifeline, self.driver_gone)
         self._opening = asyncio.Lock()
         # One provider and one key per backend: its first configuration's are every one's.
@@ -90,7 +90,7 @@ class BatchWorker:
         self.runner = BatchRunner(
             where, self.configurations, setup.builder(questions), ledger,
             self._make_api, spec.spool, spec.settings, transport=setup.transport,
-            limits=batch_limits(self.provider),
+            limits=batch_limits(self.provider), heard=self._lifeline.heard,
         )  # fmt: skip
         self._stats = WorkerStats(batch=True)
 
@@ -123,10 +123,10 @@ class BatchWorker:
         all."""
         return self.runner.shape
 
-    async def lease(self, calls: list[Pending]) -> Outcome:
+    async def lease(self, calls: list[Pending], input_bound: int | None = None) -> Outcome:
         """One batch of ``calls``, made, followed to its end and read."""
         await self._ensure_open()
-        return await self.runner.lease(calls)
+        return await self.runner.lease(calls, input_bound)
 
     async def collect_open(self) -> Outcome:
         """The batches the ledger holds open for this backend, collected."""
@@ -148,9 +148,6 @@ class BatchWorker:
         """Its counters: an online worker's (no HTTP rates), and the open batches."""
         outcome = self.runner.outcome
         stats = self._stats
-        stats.attempts, stats.requests = outcome.attempts, outcome.finished
-        stats.answered, stats.errored = outcome.answered, outcome.errored
-        stats.input_tokens, stats.output_tokens = outcome.input_tokens, outcome.output_tokens
-        stats.stop = outcome.stop
+        stats.tally, stats.stop = outcome.tally, outcome.stop
         stats.batches = tuple(self.runner.open_batches())
         return stats

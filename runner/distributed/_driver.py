@@ -20,7 +20,7 @@ from typing import Any
 
 from conditions import RequestKey
 from runner._names import NAMESPACE
-from runner._port import Shape, Traffic
+from runner._port import Shape, Tally
 from runner._sigterm import sigterm_as_ctrl_c
 from runner.backends import Account
 from runner.batch import BatchOutcome
@@ -272,12 +272,9 @@ class _Run:
             progress=progress,
             backends=tuple(BackendReport.of(f, self._batches.get(f.name)) for f in self.feeds),
             elapsed_s=time.monotonic() - begun,
-            requests_finished=sum(f.finished for f in self.feeds) + self._preflight_finished(),
+            tally=sum((f.tally for f in self.feeds), self._preflight_tally()),
             unscored=unscored,
             simulator_calls=calls,
-            traffic=sum((self._traffic_of(f) for f in self.feeds), Traffic()),
-            attempts_answered=sum(f.answered for f in self.feeds) + self._preflight_answered(),
-            transient_ended=sum(f.transient_ended for f in self.feeds),
             errors=errors,
             spent_total=self.experiment.spent_on(progress),
             max_spend=self.options.max_spend,
@@ -292,25 +289,16 @@ class _Run:
                 self.echo(line)
         return report
 
-    def _traffic_of(self, feed: Feed) -> Traffic:
-        """A backend's HTTP calls, its pre-flight's included: an online worker counts them
-        with its own (told them with its account), a batch worker does not."""
-        made = self.estimate.traffic.get(feed.name) if self.estimate is not None else None
-        if made is None:
-            return feed.traffic
-        if feed.name in self._batches:
-            return feed.traffic + made
-        return feed.traffic.latest(made)  # a worker that never reported: the pre-flight's
-
-    def _preflight_answered(self) -> int:
-        records = self.estimate.records if self.estimate is not None else ()
-        return sum(r.outcome == "answer" for r in records)
-
-    def _preflight_finished(self) -> int:
-        """The pre-flight's calls that ended their request: a parseable answer (one that
-        does not parse is attempted again by the grid)."""
-        records = self.estimate.records if self.estimate is not None else ()
-        return sum(bool(r.parseable) for r in records)
+    def _preflight_tally(self) -> Tally:
+        """What the pre-flight's calls did: its HTTP calls, and its calls kept as the grid's
+        attempts (a parseable answer finished its request; one that does not parse is
+        attempted again by the grid)."""
+        if self.estimate is None:
+            return Tally()
+        records = self.estimate.records
+        finished = Tally(finished=sum(bool(r.parseable) for r in records))
+        calls = sum(self.estimate.traffic.values(), Tally())
+        return sum((Tally.of(r) for r in records), calls + finished)
 
     async def _limited_left(self) -> int:
         if self.allowed is None:
@@ -396,7 +384,7 @@ class _Run:
                 prices = self.experiment.backends[actor.name].prices
                 self._batches[actor.name] = BatchReport(
                     outcome.created, outcome.read, outcome.unrun, outcome.problems,
-                    prices.cost(feed.input_tokens, feed.output_tokens), outcome.not_made,
+                    feed.tally.spent(prices.cost), outcome.not_made,
                     outcome.elsewhere, outcome.elsewhere_why,
                 )  # fmt: skip
 

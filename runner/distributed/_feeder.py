@@ -20,6 +20,9 @@ each written once, here:
   wait it resumes with what the store then has pending, else it stops and the others go on;
 - **a refused key or model** (401, 403, 404): the backend gets no further lease and stops at
   once, with no wait (no wait mends a key); the others go on;
+- **a lost lifeline**: a worker whose connection to the driver ended while the driver runs
+  (a reset) sends nothing more; its backend stops as for a refusal, saying why, and the
+  others go on (a driver only paused is waited for by its workers, and is no stop);
 - **the spending cap** (:class:`SpendCap`): a lease is handed out only as far as the worst
   case of its calls fits in the money left beside the worst case of every lease in flight;
   when not one more call fits, every backend stops once its leases end;
@@ -37,7 +40,7 @@ from typing import Any, Protocol
 
 from conditions import RequestKey
 from runner._errors import RunnerError
-from runner._port import CallPort, Outcome, Shape, Stop, Traffic
+from runner._port import CallPort, Cost, Outcome, Shape, Stop, StopKind, Tally
 from runner.distributed._spend import SpendCap, WorstCase
 from runner.store import Pending
 
@@ -86,20 +89,13 @@ class Feed:
     port: CallPort
     restart: Callable[[], Awaitable[CallPort]]  # a new worker for this backend
     shape: Shape
-    cost: Callable[[int, int], float] = lambda _input, _output: 0.0  # dollars of tokens
+    cost: Cost = lambda _input, _output: 0.0  # dollars of tokens, at the price of its mode
     worst: WorstCase | None = None  # the most one call can cost (None: calls cost nothing)
     stop: Stop | None = None  # what stopped it (spent quota, a refusal, the cap), if anything did
     restarts: int = 0
-    finished: int = 0  # requests whose attempts finished
-    answered: int = 0  # attempts that got an answer
-    transient_ended: int = 0  # attempts that a transient failure ended
-    # HTTP calls sent and failures retried: the latest totals of the worker serving it now,
-    # and those of the workers that died before it
-    worker_traffic: Traffic = field(default_factory=Traffic)
-    earlier_traffic: Traffic = field(default_factory=Traffic)
-    spent: float = 0.0  # dollars this run, from the tokens of its answers
-    input_tokens: int = 0
-    output_tokens: int = 0
+    # What its workers did this run: the sum of their outcomes (a worker that dies takes what
+    # it did since its last outcome with it)
+    tally: Tally = field(default_factory=Tally)
     learnt_per_minute: float | None = None  # the limit its 429s taught, as last reported
     # Times each call was handed this run (see turn); what the worker given it left open is
     # collected before anything else (set again when a new worker replaces a dead one).
@@ -118,10 +114,14 @@ class Feed:
         return self.worst(call) if self.worst is not None else 0.0
 
     @property
-    def traffic(self) -> Traffic:
-        """HTTP calls sent and failures retried, as far as this feed's workers reported them
-        (a worker that dies takes the calls it made after its last finished lease with it)."""
-        return self.earlier_traffic + self.worker_traffic
+    def input_bound(self) -> int | None:
+        """The input per call its leases reserve (None: no cap, so no reservation)."""
+        return self.worst.input_bound if self.worst is not None else None
+
+    @property
+    def spent(self) -> float:
+        """Dollars this run, from the tokens its workers were billed."""
+        return self.tally.spent(self.cost)
 
 
 @dataclass(frozen=True)
@@ -146,15 +146,21 @@ class _Fed:
         return self.stop is not None or self.died
 
 
+_FINAL: tuple[StopKind, ...] = ("refused", "driver")  # stops no wait mends
+
+
 def _graver(held: Stop | None, met: Stop | None) -> Stop | None:
-    """Of the stops a round met, the one that decides what follows: a refusal, which no wait
-    mends, over spent quota; else the first met.
+    """Of the stops a round met, the one that decides what follows: a refusal or a lost
+    lifeline, which no wait mends, over spent quota; else the first met.
 
     >>> quota, key = Stop(kind="quota", why="spent"), Stop(kind="refused", why="401")
     >>> _graver(quota, key) == _graver(key, quota) == key, _graver(None, quota) == quota
     (True, True)
+    >>> lost = Stop(kind="driver", why="reset")
+    >>> _graver(quota, lost) == lost, _graver(key, lost) == key
+    (True, True)
     """
-    if held is None or (met is not None and met.kind == "refused" and held.kind != "refused"):
+    if held is None or (met is not None and met.kind in _FINAL and held.kind not in _FINAL):
         return met
     return held
 
@@ -210,14 +216,12 @@ class Feeder:
                     return
                 waits += 1
                 continue
-            if stop is not None:  # the cap, or a refusal: no wait mends either
+            if stop is not None:  # the cap, a refusal or a lost lifeline: no wait mends any
                 feed.stop = stop
                 if stop.kind == "capped":
                     self._say_capped(feed, fed.next_worst)
                 else:
-                    self._echo(
-                        f"backend {feed.name}: stopped, no call of it can succeed: {stop.why}"
-                    )
+                    self._echo(f"backend {feed.name}: stopped, {stop.said}: {stop.why}")
                 return
             if not fed.progressed:  # every call came back unsent: nothing more to do now
                 return
@@ -246,7 +250,6 @@ class Feeder:
         if feed.restarts > self._policy.max_restarts:
             raise RunFailed(f"backend {feed.name}: its actor died {feed.restarts} times")
         feed.port = await feed.restart()
-        feed.earlier_traffic, feed.worker_traffic = feed.traffic, Traffic()
         feed.collect_due = True
         # Only what the store still lacks is handed again: a call whose record landed before
         # the worker died was paid for, and is not sent again.
@@ -283,18 +286,12 @@ class Feeder:
         return _Lease(calls, reserved)
 
     def _settle(self, feed: Feed, lease: _Lease, outcome: Outcome, fed: _Fed) -> None:
-        feed.finished += outcome.calls
-        feed.answered += outcome.answered
-        feed.transient_ended += outcome.transient
-        feed.worker_traffic = feed.worker_traffic.latest(outcome.traffic)
+        feed.tally += outcome.tally
         if outcome.learnt_per_minute is not None or not lease.collect:
             feed.learnt_per_minute = outcome.learnt_per_minute
-        feed.input_tokens += outcome.input_tokens
-        feed.output_tokens += outcome.output_tokens
-        spent = feed.cost(outcome.input_tokens, outcome.output_tokens)
-        feed.spent += spent
+        spent = outcome.tally.spent(feed.cost)
         if feed.worst is not None:
-            feed.worst.learn(outcome.max_input_tokens)
+            feed.worst.learn(outcome.tally.max_input_tokens)
         if self._cap is not None and lease.calls:
             self._cap.settle(lease.reserved, spent)
         elif self._cap is not None:  # collected, not handed: nothing was reserved for it
@@ -306,7 +303,8 @@ class Feeder:
         # a record, or had a batch's lines end unrun (the store has them pending again); a round
         # that only had calls given back would go round for ever.
         took = len(outcome.given_back) < len(lease.calls)
-        fed.progressed = fed.progressed or took or outcome.attempts > 0 or outcome.unrun > 0
+        stored = outcome.tally.attempts > 0
+        fed.progressed = fed.progressed or took or stored or outcome.unrun > 0
 
     def _lost(self, feed: Feed, lease: _Lease, fed: _Fed) -> None:
         if self._cap is not None and lease.calls:
@@ -361,7 +359,8 @@ class Feeder:
             lease = self._next_lease(feed, left, feed.shape.holds - held)
             if not lease.calls:
                 return  # the cap: what is running may still free a reservation
-            running[asyncio.ensure_future(feed.port.lease(lease.calls))] = lease
+            leased = feed.port.lease(lease.calls, feed.input_bound)
+            running[asyncio.ensure_future(leased)] = lease
             held += len(lease.calls)
 
     def _ended(self, feed: Feed, lease: _Lease, task: asyncio.Task[Outcome], fed: _Fed) -> None:

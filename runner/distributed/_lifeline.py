@@ -1,15 +1,18 @@
-"""A worker sends nothing once it stops hearing from its driver.
+"""A worker sends nothing while it does not hear its driver, and stops once the driver is gone.
 
 Every paid call a backend's worker sends after its driver died is money spent on an answer
 nobody will store. Ray notices a dead owner only after seconds, so the driver also holds one
 TCP connection to each worker, plain asyncio and no Ray: :class:`LifelineServer` in the
-driver's loop writes a byte every ``beat_s``; :class:`Lifeline` in the worker reads them and
-calls ``on_gone`` the moment they stop.
+driver's loop writes a byte every ``beat_s``; :class:`Lifeline` in the worker reads them.
 
 - **the driver ends or is killed**: the kernel closes a process's sockets even on SIGKILL, so
-  the worker reads EOF (or a reset) within a round trip;
-- **the driver's node is lost** (power, network): nothing closes the socket, but no beat comes
-  either; after ``silence_s`` without one the worker gives up on its driver all the same;
+  the worker reads EOF (or a reset) within a round trip, and calls ``on_gone``: it stops for
+  good, and says why in what it reports;
+- **the driver is silent** for ``silence_s`` (paused: Ctrl-Z, a VM stall, heavy swap; or its
+  node lost, power or network): the connection is open but no beat comes. The worker is
+  *suspended* (``on_silent``): it sends no call until a beat comes again (``on_heard``), and
+  :meth:`Lifeline.heard` holds whoever would. A paused driver goes on where it was; a lost
+  node's workers spend nothing while Ray notices their owner is gone and ends them;
 - **anyone else connects**: a connection must present the run's token as its first line within
   ``hello_s``; a wrong token, garbage or an endless line is just closed, and nothing another
   process sends can raise in the driver's loop.
@@ -19,7 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import secrets
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -27,7 +32,10 @@ from dataclasses import dataclass
 from runner._errors import RunnerError
 
 CONNECT_S = 10.0  # a worker's connection and first beat, across nodes
+SILENCE_S = 15.0  # 15 beats missed (no busy loop misses that many): a worker suspends
 _LINE_LIMIT = 256  # the token line is 33 bytes; a longer first line is no lifeline of ours
+
+log = logging.getLogger("groundbench.lifeline")
 
 
 class LifelineError(RunnerError):
@@ -122,29 +130,49 @@ class LifelineServer:
 
 
 class Lifeline:
-    """The worker's side: calls ``on_gone(reason)`` once, when the driver's beats stop.
+    """The worker's side: ``on_gone(reason)`` once, when the driver's connection ends; while
+    the driver is silent (``silence_s`` without a beat), ``on_silent(reason)`` as the silence
+    begins and ``on_heard()`` at the next beat, and :meth:`heard` waits.
 
-    ``on_gone`` runs in the worker's loop and should only stop the sending (set a flag, cancel
-    the calls in flight). With no address (no driver to hear, as in-process tests run a
-    worker) it is always alive.
+    The callbacks run in the worker's loop and should only stop or hold the sending (set a
+    flag, cancel or hold the calls waiting). With no address (no driver to hear, as in-process
+    tests run a worker) it is always heard.
     """
 
     def __init__(
         self,
         address: LifelineAddress | None,
         on_gone: Callable[[str], None],
-        silence_s: float = 15.0,
+        silence_s: float = SILENCE_S,
+        *,
+        on_silent: Callable[[str], None] = lambda _reason: None,
+        on_heard: Callable[[], None] = lambda: None,
     ) -> None:
         self._address = address
         self._on_gone = on_gone
+        self._on_silent, self._on_heard = on_silent, on_heard
         self._silence_s = silence_s
         self._gone = False
+        self._not_silent = asyncio.Event()  # clear only while the driver is silent
+        self._not_silent.set()
+        self._silent_since = 0.0  # when the last beat before the silence came, for the log
         self._task: asyncio.Task[None] | None = None
         self._writer: asyncio.StreamWriter | None = None
 
     @property
     def alive(self) -> bool:
+        """Whether the driver's connection is open (silent or not)."""
         return not self._gone
+
+    @property
+    def silent(self) -> bool:
+        """Whether the worker waits for the driver's next beat."""
+        return not self._not_silent.is_set()
+
+    async def heard(self) -> None:
+        """Return once the driver is heard: at once unless it is silent, else at its next beat,
+        or when its connection ends (``on_gone`` has stopped the worker by then)."""
+        await self._not_silent.wait()
 
     async def start(self) -> None:
         """Connect and hear the first beat; :class:`LifelineError` if the driver can't be heard."""
@@ -177,21 +205,39 @@ class Lifeline:
             self._writer.close()
 
     async def _listen(self, reader: asyncio.StreamReader) -> None:
-        reason = await self._silence(reader)
+        reason = await self._beats(reader)
         self._gone = True
         if self._writer is not None:
             self._writer.close()
         self._on_gone(reason)
+        self._not_silent.set()  # whoever waits for a beat finds the worker stopped
 
-    async def _silence(self, reader: asyncio.StreamReader) -> str:
-        """Read beats until they stop; why they stopped."""
+    async def _beats(self, reader: asyncio.StreamReader) -> str:
+        """Read beats until the connection ends; why it ended. A silence suspends the worker
+        until the next beat: a paused driver is no lost one (issue 56)."""
         while True:
             try:
-                async with asyncio.timeout(self._silence_s):
+                async with asyncio.timeout(None if self.silent else self._silence_s):
                     beats = await reader.read(64)
             except TimeoutError:
-                return f"no word from the driver for {self._silence_s:g} s"
+                self._fall_silent()
+                continue
             except OSError as exc:
                 return f"the driver's connection failed ({exc})"
             if not beats:
                 return "the driver's connection closed (it ended or was killed)"
+            if self.silent:
+                self._hear_again()
+
+    def _fall_silent(self) -> None:
+        reason = f"no word from the driver for {self._silence_s:g} s"
+        log.warning("%s: no call is sent until it is heard again", reason)
+        self._silent_since = time.monotonic() - self._silence_s
+        self._not_silent.clear()
+        self._on_silent(reason)
+
+    def _hear_again(self) -> None:
+        silent_s = time.monotonic() - self._silent_since
+        log.warning("the driver is heard again after %.0f s of silence: sending resumes", silent_s)
+        self._not_silent.set()
+        self._on_heard()

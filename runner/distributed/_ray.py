@@ -411,8 +411,8 @@ class ActorBackend:
     def __init__(self, handle: Any) -> None:
         self.handle = handle
 
-    async def lease(self, calls: list[Pending]) -> Outcome:
-        outcome: Outcome = await lost_if_dead(self.handle.lease.remote(calls))
+    async def lease(self, calls: list[Pending], input_bound: int | None = None) -> Outcome:
+        outcome: Outcome = await lost_if_dead(self.handle.lease.remote(calls, input_bound))
         return outcome
 
     async def collect_open(self) -> Outcome:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runner._port import Stop, Traffic
+from runner._port import Stop, Tally
 from runner.distributed._feeder import Feed
 from runner.store import ErrorCount, Progress
 
@@ -20,7 +20,10 @@ class BackendReport:
     configurations: tuple[str, ...]
     restarts: int
     stop: Stop | None = None  # what stopped it (spent quota, a refusal, the cap), if anything did
-    spent: float = 0.0  # dollars this run, from its answers' tokens and the prices
+    # What its workers did this run (less what a dead one did after its last outcome)
+    tally: Tally = field(default_factory=Tally)
+    spent: float = 0.0  # dollars this run: its tally's tokens at the price of its mode
+    unknown_spent: float = 0.0  # of them, attempts with usage unknown (at their worst case)
     learnt_per_minute: float | None = None  # the limit its 429s taught, below the configured
     batch: BatchReport | None = None  # a batch-mode backend's batches
 
@@ -32,7 +35,9 @@ class BackendReport:
             configurations=feed.configurations,
             restarts=feed.restarts,
             stop=feed.stop,
-            spent=feed.spent,
+            tally=feed.tally,
+            spent=feed.tally.spent(feed.cost),
+            unknown_spent=feed.tally.unknown_spent(feed.cost),
             learnt_per_minute=feed.learnt_per_minute,
             batch=batch,
         )
@@ -59,13 +64,10 @@ class RunReport:
     progress: tuple[Progress, ...]
     backends: tuple[BackendReport, ...]
     elapsed_s: float
-    requests_finished: int  # requests whose attempts ended (answered, or an error stored)
+    # What the run did: every backend's tally and the pre-flight's calls
+    tally: Tally
     unscored: int
     simulator_calls: int | None = None
-    # HTTP calls sent, and failures retried within an attempt
-    traffic: Traffic = field(default_factory=Traffic)
-    attempts_answered: int = 0
-    transient_ended: int = 0  # attempts that a transient failure ended (stored as errors)
     errors: tuple[ErrorCount, ...] = ()  # what keeps the requests left from completing
     spent_total: float = 0.0  # dollars of every answer in the store, this run's and earlier
     max_spend: float | None = None
@@ -89,6 +91,11 @@ class RunReport:
     @property
     def spent(self) -> float:
         return self.preflight_spent + sum(b.spent for b in self.backends)
+
+    @property
+    def unknown_spent(self) -> float:
+        """Dollars of the attempts whose usage was unknown, counted at their worst case."""
+        return sum(b.unknown_spent for b in self.backends)
 
     @property
     def pending(self) -> int:

@@ -22,7 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from conditions import Configuration
-from runner.estimate import INPUT_MARGIN, input_bound
+from runner.backends import INPUT_MARGIN
+from runner.estimate import input_bound
 from runner.store import Pending
 
 # The cap is compared with sums of floats: this much of it is never handed out, so rounding

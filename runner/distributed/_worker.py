@@ -26,7 +26,7 @@ from conditions import (
     VariantCache,
     task_of,
 )
-from runner._port import Outcome, Shape, Stop, Traffic, online_shape
+from runner._port import Outcome, Shape, Stop, Tally, online_shape
 from runner.backends import (
     Account,
     ApiKey,
@@ -39,7 +39,7 @@ from runner.backends import (
 )
 from runner.batch import OpenBatch
 from runner.distributed._group_commit import GroupCommit
-from runner.distributed._lifeline import Lifeline, LifelineAddress
+from runner.distributed._lifeline import SILENCE_S, Lifeline, LifelineAddress
 from runner.store import Pending, ResponseRow, response_row
 
 # Enough blobs for every variant of the questions that the workers hold at once: calls come
@@ -52,14 +52,18 @@ VARIANT_MEMORY = 96
 # (an actor call, a transaction); a call to a hosted model takes seconds, so 20 ms is nothing.
 WRITE_LINGER_S = 0.02
 
+_FINISHED = Tally(finished=1)  # a request whose attempts ended
+
 KeySource = Callable[[Configuration], ApiKey | None]  # None: a server that takes no key
 Clock = Callable[[], float]
 Write = Callable[[list[ResponseRow]], Awaitable[object]]
 
 
 class DriverGone(CallError):
-    """The worker's driver is gone (killed, ended, out of reach): no record it makes could
-    reach a store, so nothing more is sent. Never stored: it ends only calls not sent."""
+    """The worker's driver is gone (its connection ended: killed, ended, cut): no record it
+    makes could reach a store, so nothing more is sent. Never stored: it ends only calls not
+    sent; the worker reports it as a ``driver`` :class:`Stop`. (A driver only silent is
+    waited for, never gone: :mod:`runner.distributed._lifeline`.)"""
 
     kind = "fatal"
     retryable = False
@@ -69,16 +73,9 @@ class DriverGone(CallError):
 
 @dataclass
 class WorkerStats:
-    """Counters since the worker started, for the progress view."""
+    """The worker as the progress view reads it: its tally since it started, and its state."""
 
-    requests: int = 0  # whose attempts ended (a call not sent once stopped is not one)
-    attempts: int = 0
-    answered: int = 0
-    errored: int = 0
-    traffic: Traffic = field(default_factory=Traffic)  # HTTP calls sent and failures retried
-    input_tokens: int = 0
-    output_tokens: int = 0
-    errors: dict[str, int] = field(default_factory=dict)  # errored attempts by class
+    tally: Tally = field(default_factory=Tally)  # its running total (the outcomes' sum)
     in_flight: int = 0
     ceiling: int = 0  # the most calls the limiter admits in flight now (AIMD lowers it)
     limiter: LimiterStats = field(default_factory=LimiterStats)
@@ -127,9 +124,13 @@ class BackendWorker:
         *,
         clock: Clock = time.monotonic,
         wall: Clock = time.time,
+        silence_s: float = SILENCE_S,
     ) -> None:
-        # Nothing is sent once the driver is no longer heard (None: an in-process run).
-        self._lifeline = Lifeline(lifeline, self.driver_gone)
+        # Nothing is sent while the driver is not heard (None: an in-process run).
+        self._lifeline = Lifeline(
+            lifeline, self.driver_gone, silence_s,
+            on_silent=self.driver_silent, on_heard=self.driver_heard,
+        )  # fmt: skip
         self._opening = asyncio.Lock()
         self.configurations = {c.name: c for c in setup.configurations}
         self.concurrency = setup.max_concurrency
@@ -143,7 +144,9 @@ class BackendWorker:
         self._slots: asyncio.Semaphore | None = None
         self._stopped: CallError | None = None  # the terminal error that stopped the backend
         self._stats = WorkerStats()
-        self._traffic_before = Traffic()  # of the backends a quota wait replaced
+        self._stored = Tally()  # its records and finished requests since it started
+        self._traffic_before = Tally()  # the HTTP calls of the backends a quota wait replaced
+        self._emitted = Tally()  # its running total as its last outcome left it
         # The backends are made now (a missing key or an unmappable setting fails at once),
         # but their session only on the loop that sends.
         self._make_backends()
@@ -158,13 +161,15 @@ class BackendWorker:
             for name, c in self.configurations.items()
         }
 
-    def inherit(self, account: Account, traffic: Traffic | None = None) -> None:
+    def inherit(self, account: Account, before: Tally | None = None) -> None:
         """Count the calls ``account`` records as this backend's own (a check and the run's
         pre-flight made them on the same account): the server's window and the limiter's
-        agree. ``traffic``: the pre-flight's HTTP calls, counted with this backend's."""
+        agree. ``before``: what the pre-flight did on it, which the live view shows with the
+        worker's own; its outcomes leave it out (the run counts the pre-flight apart)."""
         self._limiter.inherit(account)
-        if traffic is not None:
-            self._traffic_before = self._traffic_before + traffic
+        if before is not None:
+            self._traffic_before += before
+            self._emitted += before
 
     async def _ensure_open(self) -> None:
         """The lifeline to the driver, then the session: on the loop that sends, once."""
@@ -194,9 +199,10 @@ class BackendWorker:
         """How the feeder leases it calls: its concurrency and a small buffer."""
         return online_shape(self.concurrency)
 
-    async def lease(self, calls: Sequence[Pending]) -> Outcome:
+    async def lease(self, calls: Sequence[Pending], input_bound: int | None = None) -> Outcome:
         """Make the attempts of ``calls``, ``concurrency`` at a time (with every other lease
-        it holds), storing every record.
+        it holds), storing every record. ``input_bound``: the input per call the spending cap
+        reserved (a call whose usage is unknown is counted at it: ``Client.send``).
 
         Stops taking calls once a terminal error stops the backend (spent quota, a refused key
         or model) or its driver is gone: the calls already sent finish and are stored, the
@@ -207,30 +213,13 @@ class BackendWorker:
         assert slots is not None
         queue = iter(calls)
         given_back: list[Pending] = []
-        counts = dict.fromkeys(
-            ("calls", "attempts", "answered", "errored", "transient", "input_tokens",
-             "output_tokens", "max_input_tokens"),
-            0,
-        )  # fmt: skip
-
-        async def counted(record: AttemptRecord) -> None:
-            counts["attempts"] += 1
-            counts["answered" if record.outcome == "answer" else "errored"] += 1
-            counts["transient"] += record.outcome == "transient"
-            if record.outcome == "answer":
-                counts["input_tokens"] += record.input_tokens or 0
-                counts["output_tokens"] += record.output_tokens or 0
-                counts["max_input_tokens"] = max(
-                    counts["max_input_tokens"], record.input_tokens or 0
-                )
-            await self._store(record)
 
         def finished() -> None:
-            counts["calls"] += 1
-            self._stats.requests += 1
+            self._stored += _FINISHED
 
         async def take() -> None:
             for call in queue:
+                await self._lifeline.heard()  # a silent driver: the call waits, not taken
                 if self._stopped is not None:
                     given_back.append(call)
                     return
@@ -238,7 +227,7 @@ class BackendWorker:
                     # One slot from taking a call to storing its last record, shared by every
                     # lease the actor runs: at most `concurrency` paid calls are ever unstored.
                     async with slots:
-                        await self._ask(call, counted)
+                        await self._ask(call, input_bound)
                 except CallError as exc:  # ask raises only what stops the backend
                     self._stop(exc)
                     if exc.sent:  # its attempts ended with the error that stopped the backend
@@ -256,49 +245,59 @@ class BackendWorker:
             raise failed.exceptions[0] from None
         given_back.extend(queue)  # not reached once every taker stopped
         return Outcome(
-            **counts, stop=self._stats.stop, given_back=tuple(given_back),
-            traffic=self.traffic(), learnt_per_minute=self._limiter.learnt,
+            self._emit(), self._stats.stop, tuple(given_back),
+            learnt_per_minute=self._limiter.learnt,
         )  # fmt: skip
+
+    def _emit(self) -> Tally:
+        """What the worker did since its last outcome: its running total's growth."""
+        now = self.total()
+        delta, self._emitted = now.since(self._emitted), now
+        return delta
 
     async def collect_open(self) -> Outcome:
         """Nothing: an online call is never left open by a run that ended."""
         return Outcome.nothing()
 
-    async def _ask(
-        self, call: Pending, sink: Callable[[AttemptRecord], Awaitable[None]]
-    ) -> list[AttemptRecord]:
+    async def _ask(self, call: Pending, input_bound: int | None) -> list[AttemptRecord]:
         request = self._builder.build(call.request, self.configurations[call.configuration])
         backend = self._backends[call.configuration]
-        return await ask(backend, request, sink, first=call.next_attempt)
+        return await ask(
+            backend, request, self._store, first=call.next_attempt, input_bound=input_bound
+        )
 
     async def _store(self, record: AttemptRecord) -> None:
-        stats = self._stats
-        stats.attempts += 1
-        if record.outcome == "answer":
-            stats.answered += 1
-            stats.input_tokens += record.input_tokens or 0
-            # Both wires count reasoning in the output tokens (OpenAI's completion_tokens,
-            # Gemini's candidates plus thoughts, see the wire formats): added once.
-            stats.output_tokens += record.output_tokens or 0
-        else:
-            stats.errored += 1
-            stats.errors[record.outcome] = stats.errors.get(record.outcome, 0) + 1
+        self._stored += Tally.of(record)
         await self._group_commit.put(response_row(record))
 
     def driver_gone(self, why: str) -> None:
         """Send nothing more: calls not taken stay unsent, and those waiting for a rate slot
-        (or a retry) leave it unsent now; the calls on the wire end as they will."""
+        (or a retry) leave it unsent now; the calls on the wire end as they will. Reported
+        as a ``driver`` stop, over spent quota: no wait in this run mends it."""
         if isinstance(self._stopped, DriverGone):
             return
         gone = DriverGone(f"not sent: {why}", sent=False)
         self._stopped = gone
+        if self._stats.stop is None or self._stats.stop.kind == "quota":
+            self._stats.stop = Stop(kind="driver", why=why)
         self._limiter.halt(gone)
+
+    def driver_silent(self, _why: str) -> None:
+        """Send nothing until the driver is heard again: calls waiting for a rate slot (or a
+        retry) keep waiting, and no call is taken (``lease``); the calls on the wire end and
+        are stored as usual."""
+        self._limiter.suspend()
+
+    def driver_heard(self) -> None:
+        """The driver is heard again after a silence: sending resumes where it was."""
+        self._limiter.resume()
 
     def _stop(self, exc: CallError) -> None:
         if self._stopped is not None:
             return
-        if isinstance(exc, DriverGone):
+        if isinstance(exc, DriverGone):  # driver_gone's stop, unless a quota wait cleared it
             self._stopped = exc
+            self._stats.stop = self._stats.stop or Stop(kind="driver", why=exc.message)
             return
         if not exc.sent:  # a call refused once stopped: the error that stopped it says why
             stopped = (b.stopped for b in self._backends.values() if b.stopped is not None)
@@ -314,9 +313,13 @@ class BackendWorker:
         self._stats.stop = None
         self._make_backends()
 
-    def traffic(self) -> Traffic:
+    def traffic(self) -> Tally:
         """HTTP calls sent and failures retried since the worker started."""
-        return self._traffic_before + Traffic.of(self._backends.values())
+        return self._traffic_before + Tally.of_traffic(self._backends.values())
+
+    def total(self) -> Tally:
+        """Everything it did since it started: its records, its requests and its calls."""
+        return self._stored + self.traffic()
 
     @property
     def _limiter(self) -> RateLimiter:
@@ -329,5 +332,5 @@ class BackendWorker:
         self._stats.in_flight = limiter.in_flight
         # Whole calls, as admission counts them (RateLimiter._admit): AIMD's 8.49 admits 8.
         self._stats.ceiling = max(1, math.floor(limiter.ceiling))
-        self._stats.traffic = self.traffic()
+        self._stats.tally = self.total()
         return self._stats

@@ -50,6 +50,7 @@ from runner.store._batches import (
     BatchRecord,
     batch_records,
 )
+from runner.store._billed import UNWRITABLE, Billed, settle, with_earlier, writable
 from runner.store._errors import StoreError, first_line
 from runner.store._rows import (
     CellProgress,
@@ -428,12 +429,19 @@ class Repository:
         Within the batch and against the table, an answer is kept over anything later, and an
         error gives way to whatever comes after it.
         """
-        fresh = [r for r in _settle(rows) if r.key not in self._answered]
+        fresh = [r for r in settle(rows) if r.key not in self._answered]
         if not fresh:
             return []
         replaced = [r.key for r in fresh if r.key in self._errored]
+        if replaced:
+            fresh = with_earlier(fresh, self._bills(replaced))
+        try:
+            table = _arrow(fresh, RESPONSE_SCHEMA)
+        except UNWRITABLE:  # one row Arrow cannot hold: it alone becomes a problem
+            fresh = [writable(r, RESPONSE_SCHEMA) for r in fresh]
+            table = _arrow(fresh, RESPONSE_SCHEMA)
         seqs = pa.array(range(self._seq, self._seq + len(fresh)), pa.int64())
-        table = _arrow(fresh, RESPONSE_SCHEMA).append_column("seq", seqs)
+        table = table.append_column("seq", seqs)
         columns = ", ".join(f'"{c}"' for c in (*RESPONSE_COLUMNS, "seq"))
         self._con.register("response_batch", table)
         try:
@@ -461,6 +469,21 @@ class Repository:
             else:
                 self._errored.add(key)
         return fresh
+
+    def _bills(self, keys: Sequence[AttemptKey]) -> dict[AttemptKey, Billed]:
+        """The bills of the stored error rows of ``keys`` (those that have one)."""
+        self._con.register("billed_keys", _arrow(keys, KEY_SCHEMA))
+        try:
+            rows = self._con.execute(
+                f"SELECT {', '.join(KEY)}, input_tokens, output_tokens, usage_unknown "
+                f"FROM responses WHERE ({', '.join(KEY)}) IN "
+                f"(SELECT ({', '.join(KEY)}) FROM billed_keys) "
+                "AND (input_tokens IS NOT NULL OR output_tokens IS NOT NULL)"
+            ).fetchall()
+        finally:
+            self._con.unregister("billed_keys")
+        n = len(KEY)
+        return {AttemptKey(*r[:n]): (r[n] or 0, r[n + 1] or 0, r[n + 2] or 0) for r in rows}
 
     # -- scores -----------------------------------------------------------------------------
 
@@ -718,16 +741,6 @@ def _values(column: pa.ChunkedArray) -> list[Any]:
         return values
     words = array.dictionary.to_pylist()
     return [words[i] for i in array.indices.to_pylist()]
-
-
-def _settle(rows: Sequence[ResponseRow]) -> list[ResponseRow]:
-    """One row per key: the first answer, else the last error (arrival order kept)."""
-    chosen: dict[AttemptKey, ResponseRow] = {}
-    for row in rows:
-        held = chosen.get(row.key)
-        if held is None or held.outcome != "answer":
-            chosen[row.key] = row
-    return list(chosen.values())
 
 
 def _arrow(rows: Sequence[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:

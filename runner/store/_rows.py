@@ -51,6 +51,7 @@ class ResponseRow(NamedTuple):
     started_at: datetime
     response_id: str | None
     reported_model: str | None
+    usage_unknown: int | None  # billed calls counted at their worst case (None: not kept)
 
     @property
     def key(self) -> AttemptKey:

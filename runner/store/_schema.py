@@ -20,8 +20,8 @@ KEY = ("configuration", "condition", "budget", "qid", "attempt")
 """Every attempt row, response or score, is keyed by these columns."""
 REQUEST = KEY[:-1]
 
-# The response columns, in the order the backends ship them (see ``response_row``).
-RESPONSE_SCHEMA = pa.schema(
+# The response columns as migration 1 made them; later columns come with their own migrations.
+_RESPONSE_SCHEMA_V1 = pa.schema(
     [
         ("configuration", pa.string()),
         ("condition", pa.string()),
@@ -52,6 +52,10 @@ RESPONSE_SCHEMA = pa.schema(
         ("reported_model", pa.string()),
     ]
 )
+# The response columns, in the order the backends ship them (see ``response_row``). Of an
+# attempt's billed calls, how many reported no usable usage: its tokens count them at their
+# worst case (NULL in a row stored before the count was kept).
+RESPONSE_SCHEMA = _RESPONSE_SCHEMA_V1.append(pa.field("usage_unknown", pa.int32()))
 RESPONSE_COLUMNS: tuple[str, ...] = tuple(RESPONSE_SCHEMA.names)
 
 POLYGON_METRICS = (
@@ -148,7 +152,7 @@ _RUN_TABLES = Migration(
         # is when the store committed the row.
         _table(
             "responses",
-            RESPONSE_SCHEMA,
+            _RESPONSE_SCHEMA_V1,
             KEY,
             ", seq BIGINT NOT NULL, stored_at TIMESTAMPTZ DEFAULT current_timestamp",
         ),
@@ -287,6 +291,13 @@ _PROTOCOL_FIELDS = Migration(
     ),
 )
 
+_USAGE_UNKNOWN = Migration(
+    "run",
+    8,
+    "responses.usage_unknown: billed calls whose usage was no count, counted at their worst case",
+    ("ALTER TABLE responses ADD COLUMN usage_unknown INTEGER",),
+)
+
 # Append only: a file records the versions it has, and is brought up to date from there.
 MIGRATIONS: tuple[Migration, ...] = (
     _RUN_TABLES,
@@ -296,5 +307,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     BATCHES,
     _RUN_PATHS,
     _PROTOCOL_FIELDS,
+    _USAGE_UNKNOWN,
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

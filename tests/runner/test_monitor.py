@@ -11,7 +11,7 @@ from rich.text import Text
 
 from runner.backends import LimiterStats
 from runner.batch import OpenBatch
-from runner.distributed import Stop, Traffic, WorkerStats
+from runner.distributed import Stop, Tally, WorkerStats
 from runner.estimate import Limited
 from runner.experiment import Prices
 from runner.monitor import (
@@ -49,12 +49,14 @@ _REFUSED = Stop(kind="refused", why="fatal (HTTP 401 invalid_api_key): no")
 
 def _stats(requests: int, tokens: int, quota: str | None = None) -> WorkerStats:
     stop = Stop(kind="quota", why=quota) if quota is not None else None
-    return WorkerStats(
-        requests=requests, attempts=requests + 3, answered=requests + 1, errored=2,
-        input_tokens=tokens, output_tokens=tokens, errors={"transient": 2}, in_flight=7,
-        ceiling=16, traffic=Traffic(requests + 12, 6, 3), limiter=LimiterStats(throttles=5),
-        stop=stop,
+    tally = Tally(
+        http_calls=requests + 12, transient_retried=6, throttles_retried=3,
+        finished=requests, attempts=requests + 3, answered=requests + 1, transient_ended=2,
+        input_tokens=tokens, output_tokens=tokens,
     )  # fmt: skip
+    return WorkerStats(
+        tally=tally, in_flight=7, ceiling=16, limiter=LimiterStats(throttles=5), stop=stop
+    )
 
 
 def test_rates_eta_and_spend_come_from_two_readings() -> None:
@@ -100,7 +102,7 @@ def test_the_view_draws_backends_cells_and_the_totals() -> None:
 
 
 def test_a_backend_stopped_by_a_refused_key_says_so() -> None:
-    refused = WorkerStats(requests=8, stop=_REFUSED)
+    refused = WorkerStats(tally=Tally(finished=8), stop=_REFUSED)
     now = Sample(10.0, _progress(0), _cells(0), {"qwen": refused})
     view = snapshot(now, None, 0.0, {})
     out = io.StringIO()
@@ -140,10 +142,10 @@ def test_a_batch_mode_backend_shows_its_open_batches_and_spend_at_the_batch_pric
         OpenBatch("gb-0123456789abcdef", "in_progress", 500, 120, 3, 95.0),
         OpenBatch("gb-fedcba9876543210", "validating", 40, None, None, 4.0),
     )
-    stats = WorkerStats(
-        requests=300, attempts=300, answered=290, input_tokens=1_000_000,
-        output_tokens=500_000, batch=True, batches=batches,
-    )  # fmt: skip
+    tally = Tally(
+        finished=300, attempts=300, answered=290, input_tokens=1_000_000, output_tokens=500_000
+    )
+    stats = WorkerStats(tally=tally, batch=True, batches=batches)
     now = Sample(10.0, _progress(300), _cells(300), {"qwen": stats})
     prices = Prices(input_per_mtok=1.0, output_per_mtok=2.0, batch_rate=0.5)
     view = snapshot(now, None, 0.0, {"qwen": prices})
@@ -182,7 +184,7 @@ def _long_view() -> Snapshot:
     backends: dict[str, WorkerStats | None] = {
         LONG_NAMES[0]: _stats(123_456, 10),
         LONG_NAMES[1]: _stats(23_456, 10, quota="spent"),
-        LONG_NAMES[2]: WorkerStats(requests=8, stop=_REFUSED),
+        LONG_NAMES[2]: WorkerStats(tally=Tally(finished=8), stop=_REFUSED),
         "gemini-high": None,
     }
     before = Sample(0.0, _progress(100), cells, backends)
@@ -251,7 +253,8 @@ def test_a_batch_that_only_ages_is_no_change() -> None:
 
     def view(age: float, succeeded: int) -> Snapshot:
         batch = OpenBatch("gb-0123456789abcdef", "in_progress", 500, succeeded, 0, age)
-        stats = WorkerStats(requests=300, answered=290, batch=True, batches=(batch,))
+        tally = Tally(finished=300, answered=290)
+        stats = WorkerStats(tally=tally, batch=True, batches=(batch,))
         return snapshot(Sample(age, _progress(300), _cells(300), {"qwen": stats}), None, 0.0, {})
 
     assert len(lines(view(10.0, 100))) == 3  # totals, the backend, its batch

@@ -15,7 +15,7 @@ from rich.console import Console
 import runner.cli._run
 import runner.distributed
 from runner.demo import experiment_text
-from runner.distributed import RunOptions, RunReport
+from runner.distributed import RunOptions, RunReport, Tally
 from runner.distributed._options import Echo, Show
 from runner.experiment import Experiment, load_experiment
 from runner.monitor import Sample, snapshot
@@ -38,7 +38,7 @@ def _fake_run(seen: dict[str, object]) -> Callable[..., RunReport]:
             now = [Progress("qwen-max", 4800, complete, 0, complete, complete, 0, 0, 0)]
             show(snapshot(Sample(1.0, now, [], {}), None, 0.0, {}))
         ended = (Progress("qwen-max", 4800, 200, 0, 200, 200, 200, 200_000, 20_000),)
-        return RunReport(ended, (), 12.0, 200, 0, limit=2, limited_requests=200)
+        return RunReport(ended, (), 12.0, Tally(finished=200), 0, limit=2, limited_requests=200)
 
     return run_experiment
 

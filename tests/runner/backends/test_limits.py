@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from runner.backends import Account, RateLimiter, parse_reset
+from runner.backends._limits import Stopped
 from tests.virtual_time import run_virtual, virtual_clock
 
 
@@ -279,3 +280,35 @@ def test_a_stall_between_two_bucket_throttles_is_diluted_not_learnt(pressed_afte
     # Paced after the stall: 46% of the rate learnt before, 73% now (a 0.6 s stall in 1.8 s).
     floor = 0.95 if pressed_after else 0.7
     assert floor * rate * 60 <= learnt.value <= rate * 60  # never above what the bucket admits
+
+
+def test_a_suspended_limiter_admits_nothing_until_resumed_and_a_halt_still_ends_the_wait() -> None:
+    """A worker's driver silent (the limiter suspended): the calls waiting keep waiting, for an
+    hour if need be, and none leaves; resumed, they go at the configured spacing. Halted while
+    suspended (the driver gone), a waiting call leaves unsent."""
+
+    async def main() -> None:
+        clock = virtual_clock()
+        limiter = RateLimiter(requests_per_minute=1200, max_concurrency=8, clock=clock)
+        starts: list[float] = []
+
+        async def one() -> None:
+            async with limiter.slot():
+                starts.append(clock())
+
+        limiter.suspend()
+        waiting = [asyncio.create_task(one()) for _ in range(3)]
+        await asyncio.sleep(3600)
+        assert starts == [] and not any(w.done() for w in waiting)
+        limiter.resume()
+        await asyncio.gather(*waiting)
+        assert starts == pytest.approx([3600 + i * 0.05 * 1.005 for i in range(3)])
+        limiter.suspend()
+        last = asyncio.create_task(one())
+        await asyncio.sleep(60)
+        limiter.halt(RuntimeError("the driver is gone"))
+        with pytest.raises(Stopped):
+            await last
+        assert len(starts) == 3 and limiter.stats.released_unsent == 1
+
+    run_virtual(main)

@@ -26,6 +26,8 @@ from runner.backends import (
     RateLimited,
     Refused,
     Transient,
+    Unreadable,
+    Usage,
 )
 from runner.batch import RemoteBatch, ResultLine
 from runner.batch import _anthropic as wire
@@ -327,6 +329,7 @@ def test_the_reader_yields_a_problem_for_each_unreadable_line_and_never_raises(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(wire, "MAX_LINE_BYTES", 4096)
+    unreadable = {"content": "not a list", "usage": {"input_tokens": -1, "output_tokens": 4}}
     message = {"id": "msg_1", "type": "message", "model": "claude-x", "role": "assistant",
                "content": [{"type": "text", "text": f"leak {KEY}"}], "stop_reason": "end_turn",
                "usage": {"input_tokens": 3, "output_tokens": 4}}  # fmt: skip
@@ -352,7 +355,7 @@ def test_the_reader_yields_a_problem_for_each_unreadable_line_and_never_raises(
         result("late", type="expired"),
         result("stopped", type="canceled"),
         result("odd", type="mystery"),
-        result("empty", type="succeeded", message={"content": "not a list"}),
+        result("empty", type="succeeded", message=unreadable),
         b'{"custom_id": "cut", "result": {"ty',
         json.dumps({"result": {"type": "expired"}}).encode(),
         b"x" * 10_000,
@@ -385,7 +388,9 @@ def test_the_reader_yields_a_problem_for_each_unreadable_line_and_never_raises(
     assert isinstance(busy.error, Transient) and busy.error.code == "overloaded_error"
     assert not late.ran and not stopped.ran and late.error is None and late.reply is None
     assert odd.problem and "unknown type" in odd.problem and odd.custom_id == "odd"
-    assert empty.problem and empty.custom_id == "empty"
+    # Billed, so the line's error with what it reported (a negative count is unknown).
+    assert empty.problem is None and empty.custom_id == "empty" and empty.status == 200
+    assert isinstance(empty.error, Unreadable) and empty.error.usage == Usage(None, 4)
     assert cut.problem and cut.custom_id is None and "not JSON" in cut.problem
     assert no_id.problem == "no custom_id"
     assert long.problem and "longer than" in long.problem

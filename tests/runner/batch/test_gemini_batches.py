@@ -23,6 +23,8 @@ from runner.backends import (
     RateLimited,
     Refused,
     Transient,
+    Unreadable,
+    Usage,
 )
 from runner.backends._client import CALL_ID_HEADER, call_id
 from runner.batch import BatchApi, RemoteBatch, ResultLine
@@ -317,8 +319,9 @@ async def _chunks(data: bytes, size: int = 7) -> AsyncIterator[bytes]:
         yield data[start : start + size]
 
 
-def test_result_lines_that_cannot_be_read_are_problems() -> None:
+def test_result_lines_that_cannot_be_read_are_problems_and_billed_ones_errors() -> None:
     key = ApiKey(KEY)
+    usage = {"promptTokenCount": 5, "candidatesTokenCount": 2, "thoughtsTokenCount": 1}
     lines = [
         json.dumps({"key": "a", "response": _response("[1, 2]")}),
         json.dumps({"key": "unknown-to-the-run", "response": _response("x")}),
@@ -326,7 +329,7 @@ def test_result_lines_that_cannot_be_read_are_problems() -> None:
         json.dumps({"key": "b", "response": _response("y")})[:30],  # cut short
         json.dumps({"key": "c", "response": _response("z", model="gemini-other")}),
         json.dumps({"response": _response("no key")}),
-        json.dumps({"key": "d", "response": {"candidates": "not a list"}}),
+        json.dumps({"key": "d", "response": {"candidates": "not a list", "usageMetadata": usage}}),
         json.dumps({"key": "e", "error": {"code": 8, "message": "Resource exhausted."}}),
         json.dumps({"key": "f", "error": {"code": 13, "message": f"internal {KEY}"}}),
         "",
@@ -346,7 +349,9 @@ def test_result_lines_that_cannot_be_read_are_problems() -> None:
     assert cut.problem and cut.problem.startswith("not JSON") and cut.custom_id == "b"
     assert other.reply is not None and other.reply.model == "gemini-other"  # the run compares
     assert nokey.problem == "no key" and nokey.custom_id is None
-    assert broken.problem and broken.custom_id == "d"
+    # Billed, so the line's error with what it reported (issue 56), not a problem.
+    assert broken.problem is None and broken.custom_id == "d" and broken.status == 200
+    assert isinstance(broken.error, Unreadable) and broken.error.usage == Usage(5, 3, 1)
     assert isinstance(throttle.error, RateLimited) and throttle.status == 429
     assert isinstance(internal.error, Transient) and KEY not in str(internal.error)
     assert leak.reply is not None and KEY not in leak.reply.answer

@@ -24,6 +24,8 @@ from runner.backends import (
     RateLimited,
     Refused,
     Transient,
+    Unreadable,
+    Usage,
     provider_named,
 )
 from runner.batch import BatchApi, RemoteBatch, ResultLine
@@ -283,7 +285,7 @@ def test_the_reader_yields_a_problem_for_each_unreadable_line_and_never_raises(
         b"",
         b'{"custom_id": "cut", "response": {"status_',
         json.dumps({"response": {"status_code": 200}}).encode(),
-        ok("no-choices", {"id": "x"}),
+        ok("no-choices", {"id": "x", "usage": {"prompt_tokens": 7, "completion_tokens": 9}}),
         ok("bad-request", {"error": {"code": "invalid_request_error", "message": KEY}}, 400),
         json.dumps({"custom_id": "other", "error": {"code": "oops", "message": "m"}}).encode(),
         json.dumps({"custom_id": "late", "error": {"code": "batch_expired"}}).encode(),
@@ -316,7 +318,10 @@ def test_the_reader_yields_a_problem_for_each_unreadable_line_and_never_raises(
     assert twice1.custom_id == twice2.custom_id == "twice"  # reported both; the runner judges
     assert cut.problem and cut.custom_id is None and cut.where == "file-o line 5"
     assert no_id.problem == "no custom_id"
-    assert no_choices.problem and no_choices.custom_id == "no-choices"
+    # Billed, so no problem but the line's error, with the usage it reported (issue 56).
+    assert no_choices.problem is None and no_choices.custom_id == "no-choices"
+    assert isinstance(no_choices.error, Unreadable) and no_choices.status == 200
+    assert no_choices.error.usage == Usage(7, 9)
     assert isinstance(bad.error, CallError) and bad.status == 400 and KEY not in str(bad.error)
     assert isinstance(other.error, CallError) and other.error.code == "oops"
     assert not late.ran and late.error is None and late.reply is None

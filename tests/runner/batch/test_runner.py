@@ -37,6 +37,7 @@ from runner.backends import (
     RateLimited,
     Refused,
     Transient,
+    Unreadable,
     provider_named,
 )
 from runner.backends._wire import Body, splice_json
@@ -56,6 +57,7 @@ from runner.distributed import (
     FeedPolicy,
     Outcome,
     SpendCap,
+    Stop,
     StorePort,
     WorkerLost,
     WorstCase,
@@ -76,6 +78,10 @@ class Killed(BaseException):
 
 async def no_wait(_: float) -> None:
     await asyncio.sleep(0)  # a turn for the other leases, as a real wait would give
+
+
+async def no_silence() -> None:
+    """A driver always heard."""
 
 
 async def inline(work: Callable[[], _T]) -> _T:
@@ -115,6 +121,9 @@ class FakeBatches:
         self.bad_lines: list[ResultLine] = []  # added to the first batch's results
         self.model_said: str | None = None
         self.usage: tuple[int, int] | None = None  # (input, output) tokens each answer reports
+        # What each line's body holds in place of the simulator's usage (None: its own;
+        # HOSTILE_LINES names them) and whether it keeps its choices.
+        self.hostile: dict[str, Any] | None = None
         self.looked = 0  # finds asked
         self.undecided = 0  # finds that cannot tell yet (Anthropic's Undecided), still to come
         self.find_fails: CallError | None = None  # what every find raises, if anything
@@ -216,11 +225,22 @@ class FakeBatches:
                 doc["model"] = self.model_said
             if self.usage is not None:
                 doc["usage"] = {"prompt_tokens": self.usage[0], "completion_tokens": self.usage[1]}
-            reply = self.wire.decode(json.dumps(doc).encode())
-            batch.results.append(ResultLine(where, custom, reply=reply, status=status))
+            if self.hostile is not None:
+                doc.pop("usage", None)
+                doc.update(self.hostile)
+            batch.results.append(self._read(where, custom, doc, status))
         if serial == 1:
             batch.results.extend(self.bad_lines)
         batch.state = "expired" if expires else "completed"
+
+    def _read(self, where: str, custom: str, doc: dict[str, Any], status: int) -> ResultLine:
+        """A line's body read as the adapters read one: billed, so an answer that cannot be
+        read is the line's error with its usage (runner.batch._openai)."""
+        try:
+            reply = self.wire.read(doc)
+        except Unreadable as exc:
+            return ResultLine(where, custom, error=exc, status=status)
+        return ResultLine(where, custom, reply=reply, status=status)
 
     def _remote(self, batch: _Batch) -> RemoteBatch:
         return RemoteBatch(batch.id, batch.state, batch.state, batch.tag, batch.file)  # type: ignore[arg-type]
@@ -262,6 +282,7 @@ class Rig:
         self.ledger = StorePort(invoke)  # StorePort.local's, dying with the driver
 
     def runner(self, *, sleep: Callable[[float], Awaitable[None]] = no_wait,
+               heard: Callable[[], Awaitable[None]] = no_silence,
                **settings: object) -> BatchRunner:  # fmt: skip
         builder = task_of(self.cohort).builder(self.root.images, VariantCache(self.tmp / "v"))
         where = Where("qwen", "qwen", "http://batch.invalid", "DASHSCOPE_API_KEY")
@@ -269,7 +290,7 @@ class Rig:
             where, [_configuration()], builder, self.ledger, lambda *_: self.api,
             self.tmp / "spool", BatchSettings.model_validate({"poll_s": 1, **settings}),
             transport=_configuration().transport, limits=self.api.limits, sleep=sleep,
-            offload=inline,
+            offload=inline, heard=heard,
         )  # fmt: skip
 
     def feed(self, runner: BatchRunner, restarts: list[BatchRunner] | None = None) -> Feed:
@@ -348,8 +369,8 @@ def test_every_request_goes_in_batches_under_the_limit_and_is_stored_once(rig: R
     runner = rig.runner(max_requests=7)
     feed = rig.drive(runner)
     assert rig.store.repository.pending() == []
-    assert feed.finished == requests == rig.answered() == runner.outcome.finished
-    assert runner.outcome.answered == requests and feed.answered == requests
+    assert feed.tally.finished == requests == rig.answered() == runner.outcome.tally.finished
+    assert runner.outcome.tally.answered == requests and feed.tally.answered == requests
     assert all(len(b.lines) <= 7 for b in rig.api.batches.values())
     assert len(rig.api.batches) == -(-requests // 7) == runner.outcome.created
     assert rig.sent_once()
@@ -390,8 +411,8 @@ def test_a_lease_gives_back_what_its_batch_has_no_room_for_and_it_goes_later(rig
     given_back: list[int] = []
     lease = runner.lease
 
-    async def watched(calls: list[Pending]) -> Outcome:
-        outcome = await lease(calls)
+    async def watched(calls: list[Pending], input_bound: int | None = None) -> Outcome:
+        outcome = await lease(calls, input_bound)
         given_back.append(len(outcome.given_back))
         return outcome
 
@@ -408,7 +429,8 @@ def test_unparseable_answers_go_again_in_later_batches(
     rig = _rig(small_cohort, small_root, tmp_path, spec)
     requests = len(rig.store.repository.pending())
     outcome = rig.drive_fresh().outcome
-    assert outcome.finished == requests < outcome.attempts  # retries are attempts, not requests
+    # retries are attempts, not requests
+    assert outcome.tally.finished == requests < outcome.tally.attempts
     attempts = dict(
         rig.store.repository.query("SELECT attempt, count(*) FROM responses GROUP BY ALL")[1]
     )
@@ -579,8 +601,32 @@ def test_after_the_driver_is_gone_nothing_is_uploaded_and_leases_give_all_back(r
     runner.driver_gone("the driver's node is gone")
     calls = rig.store.repository.pending()[:5]
     outcome = asyncio.run(runner.lease(calls))
-    assert outcome.given_back == tuple(calls) and outcome.calls == 0
+    assert outcome.given_back == tuple(calls) and outcome.tally.finished == 0
     assert rig.api.files == {} and rig.api.batches == {} and rig.store.repository.batches() == []
+    # and the feeder is told why, so the run says it rather than ending as if done
+    assert outcome.stop == Stop(kind="driver", why="the driver's node is gone")
+
+
+def test_while_the_driver_is_silent_no_batch_is_created_and_once_heard_it_is(rig: Rig) -> None:
+    """A paused driver (its worker's lifeline silent): the lease's batch waits before its
+    create, and is created, followed and read once the driver is heard again."""
+    heard, waiting = asyncio.Event(), asyncio.Event()
+
+    async def until_heard() -> None:
+        waiting.set()
+        await heard.wait()
+
+    async def main() -> Outcome:
+        runner = rig.runner(max_requests=5, heard=until_heard)
+        lease = asyncio.create_task(runner.lease(rig.store.repository.pending()[:5]))
+        await asyncio.wait_for(waiting.wait(), 30)
+        assert rig.api.batches == {} and not lease.done()  # nothing created while silent
+        heard.set()
+        return await asyncio.wait_for(lease, 30)
+
+    outcome = asyncio.run(main())
+    assert outcome.tally.finished == 5 and outcome.stop is None and outcome.given_back == ()
+    assert len(rig.api.batches) == 1 and rig.sent_once()
 
 
 # -- batches that end badly -----------------------------------------------------------------------
@@ -845,3 +891,47 @@ def test_batches_are_only_as_large_as_the_money_left_pays_for(rig: Rig) -> None:
     assert cap.spent == pytest.approx(answers * _batch_price(3 * estimate, max_output))
     assert answers >= 17 and rig.sent_once()  # the money went on lines, each once
     assert rig.store.repository.pending() != []  # the rest wait for more money
+
+
+# Issue 56: the five replies of a hostile server, as a batch's result lines.
+HOSTILE_LINES: dict[str, dict[str, Any]] = {
+    "negative": {"usage": {"prompt_tokens": -1_000_000_000, "completion_tokens": 1000}},
+    "past-int64": {"usage": {"prompt_tokens": 10**30, "completion_tokens": 1000}},
+    "past-float": {"usage": {"prompt_tokens": 10**400, "completion_tokens": 1000}},
+    "no-choices": {"usage": {"prompt_tokens": 1000, "completion_tokens": 1000}, "choices": []},
+    "no-usage": {},
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE_LINES)
+def test_a_hostile_usage_in_a_batch_line_keeps_the_bill_under_the_cap_and_every_line_stored(
+    rig: Rig, name: str
+) -> None:
+    max_output = QWEN.decoding.max_output_tokens
+    bound = 1000  # the cap's bound on a line's input: the server bills 1,000 in
+    worst = WorstCase(_batch_price, bound, {QWEN.name: max_output}, {QWEN.name: 3},
+                      one_attempt=True)  # fmt: skip
+    line = _batch_price(1000, max_output)  # what the server bills a line at most
+    cap = SpendCap(line * 12.5)
+    rig.api.hostile = HOSTILE_LINES[name]
+    runner = rig.runner(max_requests=4)
+    feed = rig.feed(runner)
+    feed.cost, feed.worst = _batch_price, worst
+    rig.drive(runner, feed, cap=cap)  # nothing raised
+    ran = [custom for b in rig.api.batches.values() for custom, _ in b.lines]
+    rows = rig.store.repository.query(
+        "SELECT outcome, input_tokens, output_tokens, usage_unknown FROM responses"
+    )[1]
+    known = name == "no-choices"  # the server reported what it billed
+    billed = len(ran) * (_batch_price(1000, 1000) if known else line)  # the server's bill
+    assert 0 < billed <= cap.limit and cap.spent == pytest.approx(billed)
+    # Every line the server answered is in a row: one per attempt, a line sent again in a
+    # later batch (an error, sent again as an expired one is) adding its bill to its row's.
+    assert len(rows) == len(set(ran))
+    assert sum(_batch_price(r[1], r[2]) for r in rows) == pytest.approx(billed)
+    if known:  # billed as reported, though no answer could be read: the line's error
+        assert {(r[0], r[3]) for r in rows} == {("transient", 0)}
+        assert sum(r[1] for r in rows) == 1000 * len(ran)
+    else:  # at the worst case reserved for it
+        assert set(rows) == {("answer", bound, max_output, 1)}
+    assert feed.spent == pytest.approx(billed)

@@ -64,13 +64,13 @@ def test_a_box_benchmark_runs_resumes_and_rescores_without_calling_again(
     assert accuracy["right"] > 0.5 > accuracy["wrong"]  # the convention decides the reading
 
     again = run_once(path, options=RunOptions(address=local_ray, progress_every_s=0.5))
-    assert again.complete and again.requests_finished == 0 and again.simulator_calls == 0
+    assert again.complete and again.tally.finished == 0 and again.simulator_calls == 0
 
     # The user corrects the convention: the same answers are read again, nothing is sent.
     _experiment(tmp_path, wrong_convention="norm1000")
     lines: list[str] = []
     fixed = run_once(path, lines, RunOptions(address=local_ray, progress_every_s=0.5))
-    assert fixed.requests_finished == 0 and fixed.simulator_calls == 0 and fixed.unscored == 0
+    assert fixed.tally.finished == 0 and fixed.simulator_calls == 0 and fixed.unscored == 0
     assert any(
         "wrong: its answers are read by refbench-pro reader r2, norm1000 now "
         "(were refbench-pro reader r2, pixels): 48 scores made again" in line
@@ -103,7 +103,7 @@ def test_a_box_benchmark_runs_resumes_and_rescores_without_calling_again(
     absent = query(store, "SELECT count(*) FROM scores WHERE says_absent")
     path.write_text(path.read_text().replace("[boxes]\n", '[boxes]\nreader = "groundingme"\n'))
     other = run_once(path, lines, RunOptions(address=local_ray, progress_every_s=0.5))
-    assert other.requests_finished == 0 and other.unscored == 0
+    assert other.tally.finished == 0 and other.unscored == 0
     assert query(store, "SELECT DISTINCT reading FROM configurations") == [
         ("groundingme reader r2, norm1000",)
     ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -33,6 +33,7 @@ from runner.distributed import (
     SpendCap,
     Stop,
     StorePort,
+    Tally,
     WorkerLost,
     WorstCase,
     online_shape,
@@ -113,7 +114,7 @@ class FakePort:
     after_stop: int = 0  # leases handed after it had reported the stop
     tokens: tuple[int, int] = (0, 0)  # input and output tokens each answer reports
 
-    async def lease(self, calls: list[Pending]) -> Outcome:
+    async def lease(self, calls: list[Pending], input_bound: int | None = None) -> Outcome:
         self.leases += 1
         number = self.leases
         self.after_stop += self.stopped_at is not None
@@ -139,16 +140,14 @@ class FakePort:
                 self._send(calls[:1])
             back = tuple(calls[1:])
             if quota:
-                return Outcome(1, 1, 1, 0, stop=_SPENT, given_back=back)
-            return Outcome(1, 1, 0, 1, stop=_REFUSED, given_back=back)
+                return Outcome(_answered(1), stop=_SPENT, given_back=back)
+            return Outcome(Tally(finished=1, attempts=1), stop=_REFUSED, given_back=back)
         taken = calls[: self.take_only] if self.take_only is not None else calls
         ran = [c for c in taken if c.qid not in self.never_runs]
         self._send(ran)
         n = len(ran)
-        return Outcome(
-            n, n, n, 0, input_tokens=n * self.tokens[0], output_tokens=n * self.tokens[1],
-            max_input_tokens=self.tokens[0] if n else 0, given_back=tuple(calls[len(taken):]),
-        )  # fmt: skip
+        tally = _answered(n, n * self.tokens[0], n * self.tokens[1], self.tokens[0] if n else 0)
+        return Outcome(tally, given_back=tuple(calls[len(taken) :]))
 
     async def collect_open(self) -> Outcome:
         self.collected += 1
@@ -165,6 +164,14 @@ class FakePort:
                 self.store.next_attempt[p.qid] = p.next_attempt + 1
             else:
                 self.store.done.add(p.qid)
+
+
+def _answered(n: int, inputs: int = 0, outputs: int = 0, most: int = 0) -> Tally:
+    """``n`` requests each answered at its first attempt, billed these tokens."""
+    return Tally(
+        finished=n, attempts=n, answered=n, input_tokens=inputs, output_tokens=outputs,
+        max_input_tokens=most,
+    )  # fmt: skip
 
 
 def _feed(port: FakePort, shape: Shape = ONLINE, spares: Sequence[FakePort] = ()) -> Feed:
@@ -203,7 +210,7 @@ def test_every_call_is_sent_once_and_the_port_never_holds_more_than_its_shape(
     _drive(store, feed)
     assert sorted(port.sent) == [p.qid for p in store.calls]  # each once
     assert port.most_holding == shape.holds and max(port.sizes) == shape.lease
-    assert feed.finished == 37 and feed.restarts == 0 and port.collected == 1
+    assert feed.tally.finished == 37 and feed.restarts == 0 and port.collected == 1
     assert store.asked == 2  # the calls, then once more: nothing was left
 
 
@@ -344,7 +351,8 @@ def test_the_cap_is_never_passed_whatever_the_estimate(shape: Shape, wrong: floa
     cap = SpendCap(20.0)
     lines = _drive(store, feed, cap=cap)
     assert _capped(feed) and cap.reserved == 0 and cap.holding == 0
-    assert feed.spent == cap.spent == pytest.approx(0.8 * len(port.sent))
+    # The feed prices its tokens once, the cap adds each lease's dollars: equal but for rounding.
+    assert feed.spent == pytest.approx(cap.spent) == pytest.approx(0.8 * len(port.sent))
     assert cap.spent <= 20.0
     # It stops only when the next call's worst case no longer fits: within a worst case of it.
     assert 20.0 - feed.worst_case(store.calls[0]) <= cap.spent
@@ -426,9 +434,7 @@ class VaryingPort(FakePort):
         self._send(calls)
         inputs = [self.rng.randint(1, self.input_tokens) for _ in calls]
         outputs = [self.rng.randint(0, self.max_output) for _ in calls]
-        n = len(calls)
-        return Outcome(n, n, n, 0, input_tokens=sum(inputs), output_tokens=sum(outputs),
-                       max_input_tokens=max(inputs))  # fmt: skip
+        return Outcome(_answered(len(calls), sum(inputs), sum(outputs), max(inputs)))
 
 
 def test_a_free_backend_is_never_stopped_by_the_cap() -> None:
@@ -495,7 +501,7 @@ class DiesMidLease:
     def __init__(self, worker: BackendWorker, die_on: int, sent: int) -> None:
         self.worker, self.die_on, self.sent, self.leases = worker, die_on, sent, 0
 
-    async def lease(self, calls: list[Pending]) -> Outcome:
+    async def lease(self, calls: list[Pending], input_bound: int | None = None) -> Outcome:
         self.leases += 1
         if self.leases == self.die_on:
             await self.worker.lease(calls[: self.sent])
@@ -553,3 +559,42 @@ def test_a_real_worker_dying_mid_chunk_is_resumed_with_no_call_paid_twice(
     )
     assert answers == keys == requests  # every request answered once
     assert sum(simulator.stats.statuses.values()) == requests  # and paid for once
+
+
+_LOST = Stop(kind="driver", why="the driver's connection failed ([Errno 104] reset by peer)")
+
+
+@dataclass
+class LostPort:
+    """A worker whose lifeline to the driver broke: each lease comes back unsent, with the
+    stop that says why."""
+
+    leases: int = 0
+
+    async def lease(self, calls: list[Pending], input_bound: int | None = None) -> Outcome:
+        self.leases += 1
+        return replace(Outcome.nothing(calls), stop=_LOST)
+
+    async def collect_open(self) -> Outcome:
+        return Outcome.nothing()
+
+    async def resume_after_quota(self) -> None:
+        raise AssertionError("no wait mends a broken lifeline")
+
+
+def test_a_broken_lifeline_stops_the_backend_and_the_run_says_why() -> None:
+    """Every call given back and nothing said was read as "nothing more to do": the run
+    ended with requests left and no reason (issue 56)."""
+    store = FakeStore(_calls(10))
+    port = LostPort()
+
+    async def no_restart() -> LostPort:
+        raise AssertionError("the worker did not die")
+
+    feed = Feed("b", ("m",), port, no_restart, ONLINE)
+    lines = _drive(store, feed, FeedPolicy(wait_on_quota_s=30.0))
+    assert feed.stop == _LOST and port.leases <= ONLINE.holds and store.done == set()
+    assert lines == [
+        "backend b: stopped, its lifeline to the driver broke: the driver's connection failed "
+        "([Errno 104] reset by peer)"
+    ]

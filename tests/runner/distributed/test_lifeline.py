@@ -1,4 +1,5 @@
-"""The lifeline on loopback: a worker stops the moment its driver ends, is killed or goes quiet.
+"""The lifeline on loopback: a worker stops the moment its driver ends or is killed, and waits
+while its driver is silent (paused), going on when it is heard again.
 
 Counted, not timed: every wait is on an event or a closed connection, with a generous bound
 only as a guard against a hang. Each test runs in a loop whose exception handler collects, and
@@ -12,6 +13,7 @@ import gc
 import json
 import os
 import pickle
+import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable
@@ -23,6 +25,7 @@ import pytest
 
 from runner._errors import RunnerError
 from runner.distributed._lifeline import Lifeline, LifelineAddress, LifelineError, LifelineServer
+from tests.runner.distributed.pausable import Heard, pausable_driver
 
 ROOT = Path(__file__).resolve().parents[3]
 GUARD_S = 30.0  # a hang guard, never the time a test expects to take
@@ -134,14 +137,97 @@ def test_a_killed_driver_is_noticed_through_its_socket() -> None:
     _run(main)
 
 
-def test_a_silent_driver_is_given_up_after_the_silence() -> None:
+def test_a_silent_driver_suspends_the_worker_and_is_never_given_up_for_it() -> None:
+    """No beat for the silence: the worker waits, as long as the connection is open; once it
+    closes, the driver is gone, and whoever waited is let go to find the worker stopped."""
+
     async def main() -> None:
+        calls = Heard()
         async with LifelineServer.start("127.0.0.1", beat_s=60) as server:
-            gone = Gone()
-            lifeline = Lifeline(server.address, gone, silence_s=0.2)
+            lifeline = calls.lifeline(server.address, silence_s=0.2)
             await lifeline.start()  # hears the first beat, then none for a minute
-            assert await gone.wait() == "no word from the driver for 0.2 s"
-            assert not lifeline.alive
+            await calls.until(lambda: bool(calls.silent))
+            assert calls.silent == ["no word from the driver for 0.2 s"] and calls.gone == []
+            assert (lifeline.silent, lifeline.alive) == (True, True)
+            waiting = asyncio.create_task(lifeline.heard())
+        await calls.until(lambda: bool(calls.gone))  # the server closed: the driver ended
+        await asyncio.wait_for(waiting, GUARD_S)
+        assert "connection closed" in calls.gone[0] and not lifeline.alive
+        assert (len(calls.silent), len(calls.gone), calls.heard) == (1, 1, 0)
+        await lifeline.close()
+
+    _run(main)
+
+
+def test_a_paused_driver_is_heard_again_and_the_worker_goes_on_each_time() -> None:
+    async def main() -> None:
+        calls = Heard()
+        async with pausable_driver() as driver:
+            lifeline = calls.lifeline(driver.address, silence_s=0.5)
+            await lifeline.start()
+            for n in (1, 2):  # a second pause is a second silence, heard again as the first
+                driver.pause()
+                await calls.until(lambda: len(calls.silent) == n)  # noqa: B023
+                assert lifeline.silent and calls.heard == n - 1
+                waiting = asyncio.create_task(lifeline.heard())
+                await asyncio.sleep(0.05)
+                assert not waiting.done()  # held while no beat comes
+                driver.resume()
+                await calls.until(lambda: calls.heard == n)  # noqa: B023
+                await asyncio.wait_for(waiting, GUARD_S)
+                assert not lifeline.silent
+            await lifeline.heard()  # heard: at once
+            await lifeline.close()
+        assert calls.gone == [] and lifeline.alive
+
+    _run(main)
+
+
+def test_a_driver_ending_while_silent_stops_the_worker_once() -> None:
+    async def main() -> None:
+        calls = Heard()
+        async with pausable_driver() as driver:
+            lifeline = calls.lifeline(driver.address, silence_s=0.2)
+            await lifeline.start()
+            driver.pause()
+            await calls.until(lambda: bool(calls.silent))
+            waiting = asyncio.create_task(lifeline.heard())
+            driver.hang_up()
+            await calls.until(lambda: bool(calls.gone))
+            await asyncio.wait_for(waiting, GUARD_S)  # let go, to find the worker stopped
+        assert calls.gone == ["the driver's connection closed (it ended or was killed)"]
+        assert calls.heard == 0 and not lifeline.alive
+        await lifeline.close()
+
+    _run(main)
+
+
+def test_a_paused_driver_process_is_waited_for_and_heard_again() -> None:
+    """The real case: the driver is another process, SIGSTOPped (Ctrl-Z), then SIGCONTed."""
+
+    async def main() -> None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        fast = DRIVER.replace('start("127.0.0.1")', 'start("127.0.0.1", beat_s=0.05)')
+        driver = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", fast, env=env, stdout=asyncio.subprocess.PIPE
+        )
+        try:
+            line = await asyncio.wait_for(driver.stdout.readline(), GUARD_S)  # type: ignore[union-attr]
+            calls = Heard()
+            lifeline = calls.lifeline(LifelineAddress(**json.loads(line)), silence_s=0.5)
+            await lifeline.start()
+            driver.send_signal(signal.SIGSTOP)
+            await calls.until(lambda: bool(calls.silent))
+            driver.send_signal(signal.SIGCONT)
+            await calls.until(lambda: calls.heard == 1)
+            assert calls.gone == [] and not lifeline.silent
+            driver.kill()
+            await calls.until(lambda: bool(calls.gone))
+            assert "connection closed" in calls.gone[0] and len(calls.silent) == 1
+        finally:
+            if driver.returncode is None:
+                driver.kill()
+            await driver.wait()
 
     _run(main)
 

@@ -52,7 +52,7 @@ def test_the_pre_flights_calls_are_stored_as_the_grids_and_counted_as_sent(
     assert_every_key_once(run.store)
     # The summary counts every call the server received, the pre-flight's included.
     received = sum(sim.stats.statuses.values())
-    assert report.traffic.http_calls == received
+    assert report.tally.http_calls == received
     summary = [line for line in lines if line.startswith("run ended after")]
     assert len(summary) == 1 and f" {received:,} HTTP calls sent" in summary[0]
     # ... and so does the live view's last frame, for the backend that made them.

@@ -123,7 +123,7 @@ def test_a_small_grid_completes_once_with_live_scores_equal_to_offline(run: RunS
     assert controls == 5 * boxes > 0
 
     again = run_once(path)  # a rerun of a complete grid sends nothing
-    assert again.complete and again.requests_finished == 0 and again.simulator_calls == 0
+    assert again.complete and again.tally.finished == 0 and again.simulator_calls == 0
 
     # Another model under the same configuration name is another protocol: refused, and the
     # store is left as it was.
@@ -170,7 +170,7 @@ def test_a_wrong_key_stops_its_backend_and_the_run_says_why(run: RunSetup) -> No
         report = run_once(path, lines)
     # Only the calls in flight when the first 401 came back were sent (the concurrency, 8).
     sent = sim.stats.statuses[401]
-    assert 1 <= sent <= 8 and sum(sim.stats.statuses.values()) == sent == report.requests_finished
+    assert 1 <= sent <= 8 and sum(sim.stats.statuses.values()) == sent == report.tally.finished
     assert not report.complete and report.pending == report.progress[0].requests
     stop = report.backends[0].stop
     assert stop is not None and stop.kind == "refused"

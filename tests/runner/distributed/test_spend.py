@@ -90,7 +90,7 @@ def test_a_limited_run_asks_the_first_questions_of_every_cell_and_a_full_run_the
                    for line in lines)  # fmt: skip
         full = run_once(path, [], RunOptions(progress_every_s=0.5))
         finished = full.progress[0].requests - 2 * len(cells)
-        assert full.complete and full.requests_finished == finished
+        assert full.complete and full.tally.finished == finished
         # One attempt per request (CLEAN), and one call per attempt: nothing sent twice.
         assert sum(sim.stats.statuses.values()) == full.progress[0].requests
     assert_every_key_once(run.store)

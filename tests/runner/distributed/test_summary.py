@@ -7,14 +7,14 @@ import dataclasses
 from pathlib import Path
 
 from runner.demo import experiment_text
-from runner.distributed import BackendReport, BatchReport, RunReport, Stop, Traffic, summary_lines
+from runner.distributed import BackendReport, BatchReport, RunReport, Stop, Tally, summary_lines
 from runner.experiment import load_experiment
 from runner.store import ErrorCount, Progress
 
 
 def _report(backends: tuple[BackendReport, ...], errors: tuple[ErrorCount, ...]) -> RunReport:
     progress = (Progress("qa", 120, 0, 120, 120, 0, 0, 0, 0),)
-    return RunReport(progress, backends, 3.0, 8, 0, errors=errors)
+    return RunReport(progress, backends, 3.0, Tally(finished=8), 0, errors=errors)
 
 
 def test_a_refused_key_is_said_with_its_errors_and_what_to_do() -> None:
@@ -89,7 +89,7 @@ def test_the_spend_is_said_for_this_run_and_the_store_and_a_cap_says_how_to_go_o
         (Progress("qa", 120, 20, 0, 20, 20, 20, 0, 0),),
         backends,
         3.0,
-        20,
+        Tally(finished=20),
         0,
         spent_total=4.0,
         max_spend=2.0,
@@ -124,10 +124,15 @@ def test_calls_attempts_and_requests_are_said_apart_and_retries_apart_from_ends(
     report = dataclasses.replace(
         _report((BackendReport(name="a", configurations=("qa",), restarts=0),), ()),
         elapsed_s=14.1,
-        requests_finished=94,
-        traffic=Traffic(http_calls=116, transient_retried=14, throttles_retried=2),
-        attempts_answered=98,
-        transient_ended=2,
+        tally=Tally(
+            http_calls=116,
+            transient_retried=14,
+            throttles_retried=2,
+            finished=94,
+            attempts=100,
+            answered=98,
+            transient_ended=2,
+        ),
     )
     lines = summary_lines(report, Path("exp.toml"))
     assert lines[:2] == [
@@ -193,7 +198,9 @@ def test_what_is_left_is_priced_at_the_stored_tokens_and_timed_at_this_runs_pace
         Progress("gemini-high", 120, 20, 0, 20, 20, 20, 20_000, 2_000),  # batched: half price
         Progress("qwen-max", 50, 0, 0, 0, 0, 0, 0, 0),  # nothing stored: not priced
     )
-    report = RunReport(progress, (), 40.0, 40, 0)  # 40 requests in 40 s: one a second
+    report = RunReport(
+        progress, (), 40.0, Tally(finished=40), 0
+    )  # 40 requests in 40 s: one a second
     lines = summary_lines(report, tmp_path / "exp.toml", experiment)
     # kimi 102 × $0.00222 + gemini-high 100 × $0.001; 252 left at one a second ≈ 4 min.
     assert (
@@ -203,3 +210,15 @@ def test_what_is_left_is_priced_at_the_stored_tokens_and_timed_at_this_runs_pace
     store = experiment.store
     assert f"  store: {store}; its tables and figures: groundbench report {store}" in lines
     assert lines[-1].startswith("252 requests left: run ")
+
+
+def test_a_broken_lifeline_is_said_and_what_is_left_goes_in_a_rerun() -> None:
+    lost = "the driver's connection failed ([Errno 104] Connection reset by peer)"
+    backend = BackendReport(
+        name="a", configurations=("qa",), restarts=0, stop=Stop(kind="driver", why=lost)
+    )
+    lines = summary_lines(_report((backend,), ()), Path("exp.toml"))
+    assert f"  backend a stopped: its lifeline to the driver broke ({lost})" in lines
+    assert lines[-1] == (
+        "120 requests left: run groundbench run exp.toml again to send exactly those"
+    )

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import ParamSpec
 
 from runner.backends import AttemptRecord
 from runner.store import ResponseRow, response_row
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+P = ParamSpec("P")
 
 
-def attempt_row(
+def attempt_record(
     qid: str = "q1",
     attempt: int = 0,
     *,
@@ -20,7 +23,11 @@ def attempt_row(
     configuration: str = "cfg",
     condition: str = "base",
     budget: int = 8,
-) -> ResponseRow:
+    billed: tuple[int, int, int] | None = None,
+) -> AttemptRecord:
+    """An attempt: an answer (10 tokens in, 5 out), or an error of ``outcome`` that billed
+    nothing; ``billed``: its tokens in and out and the calls of them counted at their worst
+    case, in place of those."""
     answered = outcome == "answer"
     record = AttemptRecord.model_validate(
         {
@@ -45,4 +52,18 @@ def attempt_row(
             "started_at": T0,
         }
     )
-    return response_row(record)
+    if billed is not None:
+        tokens = dict(zip(("input_tokens", "output_tokens", "usage_unknown"), billed, strict=True))
+        record = record.model_copy(update=tokens)
+    return record
+
+
+def _as_row(make: Callable[P, AttemptRecord]) -> Callable[P, ResponseRow]:
+    def row(*args: P.args, **kwargs: P.kwargs) -> ResponseRow:
+        return response_row(make(*args, **kwargs))
+
+    return row
+
+
+attempt_row = _as_row(attempt_record)
+"""An :func:`attempt_record`'s row."""

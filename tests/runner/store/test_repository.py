@@ -120,7 +120,7 @@ def test_a_file_of_an_older_groundbench_is_brought_up_to_date_keeping_its_rows(
         con.execute("INSERT INTO scores (configuration, condition, budget, qid, attempt, iou) "
                     "VALUES ('cfg', 'base', 8, 'q1', 0, 0.5)")  # fmt: skip
     with Repository(path) as s:
-        assert s.version() == SCHEMA_VERSION == 7
+        assert s.version() == SCHEMA_VERSION == 8
         _, rows = s.query("SELECT iou, says_absent FROM scores")
         assert rows == [(0.5, None)]  # kept, with the new column empty
         _, rows = s.query("SELECT name, reading FROM configurations")
@@ -477,3 +477,41 @@ def test_the_errors_of_requests_left_are_counted_most_frequent_first(store: Repo
     # An error that a later answer settled keeps nothing from completing: it is not counted.
     store.write_responses([attempt_row("q3", answer="[1, 2, 3, 4]")])
     assert [e.kind for e in store.error_counts()] == ["fatal"]
+
+
+# -- what an attempt was billed (issue 56) --------------------------------------------------------
+
+
+def test_an_error_that_was_billed_passes_its_bill_to_the_row_that_replaces_it(
+    tmp_path: Path,
+) -> None:
+    with Repository(tmp_path / "s.duckdb") as s:
+        # A 200 whose answer could not be read, counted at its worst case; the next run's
+        # answer to the same attempt replaces it, and the store still holds both bills.
+        s.write_responses([attempt_row("q1", outcome="transient", billed=(4000, 1000, 1))])
+        s.write_responses([attempt_row("q1")])
+        # Within one write, an error after an answer adds its bill to the answer kept.
+        s.write_responses(
+            [attempt_row("q2"), attempt_row("q2", outcome="transient", billed=(7, 3, 0))]
+        )
+        rows = s.query(
+            "SELECT qid, outcome, input_tokens, output_tokens, usage_unknown FROM responses "
+            "ORDER BY qid"
+        )[1]
+    assert rows == [("q1", "answer", 4010, 1005, 1), ("q2", "answer", 17, 8, 0)]
+
+
+def test_a_row_arrow_cannot_hold_is_that_attempts_problem_and_the_others_are_kept(
+    tmp_path: Path,
+) -> None:
+    with Repository(tmp_path / "s.duckdb") as s:
+        bad = attempt_row("q1", answer="\ud800")  # valid JSON, no UTF-8
+        written = s.write_responses([bad, attempt_row("q2")])
+        rows = s.query(
+            "SELECT qid, outcome, error_code, answer, input_tokens FROM responses ORDER BY qid"
+        )[1]
+    assert len(written) == 2
+    assert rows == [
+        ("q1", "transient", "not-stored", None, 10),
+        ("q2", "answer", None, "[1, 2, 3, 4]", 10),
+    ]
