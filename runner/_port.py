@@ -91,7 +91,7 @@ class Tally:
     usage_unknown: int = 0  # billed calls whose usage was no count: counted at their worst case
     unknown_input_tokens: int = 0  # the tokens of the attempts that hold them
     unknown_output_tokens: int = 0
-    # The largest input one attempt was billed (the spending cap's bound on a call's input
+    # The largest input one attempt was counted at (the spending cap's bound on a call's input
     # learns from it): the one field combined by max, not by sum.
     max_input_tokens: int = 0
 
@@ -102,14 +102,15 @@ class Tally:
         unknown = record.usage_unknown > 0
         return cls(
             attempts=1,
-            answered=record.outcome == "answer",
-            transient_ended=record.outcome == "transient",
+            answered=int(record.outcome == "answer"),
+            transient_ended=int(record.outcome == "transient"),
             input_tokens=inputs,
             output_tokens=outputs,
             usage_unknown=record.usage_unknown,
             unknown_input_tokens=inputs if unknown else 0,
             unknown_output_tokens=outputs if unknown else 0,
-            max_input_tokens=0 if unknown else inputs,
+            # An input counted at its worst case is the bound itself: learning it is no harm.
+            max_input_tokens=inputs,
         )
 
     @classmethod

@@ -72,7 +72,7 @@ from runner.backends._secrets import (
     redact,
 )
 from runner.backends._served import ModelCheck, check_model, served_models
-from runner.backends._usage import INPUT_MARGIN, Bill, Usage, Worst
+from runner.backends._usage import INPUT_MARGIN, MAX_COUNT, Bill, Usage, Worst
 from runner.backends._wire import ErrorBody, Reply, WireFormat, retry_after
 
 __all__ = [
@@ -82,6 +82,7 @@ __all__ = [
     "HEADLINE_ATTEMPTS",
     "INPUT_MARGIN",
     "KEY_SHAPED",
+    "MAX_COUNT",
     "PROVIDERS",
     "Account",
     "AnthropicMessages",

@@ -38,7 +38,7 @@ from conditions import (
 from runner._errors import ConfigError
 from runner.backends._anthropic import AnthropicMessages
 from runner.backends._errors import CallError, QuotaExhausted, RateLimited, Unreadable
-from runner.backends._exchange import Peer, exchange, scrubbed
+from runner.backends._exchange import Peer, billed_exchange, scrubbed
 from runner.backends._gemini import GeminiGenerate
 from runner.backends._limits import Clock, RateLimiter, Slot, Stopped
 from runner.backends._openai import OpenAIChat
@@ -334,7 +334,7 @@ class Client:
         self.calls_sent += 1  # the POST goes on the wire now
         begun = self.clock()
         try:
-            answer = await exchange(
+            answer = await billed_exchange(
                 peer, "POST", self._send_to, headers=sent.headers, data=PartsPayload(sent.body),
                 observe=self.limiter.observe,
             )  # fmt: skip

@@ -10,7 +10,7 @@ deletion), so each rule below is written once:
 - a body is read up to a cap (:class:`TooLarge` past it, never read whole);
 - a timeout, or an aiohttp client error (refused, reset, cut short), is :class:`Transient`,
   while the response is awaited and while a streamed body is read alike; one met reading the
-  body of a 2xx (:func:`exchange`) keeps that status, since the call may be billed;
+  body of a 2xx of a billed call (:func:`billed_exchange`) keeps that status;
 - a non-2xx answer is classified by the wire's classifier, from its body parsed once
   (:class:`~runner.backends._wire.ErrorBody`): no caller re-serialises JSON to reuse one;
 - every error's text is redacted of the key and capped (:func:`scrubbed`) before it is raised.
@@ -75,6 +75,16 @@ async def exchange(peer: Peer, method: str, url: str | URL, **sending: Unpack[Se
     """One request and its 2xx answer, its body read up to ``peer.max_bytes``; any failure
     raised as its :class:`CallError` (see the module docstring)."""
     async with exchanging(peer, method, url, **sending) as response:
+        body = await read_capped(response, peer.max_bytes)
+        return Answer(response.status, response.headers, body)
+
+
+async def billed_exchange(
+    peer: Peer, method: str, url: str | URL, **sending: Unpack[Sending]
+) -> Answer:
+    """:func:`exchange`, for a call a 2xx bills (a model's answer): a failure met reading the
+    body of a 2xx keeps its status, so the caller counts what it was billed."""
+    async with exchanging(peer, method, url, **sending) as response:
         try:
             body = await read_capped(response, peer.max_bytes)
         except TimeoutError:
@@ -86,8 +96,7 @@ async def exchange(peer: Peer, method: str, url: str | URL, **sending: Unpack[Se
 
 
 def _cut_short(error: CallError, response: aiohttp.ClientResponse) -> CallError:
-    """``error``, met reading the body of a 2xx: it keeps the status, since a server that
-    answered may bill the call (the online client counts it, runner.backends._client)."""
+    """``error``, met reading the body of a 2xx: it keeps that status."""
     error.status = response.status
     error.message = f"cut short after its headers: {error.message}"
     error.args = (error.message,)

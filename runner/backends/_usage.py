@@ -3,10 +3,10 @@ counted for them.
 
 A count is an integer ``0 ≤ n < 2³¹``; anything else a server sends in its place (a negative
 number, a bool, a float, a string, a number too large, nothing) is *unknown*, never an
-exception and never a number that could lower the spend. A call whose input or output is
-unknown is counted at its worst case (:class:`Worst`: the input bound the spending cap
-reserved for it and the request's ``max_output_tokens``), so the cap holds whatever a server
-reports (README, "Spend").
+exception and never a number that could lower the spend. A count that is unknown is counted
+at its worst case (:class:`Worst`: the input bound the spending cap reserved for the call, or
+the request's ``max_output_tokens``), so the cap holds whatever a server sends in place of a
+count (README, "Spend").
 """
 
 from __future__ import annotations
@@ -82,9 +82,9 @@ class Worst:
 
 @dataclass(frozen=True)
 class Bill:
-    """What the billed calls of one attempt are counted at: every 2xx response, its reported
-    tokens where they are known, its :class:`Worst` where they are not (``unknown`` of them).
-    """
+    """What the billed calls of one attempt are counted at: every 2xx response, each of its
+    counts as reported where it is one, at its :class:`Worst` where it is not (``unknown``:
+    the calls with a count so taken)."""
 
     calls: int = 0
     input_tokens: int = 0
@@ -93,10 +93,15 @@ class Bill:
 
     @classmethod
     def of(cls, usage: Usage, worst: Worst) -> Bill:
-        """One billed call: as reported when its usage is known, else at its worst case."""
-        if usage.input_tokens is not None and usage.output_tokens is not None:
-            return cls(1, usage.input_tokens, usage.output_tokens)
-        return cls(1, worst.input_tokens, worst.output_tokens, unknown=1)
+        """One billed call: each count as reported where it is one, else at its worst case
+        (never less than a count the server did report)."""
+        inputs, outputs = usage.input_tokens, usage.output_tokens
+        return cls(
+            1,
+            worst.input_tokens if inputs is None else inputs,
+            worst.output_tokens if outputs is None else outputs,
+            unknown=int(not usage.known),
+        )
 
     def __add__(self, other: Bill) -> Bill:
         return Bill(

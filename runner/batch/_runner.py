@@ -350,8 +350,9 @@ class BatchRunner:
         return self._outcome(tally)
 
     async def resume_after_quota(self) -> None:
-        """Submit again after a quota error (the feeder waited it out)."""
-        if isinstance(self._stop, QuotaExhausted):
+        """Submit again after a quota error (the feeder waited it out), unless the driver is
+        gone meanwhile (its stop stays said)."""
+        if isinstance(self._stop, QuotaExhausted) and self._gone is None:
             self._stop = None
             self._halted = False
             self.outcome.stop = None

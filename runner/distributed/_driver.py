@@ -283,6 +283,7 @@ class _Run:
             limited_left=await self._limited_left(),
             held=await _ray.call(self.store.held.remote()),
             preflight_spent=self.preflight_spent,
+            preflight_unknown_spent=self._preflight_unknown_spent(),
         )
         if self.summarise:  # else the caller writes it, once its live view has closed
             for line in summary_lines(report, self.experiment_file, self.experiment):
@@ -299,6 +300,12 @@ class _Run:
         finished = Tally(finished=sum(bool(r.parseable) for r in records))
         calls = sum(self.estimate.traffic.values(), Tally())
         return sum((Tally.of(r) for r in records), calls + finished)
+
+    def _preflight_unknown_spent(self) -> float:
+        """Dollars of the pre-flight's kept calls whose usage was unknown (their worst case)."""
+        records = self.estimate.records if self.estimate is not None else ()
+        cost = [(self.plan.backend(r.configuration).prices.cost, r) for r in records]
+        return sum(c(r.input_tokens or 0, r.output_tokens or 0) for c, r in cost if r.usage_unknown)
 
     async def _limited_left(self) -> int:
         if self.allowed is None:

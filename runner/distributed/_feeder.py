@@ -308,7 +308,9 @@ class Feeder:
 
     def _lost(self, feed: Feed, lease: _Lease, fed: _Fed) -> None:
         if self._cap is not None and lease.calls:
-            self._cap.settle(lease.reserved, 0.0)
+            # What the dead worker was billed for it and never told is not known: counted at
+            # its worst case, so the cap holds (its records, stored, are the store's spend).
+            self._cap.settle(lease.reserved, lease.reserved)
         for c in lease.calls:  # whatever of it the store lacks is handed to the next worker
             feed.handed[feed.turn(c)] -= 1
         fed.lost.extend(lease.calls)

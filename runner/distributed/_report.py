@@ -87,6 +87,7 @@ class RunReport:
         return self.limited_left == 0 if self.limit is not None else self.complete
 
     preflight_spent: float = 0.0  # dollars of the pre-flight's calls
+    preflight_unknown_spent: float = 0.0  # of them, those kept whose usage was unknown
 
     @property
     def spent(self) -> float:
@@ -95,7 +96,7 @@ class RunReport:
     @property
     def unknown_spent(self) -> float:
         """Dollars of the attempts whose usage was unknown, counted at their worst case."""
-        return sum(b.unknown_spent for b in self.backends)
+        return self.preflight_unknown_spent + sum(b.unknown_spent for b in self.backends)
 
     @property
     def pending(self) -> int:

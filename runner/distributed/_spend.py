@@ -5,12 +5,15 @@ Plain Python, no Ray. The worst case of a call (:class:`WorstCase`) is every att
 still make at its input bound and its ``max_output_tokens``, at the configured prices: no
 estimate of the mean enters it, so an estimate 3× low cannot make the run overshoot, and one
 3× high only stops it a little sooner. The feeder reserves a lease's worst case before
-handing it out (:meth:`SpendCap.take`); when the lease ends, its real cost (the tokens the
-provider reported) replaces the reservation (:meth:`SpendCap.settle`). So what is spent plus
-what is reserved never passes the cap, and what is spent is at most that.
+handing it out (:meth:`SpendCap.take`); when the lease ends, the reservation is released and
+what the worker was billed since its last outcome is counted (:meth:`SpendCap.settle`: that
+may hold calls of leases still running, counted then beside their reservation, so the sum errs
+high, never low); a lease lost with its worker is counted at its reservation. So what is spent
+plus what is reserved never passes the cap, and what is spent is at most that. A count a server
+sends that is no count is taken at its worst case (runner.backends._usage).
 
 The input bound is the estimated input per call times :data:`INPUT_MARGIN`, raised to the
-largest input any answer of the backend has reported; a provider that counts more than that
+largest input any attempt of the backend was counted at; a provider that counts more than that
 (a server that bills beyond ``max_tokens``) is the one way past the cap, and the run then
 stops handing out calls at once.
 """
@@ -18,10 +21,11 @@ stops handing out calls at once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from conditions import Configuration
+from runner._port import Cost
 from runner.backends import INPUT_MARGIN
 from runner.estimate import input_bound
 from runner.store import Pending
@@ -29,8 +33,6 @@ from runner.store import Pending
 # The cap is compared with sums of floats: this much of it is never handed out, so rounding
 # cannot carry the spend a fraction of a cent past it.
 ROUNDING = 1e-9
-
-Cost = Callable[[int, int], float]  # dollars of (input tokens, output tokens)
 
 
 @dataclass
@@ -53,7 +55,8 @@ class WorstCase:
         return max(attempts, 1) * one
 
     def learn(self, max_input_tokens: int) -> None:
-        """An answer reported ``max_input_tokens`` of input: no call is assumed to take less."""
+        """An attempt was counted at ``max_input_tokens`` of input: no call is assumed to take
+        less."""
         self.input_bound = max(self.input_bound, max_input_tokens)
 
 

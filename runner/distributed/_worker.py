@@ -156,6 +156,8 @@ class BackendWorker:
         limiter = RateLimiter.for_transport(self._transport, clock=self._clock, wall=self._wall)
         if self._backends:  # fresh backends on the same account: its calls still count
             limiter.inherit(self._limiter.account())
+        if self._lifeline.silent:  # made while the driver is silent: they wait as the old did
+            limiter.suspend()
         self._backends = {
             name: Client(c, self._key_for(c), limiter=limiter, clock=self._clock)
             for name, c in self.configurations.items()
@@ -295,7 +297,7 @@ class BackendWorker:
     def _stop(self, exc: CallError) -> None:
         if self._stopped is not None:
             return
-        if isinstance(exc, DriverGone):  # driver_gone's stop, unless a quota wait cleared it
+        if isinstance(exc, DriverGone):  # driver_gone's stop (a quota wait keeps it)
             self._stopped = exc
             self._stats.stop = self._stats.stop or Stop(kind="driver", why=exc.message)
             return
@@ -306,7 +308,10 @@ class BackendWorker:
         self._stats.stop = Stop.of(exc)
 
     async def resume_after_quota(self) -> None:
-        """Forget a spent quota (after a wait): fresh backends, the same limits."""
+        """Forget a spent quota (after a wait): fresh backends, the same limits. A driver gone
+        meanwhile is not forgotten: nothing resumes, and its stop stays said."""
+        if isinstance(self._stopped, DriverGone):
+            return
         with contextlib.suppress(Exception):
             await self._close_session()
         self._stopped = None

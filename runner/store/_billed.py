@@ -11,35 +11,47 @@ column) is stored as that attempt's problem instead, with its bill, never raised
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import NamedTuple
 
 import pyarrow as pa
 
 from conditions import AttemptKey
+from runner.backends import MAX_COUNT
 from runner.store._rows import ResponseRow
 
-Billed = tuple[int, int, int]  # input tokens, output tokens, calls counted at their worst case
+
+class Billed(NamedTuple):
+    """What a stored row's attempt was billed, and the call that made it."""
+
+    input_tokens: int
+    output_tokens: int
+    unknown: int  # of its calls, those counted at their worst case
+    started_at: datetime  # the call's (a batch's line: its batch's): a call read twice is one
+
 
 # The errors Arrow raises for a value its column cannot hold.
 UNWRITABLE = (pa.ArrowException, OverflowError, ValueError, TypeError)
-_INT32 = 2**31
 
 
 def bill(row: ResponseRow) -> Billed | None:
     """The tokens ``row``'s attempt was billed (None: nothing was billed)."""
     if row.input_tokens is None and row.output_tokens is None:
         return None
-    return (row.input_tokens or 0, row.output_tokens or 0, row.usage_unknown or 0)
+    return Billed(
+        row.input_tokens or 0, row.output_tokens or 0, row.usage_unknown or 0, row.started_at
+    )
 
 
 def carried(row: ResponseRow, earlier: Billed | None) -> ResponseRow:
-    """``row`` with the bill of the row it replaces added to its own."""
-    if earlier is None:
+    """``row`` with the bill of the row it replaces added to its own, unless that row is the
+    same call read again (a batch's results read once more after a run stopped reading)."""
+    if earlier is None or earlier.started_at == row.started_at:
         return row
-    own = bill(row) or (0, 0, 0)
     return row._replace(
-        input_tokens=own[0] + earlier[0],
-        output_tokens=own[1] + earlier[1],
-        usage_unknown=own[2] + earlier[2],
+        input_tokens=(row.input_tokens or 0) + earlier.input_tokens,
+        output_tokens=(row.output_tokens or 0) + earlier.output_tokens,
+        usage_unknown=(row.usage_unknown or 0) + earlier.unknown,
     )
 
 
@@ -77,7 +89,7 @@ def writable(row: ResponseRow, schema: pa.Schema) -> ResponseRow:
 
 def _problem(row: ResponseRow, exc: Exception) -> ResponseRow:
     counts = bill(row)
-    fits = counts is not None and all(0 <= c < 2**63 for c in counts)
+    fits = counts is not None and all(0 <= c < 2**63 for c in counts[:3])
     return row._replace(
         outcome="transient",
         parseable=False,
@@ -92,7 +104,7 @@ def _problem(row: ResponseRow, exc: Exception) -> ResponseRow:
         input_tokens=counts[0] if fits and counts else None,
         output_tokens=counts[1] if fits and counts else None,
         reasoning_tokens=None,
-        usage_unknown=min(counts[2], _INT32 - 1) if fits and counts else None,
+        usage_unknown=min(counts[2], MAX_COUNT - 1) if fits and counts else None,
         http_status=row.http_status if _fits32(row.http_status) else None,
         latency_s=None,
         transport_retries=row.transport_retries if _fits32(row.transport_retries) else 0,
@@ -102,4 +114,4 @@ def _problem(row: ResponseRow, exc: Exception) -> ResponseRow:
 
 
 def _fits32(value: object) -> bool:
-    return isinstance(value, int) and 0 <= value < _INT32
+    return isinstance(value, int) and 0 <= value < MAX_COUNT

@@ -475,7 +475,8 @@ class Repository:
         self._con.register("billed_keys", _arrow(keys, KEY_SCHEMA))
         try:
             rows = self._con.execute(
-                f"SELECT {', '.join(KEY)}, input_tokens, output_tokens, usage_unknown "
+                f"SELECT {', '.join(KEY)}, input_tokens, output_tokens, usage_unknown, "
+                "started_at "
                 f"FROM responses WHERE ({', '.join(KEY)}) IN "
                 f"(SELECT ({', '.join(KEY)}) FROM billed_keys) "
                 "AND (input_tokens IS NOT NULL OR output_tokens IS NOT NULL)"
@@ -483,7 +484,10 @@ class Repository:
         finally:
             self._con.unregister("billed_keys")
         n = len(KEY)
-        return {AttemptKey(*r[:n]): (r[n] or 0, r[n + 1] or 0, r[n + 2] or 0) for r in rows}
+        return {
+            AttemptKey(*r[:n]): Billed(r[n] or 0, r[n + 1] or 0, r[n + 2] or 0, r[n + 3])
+            for r in rows
+        }
 
     # -- scores -----------------------------------------------------------------------------
 

@@ -922,16 +922,19 @@ def test_a_hostile_usage_in_a_batch_line_keeps_the_bill_under_the_cap_and_every_
     rows = rig.store.repository.query(
         "SELECT outcome, input_tokens, output_tokens, usage_unknown FROM responses"
     )[1]
-    known = name == "no-choices"  # the server reported what it billed
-    billed = len(ran) * (_batch_price(1000, 1000) if known else line)  # the server's bill
+    # The server bills each count it reported, its real input (1,000) and at most
+    # max_output_tokens where it reported none; the run counts an unknown count at the worst
+    # case the cap reserved (the bound, max_output_tokens).
+    output = 1000 if "completion_tokens" in HOSTILE_LINES[name].get("usage", {}) else max_output
+    billed = len(ran) * _batch_price(1000, output)  # the server's bill
     assert 0 < billed <= cap.limit and cap.spent == pytest.approx(billed)
     # Every line the server answered is in a row: one per attempt, a line sent again in a
     # later batch (an error, sent again as an expired one is) adding its bill to its row's.
     assert len(rows) == len(set(ran))
     assert sum(_batch_price(r[1], r[2]) for r in rows) == pytest.approx(billed)
-    if known:  # billed as reported, though no answer could be read: the line's error
+    if name == "no-choices":  # billed as reported, though no answer could be read: an error
         assert {(r[0], r[3]) for r in rows} == {("transient", 0)}
         assert sum(r[1] for r in rows) == 1000 * len(ran)
-    else:  # at the worst case reserved for it
-        assert set(rows) == {("answer", bound, max_output, 1)}
+    else:  # each unknown count at the worst case reserved for it
+        assert set(rows) == {("answer", bound, output, 1)}
     assert feed.spent == pytest.approx(billed)

@@ -437,6 +437,27 @@ class VaryingPort(FakePort):
         return Outcome(_answered(len(calls), sum(inputs), sum(outputs), max(inputs)))
 
 
+def test_a_lease_lost_with_its_worker_is_counted_at_its_worst_case() -> None:
+    """The dead worker sent one call of its lease, billed and never told: the cap counts the
+    lease at what it reserved, so it holds whatever that call cost (issue 56)."""
+    store = FakeStore(_calls(20))
+    dying = FakePort(store, die_on=2, before_death=1, tokens=(300, 500))
+    fresh = FakePort(store, tokens=(300, 500))
+    feed = _capped_feed(dying, ONLINE, 300, 1000)
+    spares = [fresh]
+
+    async def restart() -> FakePort:
+        return spares.pop(0)
+
+    feed.restart = restart
+    cap = SpendCap(1_000.0)
+    _drive(store, feed, cap=cap)
+    lost = feed.worst_case(store.calls[0])  # one call a lease online, at its worst case
+    assert feed.restarts == 1 and cap.reserved == 0
+    assert cap.spent == pytest.approx(feed.spent + lost)  # the told, and the lost lease
+    assert cap.spent >= _dollars(300, 500) * len(dying.sent + fresh.sent)  # every call sent
+
+
 def test_a_free_backend_is_never_stopped_by_the_cap() -> None:
     store = FakeStore(_calls(20))
     port = FakePort(store, tokens=(1000, 1000))

@@ -215,13 +215,20 @@ def test_once_its_driver_is_gone_the_worker_sends_nothing_it_has_not_sent_alread
             setup = _setup(configuration, small_root.images, tmp_path / "v")
             workers.append(BackendWorker(setup, small_cohort, write, key))
             try:
-                return await workers[0].lease(calls)
+                outcome = await workers[0].lease(calls)
+                # A quota wait ending meanwhile mends nothing: the driver is still gone.
+                await workers[0].resume_after_quota()
+                again.append(await workers[0].lease(store.repository.pending()))
+                return outcome
             finally:
                 await workers[0].close()
 
+    again: list[Outcome] = []
     outcome = asyncio.run(main())
     answered_then, on_the_wire = seen
     reached = sum(simulator.stats.statuses.values())
+    assert again[0].stop == outcome.stop and again[0].tally.http_calls == 0
+    assert len(again[0].given_back) == len(calls) - reached
     assert reached - answered_then <= on_the_wire <= 8  # none sent after the break
     assert outcome.tally.finished == reached  # each call sent was finished and stored
     assert len(outcome.given_back) == len(calls) - reached  # the rest come back unsent

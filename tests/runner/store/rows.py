@@ -24,10 +24,12 @@ def attempt_record(
     condition: str = "base",
     budget: int = 8,
     billed: tuple[int, int, int] | None = None,
+    started_at: datetime = T0,
 ) -> AttemptRecord:
     """An attempt: an answer (10 tokens in, 5 out), or an error of ``outcome`` that billed
     nothing; ``billed``: its tokens in and out and the calls of them counted at their worst
-    case, in place of those."""
+    case, in place of those; ``started_at``: when its call was made (a call read twice has
+    one)."""
     answered = outcome == "answer"
     record = AttemptRecord.model_validate(
         {
@@ -49,7 +51,7 @@ def attempt_record(
             "http_status": 200 if answered else 503,
             "input_tokens": 10 if answered else None,
             "output_tokens": 5 if answered else None,
-            "started_at": T0,
+            "started_at": started_at,
         }
     )
     if billed is not None:

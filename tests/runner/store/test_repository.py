@@ -6,6 +6,7 @@ import itertools
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
@@ -34,7 +35,7 @@ from runner.store import (
     pending_rows,
     read_only,
 )
-from tests.runner.store.rows import attempt_row
+from tests.runner.store.rows import T0, attempt_row
 
 
 @pytest.mark.parametrize(
@@ -485,20 +486,31 @@ def test_the_errors_of_requests_left_are_counted_most_frequent_first(store: Repo
 def test_an_error_that_was_billed_passes_its_bill_to_the_row_that_replaces_it(
     tmp_path: Path,
 ) -> None:
+    later = T0 + timedelta(hours=1)  # the next run's call
     with Repository(tmp_path / "s.duckdb") as s:
         # A 200 whose answer could not be read, counted at its worst case; the next run's
         # answer to the same attempt replaces it, and the store still holds both bills.
         s.write_responses([attempt_row("q1", outcome="transient", billed=(4000, 1000, 1))])
-        s.write_responses([attempt_row("q1")])
+        s.write_responses([attempt_row("q1", started_at=later)])
         # Within one write, an error after an answer adds its bill to the answer kept.
         s.write_responses(
-            [attempt_row("q2"), attempt_row("q2", outcome="transient", billed=(7, 3, 0))]
+            [
+                attempt_row("q2"),
+                attempt_row("q2", outcome="transient", billed=(7, 3, 0), started_at=later),
+            ]
         )
+        # A batch's results read again (a run stopped reading them): the same call, one bill.
+        s.write_responses([attempt_row("q3", outcome="transient", billed=(5, 5, 0))])
+        s.write_responses([attempt_row("q3", outcome="transient", billed=(5, 5, 0))])
         rows = s.query(
             "SELECT qid, outcome, input_tokens, output_tokens, usage_unknown FROM responses "
             "ORDER BY qid"
         )[1]
-    assert rows == [("q1", "answer", 4010, 1005, 1), ("q2", "answer", 17, 8, 0)]
+    assert rows == [
+        ("q1", "answer", 4010, 1005, 1),
+        ("q2", "answer", 17, 8, 0),
+        ("q3", "transient", 5, 5, 0),
+    ]
 
 
 def test_a_row_arrow_cannot_hold_is_that_attempts_problem_and_the_others_are_kept(
