@@ -18,19 +18,18 @@ exit 0 or 3, no traceback. ``--checkout`` runs another checkout's ``groundbench`
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import subprocess
 import sys
 import tempfile
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import duckdb
 from aiohttp import web
 
+from benchmarks.startup import in_thread
 from conditions import SynthSpec, generate_synthetic
 
 CAP = 20.0
@@ -38,17 +37,18 @@ PRICE = 1000.0  # dollars per million tokens, in and out
 REAL_CALL = (1000 + 1000) * PRICE / 1e6  # what every call really costs
 
 
-def _completion(usage: str | None, choices: str = '[{"message": {"content": "no"}}]') -> bytes:
+def completion(usage: str | None, choices: str = '[{"message": {"content": "no"}}]') -> bytes:
+    """A chat completion whose ``usage`` is the JSON text given (None: no usage at all)."""
     tail = f', "usage": {usage}' if usage is not None else ""
     return f'{{"id": "c", "model": "m", "choices": {choices}{tail}}}'.encode()
 
 
 REPLIES = {
-    "negative": _completion('{"prompt_tokens": -1000000000, "completion_tokens": 1000}'),
-    "past-int64": _completion(f'{{"prompt_tokens": {10**30}, "completion_tokens": 1000}}'),
-    "past-float": _completion(f'{{"prompt_tokens": {10**400}, "completion_tokens": 1000}}'),
-    "no-choices": _completion('{"prompt_tokens": 1000, "completion_tokens": 1000}', "[]"),
-    "no-usage": _completion(None),
+    "negative": completion('{"prompt_tokens": -1000000000, "completion_tokens": 1000}'),
+    "past-int64": completion(f'{{"prompt_tokens": {10**30}, "completion_tokens": 1000}}'),
+    "past-float": completion(f'{{"prompt_tokens": {10**400}, "completion_tokens": 1000}}'),
+    "no-choices": completion('{"prompt_tokens": 1000, "completion_tokens": 1000}', "[]"),
+    "no-usage": completion(None),
 }
 
 
@@ -65,33 +65,18 @@ class Server:
         return web.Response(body=self.reply, content_type="application/json")
 
 
-@contextmanager
-def serving(server: Server) -> Iterator[str]:
-    """``server`` on loopback (port 0) in a thread; yields its base URL."""
-    loop = asyncio.new_event_loop()
-    ready, stop, url = threading.Event(), asyncio.Event(), []
-
-    async def serve() -> None:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", server.chat)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        url.append(f"http://127.0.0.1:{runner.addresses[0][1]}/v1")
-        ready.set()
-        await stop.wait()
-        await runner.cleanup()
-
-    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
-    thread.start()
-    if not ready.wait(30):
-        raise RuntimeError("the server did not start")
+@asynccontextmanager
+async def serving(server: Server) -> AsyncIterator[str]:
+    """``server`` on loopback (port 0) while the block runs; yields its base URL."""
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", server.chat)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
     try:
-        yield url[0]
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
     finally:
-        loop.call_soon_threadsafe(stop.set)
-        thread.join(30)
-        loop.close()
+        await runner.cleanup()
 
 
 def _experiment(folder: Path, data: Path, url: str) -> Path:
@@ -110,7 +95,7 @@ def _experiment(folder: Path, data: Path, url: str) -> Path:
 
 def measure(name: str, folder: Path, data: Path, checkout: Path) -> str:
     server = Server(REPLIES[name])
-    with serving(server) as url:
+    with in_thread(lambda: serving(server)) as url:
         experiment = _experiment(folder, data, url)
         command = [sys.executable, "-c", "from runner.cli import main; main()", "run"]
         done = subprocess.run(

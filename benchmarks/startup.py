@@ -44,7 +44,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -253,16 +253,22 @@ def import_time() -> float:
     return best("import runner.cli, runner.distributed._driver") - best("pass")
 
 
-@contextlib.contextmanager
-def serving_in_thread(sim: Simulator) -> Iterator[str]:
+def serving_in_thread(sim: Simulator) -> contextlib.AbstractContextManager[str]:
     """``sim`` on loopback (port 0) in a thread of this process; yields its address."""
+    return in_thread(lambda: serving(sim))
+
+
+@contextlib.contextmanager
+def in_thread(server: Callable[[], contextlib.AbstractAsyncContextManager[str]]) -> Iterator[str]:
+    """The server ``server()`` starts (an async context that yields its address), served by a
+    loop in a thread of this process; yields its address."""
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     url: list[str] = []
     stop = asyncio.Event()
 
     async def serve() -> None:
-        async with serving(sim) as address:
+        async with server() as address:
             url.append(address)
             ready.set()
             await stop.wait()
@@ -270,7 +276,7 @@ def serving_in_thread(sim: Simulator) -> Iterator[str]:
     thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
     thread.start()
     if not ready.wait(30):
-        raise RuntimeError("the simulator did not start")
+        raise RuntimeError("the server did not start")
     try:
         yield url[0]
     finally:

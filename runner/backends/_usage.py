@@ -82,9 +82,9 @@ class Worst:
 
 @dataclass(frozen=True)
 class Bill:
-    """What the billed calls of one attempt are counted at: every 2xx response, each of its
-    counts as reported where it is one, at its :class:`Worst` where it is not (``unknown``:
-    the calls with a count so taken)."""
+    """What an attempt is counted at: its 2xx response (``calls``: 1; 0 where nothing was
+    billed), each count as reported where it is one, at its :class:`Worst` where it is not
+    (``unknown``: 1 where a count was so taken)."""
 
     calls: int = 0
     input_tokens: int = 0
@@ -101,14 +101,6 @@ class Bill:
             worst.input_tokens if inputs is None else inputs,
             worst.output_tokens if outputs is None else outputs,
             unknown=int(not usage.known),
-        )
-
-    def __add__(self, other: Bill) -> Bill:
-        return Bill(
-            self.calls + other.calls,
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.unknown + other.unknown,
         )
 
 

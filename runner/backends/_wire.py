@@ -10,6 +10,7 @@ from __future__ import annotations
 import email.utils
 import json
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
@@ -55,7 +56,7 @@ class WireFormat(Protocol):
     def classify(self, status: int, headers: Mapping[str, str], body: ErrorBody) -> CallError: ...
 
 
-class ReplyReader:
+class ReplyReader(ABC):
     """How every wire reads a 2xx body: its usage first, then its answer.
 
     The provider billed the call whatever the body holds, so the usage is read before the
@@ -66,13 +67,13 @@ class ReplyReader:
 
     what: ClassVar[str]
 
+    @abstractmethod
     def usage(self, doc: Mapping[str, Any]) -> Usage:
         """The tokens ``doc`` reports, each a count or unknown (``runner.backends._usage``)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def reply(self, doc: Mapping[str, Any], usage: Usage) -> Reply:
         """The answer in ``doc``; :class:`Transient` where it holds none to read."""
-        raise NotImplementedError
 
     def decode(self, body: bytes) -> Reply:
         """A response body as it came.

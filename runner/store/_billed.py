@@ -10,7 +10,7 @@ column) is stored as that attempt's problem instead, with its bill, never raised
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -68,13 +68,6 @@ def settle(rows: Sequence[ResponseRow]) -> list[ResponseRow]:
         else:  # an answer is kept; what came after it was billed all the same
             chosen[row.key] = carried(held, bill(row))
     return list(chosen.values())
-
-
-def with_earlier(
-    rows: Sequence[ResponseRow], earlier: Mapping[AttemptKey, Billed]
-) -> list[ResponseRow]:
-    """``rows``, each carrying the stored bill of the error row its key replaces."""
-    return [carried(r, earlier.get(r.key)) for r in rows]
 
 
 def writable(row: ResponseRow, schema: pa.Schema) -> ResponseRow:

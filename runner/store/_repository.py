@@ -50,7 +50,7 @@ from runner.store._batches import (
     BatchRecord,
     batch_records,
 )
-from runner.store._billed import UNWRITABLE, Billed, settle, with_earlier, writable
+from runner.store._billed import UNWRITABLE, Billed, carried, settle, writable
 from runner.store._errors import StoreError, first_line
 from runner.store._rows import (
     CellProgress,
@@ -434,7 +434,8 @@ class Repository:
             return []
         replaced = [r.key for r in fresh if r.key in self._errored]
         if replaced:
-            fresh = with_earlier(fresh, self._bills(replaced))
+            bills = self._bills(replaced)  # each carried on by the row that replaces it
+            fresh = [carried(r, bills.get(r.key)) for r in fresh]
         try:
             table = _arrow(fresh, RESPONSE_SCHEMA)
         except UNWRITABLE:  # one row Arrow cannot hold: it alone becomes a problem

@@ -22,6 +22,8 @@ from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.hostile_usage import REPLIES as HOSTILE
+from benchmarks.hostile_usage import completion
 from conditions import Cohort, DataRoot
 from runner.distributed import (
     BackendWorker,
@@ -48,19 +50,6 @@ def _dollars(input_tokens: int, output_tokens: int) -> float:
 REAL_CALL = _dollars(*BILLED)  # $2
 
 
-def _completion(usage: str | None, choices: str = '[{"message": {"content": "no"}}]') -> bytes:
-    """A chat completion whose ``usage`` is the JSON text given (None: no usage at all)."""
-    tail = f', "usage": {usage}' if usage is not None else ""
-    return f'{{"id": "c", "model": "m", "choices": {choices}{tail}}}'.encode()
-
-
-HOSTILE = {
-    "negative": _completion('{"prompt_tokens": -1000000000, "completion_tokens": 1000}'),
-    "past-int64": _completion(f'{{"prompt_tokens": {10**30}, "completion_tokens": 1000}}'),
-    "past-float": _completion(f'{{"prompt_tokens": {10**400}, "completion_tokens": 1000}}'),
-    "no-choices": _completion('{"prompt_tokens": 1000, "completion_tokens": 1000}', "[]"),
-    "no-usage": _completion(None),
-}
 UNKNOWN = {"negative", "past-int64", "past-float", "no-usage"}
 
 
@@ -166,7 +155,7 @@ def test_an_answer_the_store_cannot_write_is_stored_as_that_attempts_problem_wit
     # write raised out of the worker and the run ended, every row of the batch lost.
     store = _store(tmp_path / "exp.duckdb", small_cohort)
     usage = '{"prompt_tokens": 1000, "completion_tokens": 1000}'
-    server = Hostile([_completion(usage, '[{"message": {"content": "\\ud800"}}]')])
+    server = Hostile([completion(usage, '[{"message": {"content": "\\ud800"}}]')])
     feed = _run(store, small_cohort, small_root, tmp_path, server)
     rows = store.repository.query(
         "SELECT outcome, error_code, answer, input_tokens, output_tokens FROM responses"
@@ -200,7 +189,7 @@ def _replies(draw: st.DrawFn) -> list[bytes]:
         )
         choices = draw(st.sampled_from(['[{"message": {"content": "no"}}]', "[]", '"x"', "null"]))
         text = None if usage is None else json.dumps(usage)
-        replies.append(_completion(text, choices))
+        replies.append(completion(text, choices))
     return replies
 
 
