@@ -2,22 +2,24 @@
 at this size, or not testable here.
 
 Each claim is tested the same way whatever the store (decided, groundbench; PROTOCOL §7 lists
-every claim with its test):
+every claim with its test and its smallest effect of interest):
 
 - a claim rests on paired contrasts on the exact intersection of (budget, question) keys, in
   points under IoU2's fixed denominator, each with its 95% bootstrap interval (PROTOCOL §7);
-- each contrast *holds* when its interval lies on the claimed side (of 0, or of the ±2-point
-  margin for "≈", "no reliable gain" and "second-order"), *fails* when it lies wholly on the
-  other side, and is *open* otherwise (:mod:`runner.reports._verdicts`);
+- each contrast *holds* when its interval lies beyond the claim's smallest effect of interest
+  (or inside the ±2-point margin of an "≈"), *fails* when it lies wholly short of it (or
+  wholly outside the margin), and is *open* otherwise (:mod:`runner.reports._verdicts`);
 - a claim holds when all its contrasts hold, does not hold when any fails, and is *not
-  testable at this size* when some stay open: absence of evidence is no verdict;
+  testable at this size* when some stay open, saying about how many questions would decide
+  it; an "≈" on answers scored alike on every question tested nothing (*not testable*);
 - a claim about configurations or conditions the store lacks, or whose cells have unsettled
   questions (stopped or not sent yet), is *not testable*, and the verdict names the cells.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 
 from runner.reports._claims_ablation import (
     f3_evidence,
@@ -46,7 +48,16 @@ from runner.reports._claims_main import (
 )
 from runner.reports._data import ReportData
 from runner.reports._tables import ReportTable
-from runner.reports._verdicts import MARGIN, PAPER_ORDER, Finding, Verdict
+from runner.reports._verdicts import (
+    DECIDES_AT_MOST,
+    DIFFERENCE,
+    LARGE,
+    PAPER_ORDER,
+    RATIO,
+    SHARE,
+    Finding,
+    Verdict,
+)
 
 __all__ = ["CLAIMS", "PAPER_ORDER", "Finding", "Verdict", "findings", "findings_table"]
 
@@ -82,8 +93,11 @@ def findings(data: ReportData) -> list[Finding]:
 
 
 def findings_table(data: ReportData) -> ReportTable:
-    """The findings as a table: claim, paper, this store [95% CI], verdict, test."""
-    rows = tuple((f.claim, f.paper, f.here, f.verdict, f.test) for f in findings(data))
+    """The findings as a table: claim, paper, this store [95% CI], verdict, test (with what
+    would decide an open claim, and the claims it shares a contrast with)."""
+    found = findings(data)
+    questions = max((len(s) for s in data.headline.polygons.values()), default=0)
+    rows = tuple((f.claim, f.paper, f.here, f.verdict, _test(f, found, questions)) for f in found)
     return ReportTable(
         "findings",
         "Findings: the paper's §1 and §4 claims tested on this store (IoU2, fixed denominator)",
@@ -94,12 +108,47 @@ def findings_table(data: ReportData) -> ReportTable:
             "intersection of (budget, question) keys (of questions within one budget, or for "
             "the box gap; Table 5's difficulty steps compare different questions, unpaired), "
             "with 95% bootstrap intervals",
-            "each contrast holds when its interval lies on the claimed side (of 0, or within "
-            f"the ±{MARGIN:g}-point margin for ≈, no reliable gain and second-order), fails when "
-            "it lies wholly on the other side; a claim holds when all hold, does not hold when "
-            "any fails, and is not testable at this size when an interval holds the boundary",
+            "each contrast is read against its smallest effect of interest, fixed in PROTOCOL "
+            f"§7 from the paper's numbers: {DIFFERENCE:g} points of IoU (and the ±{DIFFERENCE:g} "
+            f"margin of ≈, second-order and no reliable gain), {SHARE:g} points of a share of "
+            f"questions, {LARGE:g} for a collapse or a large gap, a factor {RATIO:g} for ≫ and "
+            "comparably; it holds when its interval lies beyond the effect, fails when it lies "
+            "wholly short of it (an absent effect fails), and is open otherwise; a claim holds "
+            "when all hold, does not hold when any fails, and is not testable at this size when "
+            "an interval holds the boundary (the test says about how many questions would "
+            "decide it, from this store's intervals)",
             "not testable: the store lacks the named cells (absent), they have unsettled "
-            "questions (incomplete: a rerun of `groundbench run` finishes them), or they are "
-            "not re-scored (run `groundbench rescore STORE`)",
+            "questions (incomplete: a rerun of `groundbench run` finishes them), they are "
+            "not re-scored (run `groundbench rescore STORE`), or an ≈ compared answers scored "
+            "alike on every question (nothing was tested)",
         ),
     )
+
+
+def _test(f: Finding, found: Sequence[Finding], questions: int) -> str:
+    """A finding's test, with what would decide it and the claims sharing its contrasts."""
+    text = f.test
+    if f.scale is not None and questions:
+        text += f"; {decided_by(f.scale, questions)}"
+    shared = [g.claim.split(":")[0] for g in found if g is not f and g.keys & f.keys]
+    if shared:
+        text += f"; shares contrasts with {', '.join(shared)}"
+    return text
+
+
+def decided_by(scale: float, questions: int) -> str:
+    """About how many questions would decide an open claim, from this store's ``questions``.
+
+    >>> decided_by(4.2, 300)
+    'about 1,300 questions would decide it (this store: 300)'
+    >>> decided_by(1e9, 300)
+    'more than 30,000 questions would decide it: its estimate sits on the boundary'
+    """
+    if math.isnan(scale):
+        return "no questions in common to measure it on"
+    if scale > DECIDES_AT_MOST:
+        most = round(DECIDES_AT_MOST * questions)
+        return f"more than {most:,} questions would decide it: its estimate sits on the boundary"
+    needed = scale * questions
+    rounded = float(f"{needed:.2g}")
+    return f"about {rounded:,.0f} questions would decide it (this store: {questions:,})"

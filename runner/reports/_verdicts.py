@@ -1,14 +1,19 @@
 """How a finding is judged: each of its contrasts holds, fails, or is open at this size.
 
-A claim rests on paired contrasts (PROTOCOL §7), each with a 95% bootstrap interval, and
-each contrast is read one of three ways (decided, groundbench):
+A claim rests on paired contrasts (PROTOCOL §7), each with a 95% bootstrap interval, and each
+contrast is read against the claim's smallest effect of interest, fixed in PROTOCOL §7 from
+the paper's own numbers before any store is read (decided, groundbench):
 
-- *holds*: the interval lies wholly on the claimed side (of 0, or inside the margin);
-- *fails*: it lies wholly on the other side, so the data contradict the claim;
-- *open*: it straddles the boundary: this store is too small to tell.
+- *holds*: the interval lies wholly beyond the effect (or, for "≈", inside the margin);
+- *fails*: it lies wholly short of it (or wholly outside the margin): an absent effect,
+  measured precisely enough, fails; it is never left open and never passes;
+- *open*: it straddles the boundary: this store is too small to tell;
+- *identical*: an equivalence whose two sides scored alike on every question: nothing was
+  tested (the same answers twice), so it never passes.
 
 A claim holds when every one of its contrasts does, does not hold when any fails, and is
-*not testable at this size* otherwise: absence of evidence is never read as a verdict.
+*not testable* (identical) or *not testable at this size* (open) otherwise; an open claim
+says about how many questions would decide it, from the store's own intervals.
 """
 
 from __future__ import annotations
@@ -23,61 +28,129 @@ from runner.reports._data import Cell, ReportData, ViewScores
 from scoring import Contrast, Metric, PolygonScore, paired_contrast, per_question
 
 Verdict = Literal["holds", "does not hold", "not testable", "not testable at this size"]
-Outcome = Literal["holds", "fails", "open"]
+Outcome = Literal["holds", "fails", "open", "identical"]
 PAPER_ORDER: tuple[str, ...] = ("gemini-high", "qwen-max", "doubao", "kimi")
 """The paper's configuration ordering (§4.2 F1), by its configuration names."""
 TOP = 64  # the densest budget, where F2's collapse is claimed
-MARGIN = 2.0
-"""Points: the equivalence margin of "≈", "no reliable gain" and "second-order" claims."""
+
+# The smallest effects of interest (PROTOCOL §7), in points, fixed from the paper's own numbers
+# before any store is read. A directional claim holds when its interval lies beyond its
+# effect, does not hold when it lies wholly short of it: an absent effect, measured precisely,
+# reads "does not hold", never "not testable" and never "holds".
+DIFFERENCE = 2.0
+"""IoU points: a difference of interest, and the margin of every "≈" (the paper reads 57.7
+against 57.3 as matched and reference shifts up to 1.1 as no change)."""
+SHARE = 5.0
+"""Points of a share of questions (Acc@τ, Sel, parse %, legal %): a flag's spread per
+question (≈ 45 points) is about twice an IoU's, so its effect of interest is 2.5 × 2."""
+LARGE = 10.0
+"""Points: a collapse, or a large gap (the paper's Gemini falls 25 points to N = 64, from
+62.7 over its other budgets to 37.7: a collapse is at least two fifths of that)."""
+RATIO = 2.0
+""""≫" is at least twice, "comparably" within twice, and the paired axes "separate" when
+filled IoU is at least twice legal IoU (the paper's 37.7 against 4.2)."""
+HIGH_SEL = 80.0
+"""% selected that counts as "high": the paper's boxes find the object near 90% of the time
+(Acc@.5), and high is within :data:`LARGE` of it."""
+DECIDES_AT_MOST = 100.0
+"""Beyond this many times a store's questions, "would decide it" is said as "more than"."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One contrast read against its boundary. ``scale``, for an open one, is about how many
+    times this store's questions would decide it: the interval's half-width over the
+    estimate's distance to the boundary, squared (intervals narrow as 1/√n); NaN when it had
+    no questions to measure."""
+
+    outcome: Outcome
+    scale: float = 1.0
+
+
+FAILS = Reading("fails")
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One claim of the paper, its figures, this store's figures, and the verdict."""
+    """One claim of the paper, its figures, this store's figures, and the verdict.
+
+    ``scale`` (not testable at this size only): about how many times this store's questions
+    would decide it. ``keys`` name the contrasts it rests on, so that claims sharing one can
+    say so."""
 
     claim: str
     paper: str
     here: str
     verdict: Verdict
     test: str
+    scale: float | None = None
+    keys: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
 class Judged:
-    """One contrast of a claim, read: ``label`` is what a failure (or an open one) names."""
+    """One contrast of a claim, read: ``label`` is what a failure (or an open one) names;
+    ``key``, if given, names the contrast itself where another claim rests on it too."""
 
     label: str
-    outcome: Outcome
+    reading: Reading
+    key: str = ""
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.reading.outcome
 
 
-def above(c: Contrast) -> Outcome:
-    """The claim is Δ > 0."""
-    if c.questions == 0 or math.isnan(c.low):
-        return "open"
-    return "holds" if c.low > 0 else "fails" if c.high <= 0 else "open"
+def _unmeasured(c: Contrast) -> bool:
+    return c.questions == 0 or math.isnan(c.low)
 
 
-def below(c: Contrast) -> Outcome:
-    """The claim is Δ < 0."""
-    if c.questions == 0 or math.isnan(c.low):
-        return "open"
-    return "holds" if c.high < 0 else "fails" if c.low >= 0 else "open"
+def identical(c: Contrast) -> bool:
+    """The two sides scored alike on every question: every paired difference is 0 (a
+    bootstrap of differences that are not all 0 never gives [0, 0])."""
+    return c.questions > 0 and c.low == c.high == c.delta == 0.0
 
 
-def within(c: Contrast, margin: float = MARGIN) -> Outcome:
-    """The claim is |Δ| ≤ margin (an equivalence test: both one-sided tests at 2.5%)."""
-    if c.questions == 0 or math.isnan(c.low):
-        return "open"
+def _open(c: Contrast, distance: float) -> Reading:
+    """An open reading: how many times the questions would bring the half-width under the
+    estimate's ``distance`` from the boundary."""
+    half = (c.high - c.low) / 2
+    if distance <= 0 or half <= 0:
+        return Reading("open", math.inf)
+    return Reading("open", max(1.0, (half / distance) ** 2))
+
+
+def above(c: Contrast, effect: float) -> Reading:
+    """The claim is Δ > ``effect``: holds when the interval lies beyond it, fails when it
+    lies wholly short of it (an absent effect, measured precisely)."""
+    if _unmeasured(c):
+        return Reading("open", math.nan)
+    if c.low > effect:
+        return Reading("holds")
+    if c.high < effect:
+        return FAILS
+    return _open(c, abs(c.delta - effect))
+
+
+def below(c: Contrast, effect: float) -> Reading:
+    """The claim is Δ < −``effect`` (a fall of at least ``effect``)."""
+    return above(Contrast(c.questions, -c.delta, -c.high, -c.low), effect)
+
+
+def within(c: Contrast, margin: float = DIFFERENCE, *, flags: bool = False) -> Reading:
+    """The claim is |Δ| ≤ margin (an equivalence: both one-sided tests at 2.5%, so the same
+    95% interval). Identical scores on every question test nothing (the same answers twice,
+    or a condition that reached no answer): no claim passes on them. Except for ``flags``
+    (shares of 0/100 flags: two models both clearing a threshold on every question do agree)."""
+    if _unmeasured(c):
+        return Reading("open", math.nan)
+    if identical(c) and not flags:
+        return Reading("identical")
     if -margin <= c.low and c.high <= margin:
-        return "holds"
-    return "fails" if c.low > margin or c.high < -margin else "open"
-
-
-def at_most(c: Contrast, margin: float = MARGIN) -> Outcome:
-    """The claim is Δ ≤ margin: no gain beyond the margin (non-superiority)."""
-    if c.questions == 0 or math.isnan(c.low):
-        return "open"
-    return "holds" if c.high <= margin else "fails" if c.low > margin else "open"
+        return Reading("holds")
+    if c.low > margin or c.high < -margin:
+        return FAILS
+    return _open(c, abs(margin - abs(c.delta)))
 
 
 Measure = tuple[Sequence[Cell], Callable[[], tuple[str, list[Judged]]]]
@@ -108,16 +181,35 @@ def verdict(
 
 
 def judge(claim: str, paper: str, here: str, judged: Sequence[Judged], test: str) -> Finding:
-    """The claim's verdict from its contrasts: any failing fails it, else any open one
-    leaves it not testable at this size."""
-    failed = [j.label for j in judged if j.outcome == "fails"]
-    if failed:
-        return Finding(claim, paper, here, "does not hold", f"{test}; fails: {', '.join(failed)}")
-    still = [j.label for j in judged if j.outcome == "open"]
-    if still:
+    """The claim's verdict from its contrasts: any failing fails it; else any identical one
+    leaves it not testable; else any open one leaves it not testable at this size."""
+    keys = frozenset(j.key for j in judged if j.key)
+
+    def labels(outcome: Outcome) -> list[str]:
+        return [j.label for j in judged if j.outcome == outcome]
+
+    if failed := labels("fails"):
+        text = f"{test}; fails: {', '.join(failed)}"
+        return Finding(claim, paper, here, "does not hold", text, keys=keys)
+    if alike := labels("identical"):
+        text = f"{test}; scored alike on every question, so nothing was tested: {', '.join(alike)}"
+        return Finding(claim, paper, here, "not testable", text, keys=keys)
+    if still := labels("open"):
+        scales = [j.reading.scale for j in judged if j.outcome == "open"]
+        scale = math.nan if any(math.isnan(x) for x in scales) else max(scales)
         text = f"{test}; interval holds the boundary: {', '.join(still)}"
-        return Finding(claim, paper, here, "not testable at this size", text)
-    return Finding(claim, paper, here, "holds", test)
+        return Finding(claim, paper, here, "not testable at this size", text, scale, keys)
+    return Finding(claim, paper, here, "holds", test, keys=keys)
+
+
+def fall_key(name: str) -> str:
+    """The contrast F2's fall and the phase audit's phase 0 share: IoU, moderate − 64."""
+    return f"{name}: IoU moderate − {TOP}"
+
+
+def pair_key(a: str, b: str, budget: int) -> str:
+    """The contrast rank stability and the phase audit's phase 0 share: IoU, a − b at N."""
+    return f"IoU {a} − {b} at N={budget}"
 
 
 def untestable(claim: str, paper: str, needs: Iterable[str]) -> Finding:
