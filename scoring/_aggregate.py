@@ -75,12 +75,14 @@ class BoxCellSummary:
 
 @dataclass(frozen=True, slots=True)
 class Contrast:
-    """A paired difference ``a − b`` over the questions both cells answered, with its interval."""
+    """A paired difference ``a − b`` over the questions both cells answered, with its interval.
+    ``alike``: every paired difference is 0 (the two sides scored alike on every question)."""
 
     questions: int
     delta: float
     low: float
     high: float
+    alike: bool = False
 
 
 def summarise_cell(scores: Sequence[PolygonScore | None], c_n: float | None = None) -> CellSummary:
@@ -167,7 +169,11 @@ def paired_contrast(
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(means, [tail, 1.0 - tail])
     return Contrast(
-        questions=len(common), delta=float(diffs.mean()), low=float(low), high=float(high)
+        questions=len(common),
+        delta=float(diffs.mean()),
+        low=float(low),
+        high=float(high),
+        alike=not diffs.any(),
     )
 
 

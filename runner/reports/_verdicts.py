@@ -105,12 +105,6 @@ def _unmeasured(c: Contrast) -> bool:
     return c.questions == 0 or math.isnan(c.low)
 
 
-def identical(c: Contrast) -> bool:
-    """The two sides scored alike on every question: every paired difference is 0 (a
-    bootstrap of differences that are not all 0 never gives [0, 0])."""
-    return c.questions > 0 and c.low == c.high == c.delta == 0.0
-
-
 def _open(c: Contrast, distance: float) -> Reading:
     """An open reading: how many times the questions would bring the half-width under the
     estimate's ``distance`` from the boundary."""
@@ -134,7 +128,7 @@ def above(c: Contrast, effect: float) -> Reading:
 
 def below(c: Contrast, effect: float) -> Reading:
     """The claim is Δ < −``effect`` (a fall of at least ``effect``)."""
-    return above(Contrast(c.questions, -c.delta, -c.high, -c.low), effect)
+    return above(Contrast(c.questions, -c.delta, -c.high, -c.low, c.alike), effect)
 
 
 def within(c: Contrast, margin: float = DIFFERENCE, *, flags: bool = False) -> Reading:
@@ -144,7 +138,7 @@ def within(c: Contrast, margin: float = DIFFERENCE, *, flags: bool = False) -> R
     (shares of 0/100 flags: two models both clearing a threshold on every question do agree)."""
     if _unmeasured(c):
         return Reading("open", math.nan)
-    if identical(c) and not flags:
+    if c.alike and not flags:
         return Reading("identical")
     if -margin <= c.low and c.high <= margin:
         return Reading("holds")

@@ -16,7 +16,6 @@ from runner.reports._verdicts import (
     Reading,
     above,
     below,
-    identical,
     judge,
     within,
 )
@@ -72,7 +71,7 @@ def test_within_is_an_equivalence_test_with_a_margin(
 def test_an_equivalence_on_identical_scores_tests_nothing() -> None:
     same = {q: float(i % 7) for i, q in enumerate("abcdefghij")}
     c = paired_contrast(same, dict(same))
-    assert identical(c)
+    assert c.alike
     assert within(c).outcome == "identical"
     assert within(c, flags=True).outcome == "holds"  # two models agreeing on 0/100 flags
     assert above(c, 2.0).outcome == "fails"  # a directional claim on no effect fails
@@ -82,7 +81,8 @@ def test_an_equivalence_on_identical_scores_tests_nothing() -> None:
 def test_only_differences_all_zero_read_as_identical(diffs: list[float]) -> None:
     a = {i: d for i, d in enumerate(diffs)}
     c = paired_contrast(a, dict.fromkeys(a, 0.0), resamples=200)
-    assert identical(c) == all(d == 0.0 for d in diffs)
+    assert c.alike == all(d == 0.0 for d in diffs)
+    assert (within(c).outcome == "identical") == c.alike
 
 
 def test_a_contrast_over_no_questions_is_open() -> None:
