@@ -192,7 +192,8 @@ def unpaired_contrast(
     """
     if not a or not b:
         return Contrast(questions=len(a) + len(b), delta=NAN, low=NAN, high=NAN)
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    # Sorted: the same values give the same interval in whatever order a store returns them.
+    x, y = np.sort(np.asarray(a, dtype=float)), np.sort(np.asarray(b, dtype=float))
     rng = np.random.default_rng(seed)
     means_x = x[rng.integers(0, len(x), size=(resamples, len(x)))].mean(axis=1)
     means_y = y[rng.integers(0, len(y), size=(resamples, len(y)))].mean(axis=1)

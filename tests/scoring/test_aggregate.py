@@ -151,3 +151,11 @@ def test_an_unpaired_contrast_resamples_each_group_on_its_own() -> None:
     assert -30.0 < c.low < 10.0 < c.high < 50.0
     assert unpaired_contrast(a, b) == c
     assert math.isnan(unpaired_contrast([], b).delta)
+
+
+@given(st.permutations([float(v) for v in range(0, 100, 7)]), st.permutations([5.0, 9.0, 40.0]))
+def test_an_unpaired_contrast_does_not_depend_on_the_order_of_its_values(
+    a: list[float], b: list[float]
+) -> None:
+    # Table 5's groups come in the order a store returns its rows.
+    assert unpaired_contrast(a, b) == unpaired_contrast(sorted(a), sorted(b))
