@@ -1,29 +1,36 @@
-"""Parameter recovery: the paper-sized grid on the simulator's ``paper`` profile, read back by
-the report, must find every effect the profile was given and recover every number it was
-calibrated to; with one effect removed, exactly the verdicts that rest on it must change.
+"""Parameter recovery: the paper-sized grid on the simulator's ``paper`` profile, at seeds it
+was not fitted on, read back by the report: every effect the profile was given must be found
+and every number it was calibrated to recovered; with one effect removed (a control), exactly
+the verdicts that rest on it must turn to "does not hold".
 
-The paper's grid (1,500 synthetic questions; the four configurations, Qwen's 13 conditions and
-Qwen-off, box questions: about 120,000 calls) on the ``paper`` profile, run as
-``benchmarks.batch_grid`` runs it (Qwen's and Gemini's backends in batch mode, the simulator
-flat out), re-scored against the audits' references (``groundbench rescore``) and read as
-``groundbench report`` reads its store: every finding's verdict (``runner.reports.findings``),
-and each number of the paper's §4 the profile is calibrated to beside the store's estimate and
-95% bootstrap interval (over the keys the report's contrasts resample).
+For each seed (1, 2 and 3 by default: the profile is calibrated on seed 0) it builds the
+paper's synthetic cohort (1,500 questions) from data made at that seed, answers the paper's
+grid (the four configurations, Qwen's 13 conditions, Gemini's four, box questions: about
+120,000 requests) with the profile's pure model at that seed, in process (no HTTP, no Ray: the
+answers a run of that seed stores, :mod:`benchmarks._answers`), scores them as a run and
+``groundbench rescore`` do, and reads them as ``groundbench report`` reads the store:
 
-Then the same grid on ``paper-no-reversal``, the profile answering N = 64 as it answers N = 16
-(no collapse at the densest budget), and which verdicts flipped: those that rest on the
-collapse should, the others not. The control is answered in process by the same pure model
-(``benchmarks.paper_profile``, whose answers are the run's: the same luck, scored by the same
-functions), which keeps the whole within about 14 minutes on the 2-core machine;
-``--control-run`` runs it through the runner too (about 8 minutes more). Run:
+- every finding's verdict (``runner.reports.findings``);
+- each number of the paper's §4 the profile is calibrated to, beside this seed's estimate
+  and 95% bootstrap interval (over questions: `benchmarks.paper_profile.calibrated`);
+- each control of :mod:`benchmarks.controls` (a store transformation removing one effect),
+  its answers re-scored where it changed them, and the verdicts it changed: the expected
+  flips, those missing and the unexpected ones.
 
-    .venv/bin/python -m benchmarks.paper_recovery [--keep DIR] [--control-run]
+Then, over the seeds, each claim's pass rate (holds k/n), each control's expected and
+unexpected flips, and one summary line. The grid is no longer run through the runner here
+(``benchmarks.batch_grid`` does that; ``python -m benchmarks.controls STORE`` reads a run's
+store the same way). About 7 minutes a seed on the 2-core machine (half a minute to build
+the data and cohort, 1 to 2 to answer, 1 to 2.5 to score, 3.5 for the thirteen controls), 22
+for the default three; ``--questions 300`` (the demo's cohort) about 1.3 minutes a seed. Run:
+
+    .venv/bin/python -m benchmarks.paper_recovery [--seeds 1 2 3] [--questions 1500|300]
+        [--control NAME ...] [--work DIR] [--workers 2]
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import pickle
 import tempfile
 import time
@@ -32,128 +39,64 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks._figures import record
-from benchmarks.batch_grid import experiment
-from benchmarks.paper_profile import simulate
-from conditions import (
-    BOX,
-    CohortSpec,
-    DataRoot,
-    SynthSpec,
-    build_cohort,
-    generate_synthetic,
-    write_cohort,
+from benchmarks.controls import (
+    CLAIM_NAMES,
+    CONTROLS,
+    Check,
+    Control,
+    Flip,
+    Scorer,
+    answers,
+    checks,
+    claim_name,
+    cohort_at,
+    control_named,
+    print_check,
 )
-from runner.distributed import RunOptions, run_experiment
-from runner.experiment import load_experiment
-from runner.reports import Finding, ReportData, findings, load_report_data
-from runner.reports._data import Cell
-from runner.rescore import rescore
-from runner.store import read_only
-from scoring import BUDGETS, BoxScore, Contrast, PolygonScore, paired_contrast
+from benchmarks.paper_profile import Calibrated, calibrated
+from conditions import Cohort
+from runner.reports import Finding, findings
 
 PROFILE = "paper"
-COHORT = "cohort.pkl"
-# The claims that rest on the collapse at N = 64, which the control profile removes: they
-# should flip there, and no other (F1's control is calibrated on the curve with its collapse).
-# Not F2's legal collapse: legality also falls with density alone (the same jitter on the
-# 0–999 lattice makes a 64-gon's neighbouring vertices cross more often than a 32-gon's).
-RESTS_ON_COLLAPSE = (
-    "F1 control",
-    "F1 thresholds",
-    "F2 non-monotone",
-    "F2 subdivision",
-    "F2 phases",
-    "Rank stability (IoU)",
-    "Table 4",
-)
+SEEDS = (1, 2, 3)  # the profile is calibrated on seed 0
 GEMINI = "gemini-high"
-TURNAROUND_S, POLL_S = 5.0, 2.0  # as benchmarks.batch_grid runs it
 
 
-def _prepare(work: Path, stores: Sequence[str]) -> None:
-    """The synthetic data and the paper's cohort, written into each run's store (and pickled
-    for the control answered in process)."""
-    generate_synthetic(work / "data", SynthSpec())
-    cohort = build_cohort(DataRoot.at(work / "data"), CohortSpec())
-    for store in stores:
-        write_cohort(work / store, cohort)
-    (work / COHORT).write_bytes(pickle.dumps(cohort))
-
-
-def prepare(work: Path, stores: Sequence[str]) -> None:
-    """:func:`_prepare` in a process of its own, as ``benchmarks.paper_grid`` does: the runs'
-    driver then loads the cohort from its store, as a user's ``groundbench run`` would."""
-    maker = multiprocessing.get_context("spawn").Process(target=_prepare, args=(work, stores))
-    maker.start()
-    maker.join()
-    if maker.exitcode != 0:
-        raise SystemExit("preparing the synthetic data and cohort failed")
-
-
-def run_profile(work: Path, profile: str) -> ReportData:
-    """The grid on ``profile``, re-scored, as the report reads it."""
-    path = work / f"{profile}.toml"
-    path.write_text(experiment(TURNAROUND_S, POLL_S, store=f"{profile}.duckdb", profile=profile))
-    begun = time.perf_counter()
-    report = run_experiment(load_experiment(path), RunOptions(progress_every_s=60.0), print, path)
-    ran = time.perf_counter() - begun
-    done = rescore(work / f"{profile}.duckdb")
-    took = (time.perf_counter() - begun - ran) / 60
-    print(f"{profile}: complete {report.complete}, {ran / 60:.1f} min; re-scored "
-          f"{done.rescored:,} answers in {took:.1f} min")  # fmt: skip
-    with read_only(work / f"{profile}.duckdb") as con:
-        return load_report_data(con, work / f"{profile}.duckdb")
-
-
-# -- the calibrated numbers ---------------------------------------------------------------------
+# -- one seed -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Calibrated:
-    """A number of the paper the profile was calibrated to, and this store's estimate."""
+class Recovered:
+    """One seed's verdicts, calibrated numbers and controls."""
 
-    label: str
-    paper: float
-    estimate: Contrast  # the mean and its 95% bootstrap interval
-
-    @property
-    def inside(self) -> bool:
-        return self.estimate.low <= self.paper <= self.estimate.high
-
-
-def _mean(values: dict[tuple[int, str], float]) -> Contrast:
-    """The mean of per-key values with its paired-bootstrap interval (against 0)."""
-    return paired_contrast(values, dict.fromkeys(values, 0.0))
+    seed: int
+    questions: int
+    found: list[Finding]
+    numbers: list[Calibrated]
+    checks: list[Check]
+    took_s: float
 
 
-def _points(s: PolygonScore | None, metric: str = "iou") -> float:
-    return 100.0 * float(getattr(s, metric)) if s is not None and s.parseable else 0.0
-
-
-def _control(s: BoxScore | None, n: int) -> float:
-    return _points(s.control[n]) if s is not None and s.parseable else 0.0
-
-
-def calibrated(data: ReportData) -> Iterator[Calibrated]:
-    """Gemini's numbers in the paper's §4 (the profile's calibration targets)."""
-    view = data.headline
-    direct = {
-        (n, q): _points(s)
-        for n in BUDGETS
-        for q, s in view.polygons.get(Cell(GEMINI, "base", n), {}).items()
-    }
-    yield Calibrated("Gemini pooled fixed IoU (base)", 57.7, _mean(direct))
-    top = view.polygons.get(Cell(GEMINI, "base", 64), {})
-    for label, paper, metric in (
-        ("Gemini N=64 filled IoU", 37.7, "iou"),
-        ("Gemini N=64 legal coverage %", 7.5, "legal"),
-        ("Gemini N=64 legal IoU", 4.2, "legal_iou"),
-    ):
-        yield Calibrated(label, paper, _mean({(64, q): _points(s, metric) for q, s in top.items()}))
-    boxes = view.boxes.get(Cell(GEMINI, "base", BOX), {})
-    control = {(n, q): _control(boxes.get(q), n) for n, q in direct}
-    yield Calibrated("Gemini pooled box-derived control", 57.3, _mean(control))
-    yield Calibrated("Gemini direct − control", 57.7 - 57.3, paired_contrast(direct, control))
+def recover(
+    seed: int, questions: int, work: Path, workers: int, controls: Sequence[Control]
+) -> Recovered:
+    """The grid answered at ``seed`` on its cohort, read back, and each control's flips."""
+    begun = time.perf_counter()
+    cohort: Cohort = pickle.loads(cohort_at(questions, seed, work).read_bytes())
+    built = time.perf_counter()
+    answer_set = answers(cohort, PROFILE, seed, workers)
+    answered = time.perf_counter()
+    with Scorer(cohort, workers) as scorer:
+        data = scorer.report_data(answer_set)
+        found = findings(data)
+        scored = time.perf_counter()
+        done = list(checks(answer_set, scorer, found, controls))
+    took = time.perf_counter() - begun
+    print(f"\nseed {seed}: {len(cohort.questions):,} questions; data and cohort "
+          f"{built - begun:.0f} s, answered in {answered - built:.0f} s, scored in "
+          f"{scored - answered:.0f} s, {len(done)} controls in "
+          f"{begun + took - scored:.0f} s")  # fmt: skip
+    return Recovered(seed, len(cohort.questions), found, list(calibrated(data)), done, took)
 
 
 # -- printing -------------------------------------------------------------------------------------
@@ -163,70 +106,115 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _rests_on_collapse(f: Finding) -> bool:
-    return f.claim.startswith(RESTS_ON_COLLAPSE)
+def print_seed(r: Recovered) -> None:
+    print(f"\nfindings at seed {r.seed}:")
+    for f in r.found:
+        print(f"  {f.verdict:>25}  {_short(f.claim, 96)}")
+        print(f"  {'':>25}    {_short(f.here, 150)}")
+    print(f"\ncalibrated numbers at seed {r.seed} (paper | here [95% CI]):")
+    for n in r.numbers:
+        e = n.estimate
+        print(f"  {n.label:36} {n.paper:6.1f} | {e.delta:6.1f} [{e.low:6.1f}, {e.high:6.1f}] "
+              f"{'in' if n.inside else 'OUT OF'} its interval")  # fmt: skip
+    print(f"\ncontrols at seed {r.seed}:")
+    for c in r.checks:
+        print_check(c)
+    print(f"\ncontrols at seed {r.seed}, in short:")
+    for c in r.checks:
+        print(f"  {c.summary()}")
 
 
-_MARKS = {
-    (True, True): "flipped",
-    (True, False): "FLIPPED, unexpected",
-    (False, True): "KEPT, should flip",
-    (False, False): "",
+_ABBREVIATED = {
+    "holds": "holds",
+    "does not hold": "NOT",
+    "not testable at this size": "open",
+    "not testable": "n/t",
 }
 
 
-def print_findings(found: Sequence[Finding], control: Sequence[Finding]) -> None:
-    """Each claim's verdict, its verdict on the control, and whether it should have flipped."""
-    for f, g in zip(found, control, strict=True):
-        flipped = g.verdict != f.verdict
-        should = _rests_on_collapse(f)
-        mark = _MARKS[(flipped, should)]
-        print(f"{_short(f.claim, 76):76}  {f.verdict:26}  {g.verdict:26}  {mark}")
-        print(f"    {_short(f.here, 150)}")
+def print_over_seeds(runs: Sequence[Recovered]) -> None:
+    seeds = " ".join(f"{r.seed:>5}" for r in runs)
+    print(f"\npass rates over seeds {', '.join(str(r.seed) for r in runs)} (NOT: does not "
+          "hold, open: not testable at this size, n/t: not testable):\n")  # fmt: skip
+    print(f"  {'claim':26} {'holds':>6}  {seeds}")
+    for i, name in enumerate(CLAIM_NAMES):
+        verdicts = [r.found[i].verdict for r in runs]
+        held = sum(v == "holds" for v in verdicts)
+        row = " ".join(f"{_ABBREVIATED[v]:>5}" for v in verdicts)
+        print(f"  {name:26} {held:>2}/{len(runs):<3}  {row}")
+    if not runs[0].checks:
+        return
+    print("\ncontrols over the seeds (expected flips to does not hold; missing; unexpected):\n")
+    for j, control in enumerate(c.control for c in runs[0].checks):
+        per_seed = [r.checks[j] for r in runs]
+        flipped = sum(len(c.flipped) for c in per_seed)
+        expected = len(control.claims) * len(runs)
+        missing = _by_claim((r.seed, f) for r, c in zip(runs, per_seed, strict=True)
+                            for f in c.missing)  # fmt: skip
+        unexpected = _by_claim((r.seed, f) for r, c in zip(runs, per_seed, strict=True)
+                               for f in c.unexpected)  # fmt: skip
+        already = _by_claim((r.seed, f) for r, c in zip(runs, per_seed, strict=True)
+                            for f in c.already)  # fmt: skip
+        print(f"  {control.name:14} {flipped:>3}/{expected:<3} expected"
+              f"{'; did not hold before: ' + already if already else ''}"
+              f"{'; missing: ' + missing if missing else ''}"
+              f"{'; unexpected: ' + unexpected if unexpected else ''}")  # fmt: skip
+
+
+def _by_claim(flips: Iterator[tuple[int, Flip]]) -> str:
+    """``claim (seeds)`` for each claim among ``flips``."""
+    seeds: dict[str, list[str]] = {}
+    for seed, f in flips:
+        seeds.setdefault(claim_name(f.claim), []).append(str(seed))
+    return ", ".join(f"{claim} (seed {', '.join(s)})" for claim, s in seeds.items())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keep", type=Path, help="work here and keep it (default: a temp dir)")
-    parser.add_argument("--removed", default="paper-no-reversal",
-                        help="the profile with one effect removed")  # fmt: skip
-    parser.add_argument("--control-run", action="store_true",
-                        help="run the control through the runner too, not in process")  # fmt: skip
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS),
+                        help="simulator and synthetic-data seeds (default: 1 2 3)")  # fmt: skip
+    parser.add_argument("--questions", type=int, default=1500, choices=(300, 1500))
+    parser.add_argument("--control", action="append", choices=[c.name for c in CONTROLS],
+                        help="this control only (repeatable; default: all)")  # fmt: skip
+    parser.add_argument("--work", type=Path, help="keep the data and cohorts here")
+    parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
+    chosen = [control_named(n) for n in args.control] if args.control else list(CONTROLS)
+    begun = time.perf_counter()
+    runs = []
     with tempfile.TemporaryDirectory() as tmp:
-        work = args.keep or Path(tmp)
+        work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        begun = time.perf_counter()
-        prepare(work, [f"{p}.duckdb" for p in (PROFILE, args.removed)])
-        data = run_profile(work, PROFILE)
-        if args.control_run:
-            flat = run_profile(work, args.removed)
-        else:
-            _, flat = simulate(work / COHORT, args.removed)
-        wall = time.perf_counter() - begun
-    found, control = findings(data), findings(flat)
-    print(f"\nfindings: '{PROFILE}' (run), '{args.removed}' "
-          f"({'run' if args.control_run else 'in process'}):\n")  # fmt: skip
-    print_findings(found, control)
-    numbers = list(calibrated(data))
-    print(f"\ncalibrated numbers on '{PROFILE}' (paper | this store [95% CI]):\n")
-    for c in numbers:
-        e = c.estimate
-        print(f"{c.label:36} {c.paper:6.1f} | {e.delta:6.1f} [{e.low:6.1f}, {e.high:6.1f}] "
-              f"{'in' if c.inside else 'OUT OF'} its interval")  # fmt: skip
-    holding = sum(f.verdict == "holds" for f in found)
-    flips = [(f, g) for f, g in zip(found, control, strict=True) if f.verdict != g.verdict]
-    expected = sum(_rests_on_collapse(f) for f in found)
-    unexpected = [f.claim for f, _ in flips if not _rests_on_collapse(f)]
-    print(f"\n{holding} of {len(found)} findings hold; {sum(c.inside for c in numbers)} of "
-          f"{len(numbers)} calibrated numbers lie in their intervals; '{args.removed}' flips "
-          f"{len(flips) - len(unexpected)} of the {expected} claims resting on the collapse, "
-          f"and {len(unexpected)} other{'' if len(unexpected) == 1 else 's'}"
-          + (f": {'; '.join(unexpected)}" if unexpected else ""))  # fmt: skip
-    print(f"wall time {wall / 60:.1f} min")
+        for seed in args.seeds:
+            runs.append(recover(seed, args.questions, work, args.workers, chosen))
+            print_seed(runs[-1])
+    wall = time.perf_counter() - begun
+    print_over_seeds(runs)
+    holding = [sum(r.found[i].verdict == "holds" for r in runs) for i in range(len(CLAIM_NAMES))]
+    every = sum(h == len(runs) for h in holding)
+    inside = sum(c.inside for r in runs for c in r.numbers)
+    numbers = sum(len(r.numbers) for r in runs)
+    done = [c for r in runs for c in r.checks]
+    expected = sum(len(c.control.claims) for c in done)
+    flipped = sum(len(c.flipped) for c in done)
+    missing = sum(len(c.missing) for c in done)
+    already = sum(len(c.already) for c in done)
+    unexpected = sum(len(c.unexpected) for c in done)
+    exact = sum(c.exact for c in done)
+    print(f"\n{every} of {len(CLAIM_NAMES)} claims hold at every seed ({sum(holding)} of "
+          f"{len(CLAIM_NAMES) * len(runs)} verdicts hold); {inside} of {numbers} calibrated "
+          f"numbers lie in their intervals; the controls flip {flipped} of the {expected} "
+          f"expected verdicts to does not hold ({missing} missing, {already} not holding before) "
+          f"with {unexpected} unexpected "
+          f"change{'' if unexpected == 1 else 's'}, {exact} of {len(done)} exactly; "
+          f"{len(runs)} seed{'' if len(runs) == 1 else 's'} of {runs[0].questions:,} questions "
+          f"in {wall / 60:.1f} min")  # fmt: skip
     record(
-        wall_s=wall, findings=len(found), holding=holding, flipped=len(flips),
-        unexpected_flips=len(unexpected), calibrated_inside=sum(c.inside for c in numbers),
+        wall_s=wall, seeds=len(runs), findings=len(CLAIM_NAMES), holding_every_seed=every,
+        holding=sum(holding), calibrated_inside=inside, expected_flips=expected,
+        flipped=flipped, missing_flips=missing, not_holding_before=already,
+        unexpected_flips=unexpected,
+        exact_controls=exact,
     )  # fmt: skip
 
 

@@ -31,6 +31,11 @@ STORE = "demo.duckdb"
 # narrower than that, and at 60 questions several came out "not testable at this size".
 IMAGES = 600
 PER_SOURCE = 100
+# The demo's seed, for the simulator and the synthetic data alike: an evaluation seed. The
+# simulator's `paper` profile was calibrated on seed 0 (benchmarks.paper_profile's SEED and its
+# SynthSpec(seed=0) cohorts) and never on this one, so the demo's report shows the profile's
+# effects on data it was not fitted to, as a real run would.
+SEED = 1
 
 # Each paper configuration on its own simulated backend; Qwen runs the whole grid, so it gets
 # the higher limit. The simulator answers as the paper's configurations do (the `paper`
@@ -39,13 +44,13 @@ PER_SOURCE = 100
 # to do.
 _LIMITS: Mapping[str, int] = {"qwen-max": 12000, "doubao": 3000, "kimi": 3000, "gemini-high": 3000}
 _SIMULATOR: Mapping[str, object] = {
-    "seed": 0,
+    "seed": SEED,
     "profile": "paper",
     "faults": {"server_error": 0.01, "latency_s": [0.05, 0.3]},
 }
 
 
-def prepare(folder: Path, images: int, per_source: int, seed: int = 0) -> Path:
+def prepare(folder: Path, images: int, per_source: int, seed: int = SEED) -> Path:
     """Make the demo's data and experiment file in ``folder`` (kept if already there)."""
     folder.mkdir(parents=True, exist_ok=True)
     data = folder / "data"

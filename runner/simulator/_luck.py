@@ -1,31 +1,61 @@
-"""Common random numbers: a profile model's draws, made before it knows the condition.
+"""Partly common random numbers: a profile model's draws, shared in part between the grid's cells.
 
 A profile model (:mod:`runner.simulator._traced`) answers from a :class:`Luck`: every uniform
-and Gaussian it may need, drawn in a fixed order from a generator seeded by the question, the
-budget and the attempt, never by the model or the condition. Two cells of the grid then see the
-same luck on the same (question, budget, attempt), and differ only by what their parameters do
-with it: a paired contrast between them carries the effect and nothing of the draw. That is what
-lets the demo's 300 questions show a second-order condition within ±2 points of base, and keep the
-configurations' order at every budget (common random numbers, as in simulation studies).
+and Gaussian it may need, drawn in a fixed order before it is used. Each draw mixes two
+sources:
 
-Two levels of luck: the question's (which object the model settles on, where it places it, how
-a wrong hint moves it; one per question and attempt, so every budget and the box question agree)
-and the budget's (how the trace is drawn and spoiled at that ``N``).
+- the **shared** draw of (question, budget, attempt), the same in every cell of the grid: how
+  hard this question is to get right, for any model under any condition;
+- the cell's **own** draw, from a generator seeded also by the *cell*: the model and everything
+  in the request that a condition changes (image variant, the hints' truth, reasoning on or off
+  and its budget or effort, temperature, replicate).
+
+A Gaussian is ``z = √ρ·z_shared + √(1−ρ)·z_own``; a uniform goes through a Gaussian copula,
+``u = Φ(√ρ·Φ⁻¹(u_shared) + √(1−ρ)·z_own)``, so it stays uniform and two cells' uniforms are
+correlated as their Gaussians are (ρ). ``ρ`` is the profile's ``Effects.shared``: with ρ = 1
+every cell would answer from the same draws (total common random numbers, under which a
+condition that changes nothing scores exactly as base and an equivalence passes on Δ ≡ 0);
+with ρ = 0 the cells would be independent replicates. In between, a paired contrast between
+two cells carries the effect plus a real, bounded share of sampling noise, as two runs of a
+real model do; the contrast's interval then measures something. Everything stays a
+deterministic function of the seed.
+
+Two levels of luck: the question's (which object the model settles on, where it places it,
+how a wrong hint moves it; one per question, attempt and cell, so every budget and the box
+question of one cell agree) and the budget's (how the trace is drawn and spoiled at that
+``N``). Each level is mixed with its own ρ (:class:`Sharing`).
 """
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
+from statistics import NormalDist
 
-# Draws kept for the longest answer a profile writes: 64 vertices, 2 coordinates each.
-_MAX_VERTICES = 64
 WOBBLE_HARMONICS = (2, 3, 4)  # a shape misread as squashed, triangular, square (1 is a shift)
+_NORMAL = NormalDist()
+_EDGE = 1e-12  # a shared uniform is kept this far from 0 and 1 before Φ⁻¹
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """ρ, the share of each draw's variance that is common to every cell, for the question's
+    luck and for the budget's."""
+
+    question: float = 1.0
+    budget: float = 1.0
+
+    def __post_init__(self) -> None:
+        for rho in (self.question, self.budget):
+            if not 0.0 <= rho <= 1.0:
+                raise ValueError(f"a shared share ρ must lie in [0, 1], not {rho}")
 
 
 @dataclass(frozen=True)
 class QuestionLuck:
-    """Draws shared by every budget (and the box question) of one question and attempt."""
+    """Draws shared by every budget (and the box question) of one question, attempt and cell."""
 
     select: float  # below the distractor rate: the model settles on a same-category other
     other: float  # which other
@@ -42,7 +72,7 @@ class QuestionLuck:
 
 @dataclass(frozen=True)
 class BudgetLuck:
-    """Draws of one question at one budget and attempt."""
+    """Draws of one question at one budget, attempt and cell."""
 
     parse: float  # below the unparseable rate: no list of 2N values
     miscount: float  # which way it fails (refusal, fewer or more vertices)
@@ -53,8 +83,11 @@ class BudgetLuck:
     defect_at: float  # where, and which kind
     start: float  # where along the contour the trace starts (a fraction of the perimeter)
     prose: float  # below the prose rate: sentences around a bracketed list
-    jitter: tuple[float, ...]  # N(0, 1) per coordinate, x then y, vertex by vertex
-    guess: int  # a seed for a guess made without the image
+    # N(0, 1): this request's share of which object it settles on (mixed with the question's
+    # ``select`` at the profile's ``select_kept``: each budget is a request of its own)
+    reselect: float
+    jitter: tuple[float, ...]  # N(0, 1) per coordinate, x then y, vertex by vertex (2N)
+    guess: int  # a seed for a guess made without the image (the cell's own)
 
 
 @dataclass(frozen=True)
@@ -63,48 +96,69 @@ class Luck:
     budget: BudgetLuck
 
 
-def draw_luck(seed: int, question: str, budget: int, attempt: int, replicate: int = 0,
-              fresh: float = 0.0) -> Luck:  # fmt: skip
-    """The luck of ``question`` (its id, or the expression when no image names it) at
-    ``budget`` (0: the box question), attempt ``attempt``.
+_WOBBLES = 2 * 2 * len(WOBBLE_HARMONICS)
+_BUDGET_UNIFORMS = 9
 
-    A replicate (``replicate`` > 0, the grid's repeat condition) shares every draw with
-    replicate 0 except the vertex jitter, of which a share ``fresh`` of the variance is drawn
-    anew: a rerun of the same request traces the same object a little differently.
+
+class _Mixer:
+    """Draws of one level: the shared generator's, each mixed with the cell's own at ρ."""
+
+    def __init__(self, shared: random.Random, own: random.Random | None, rho: float) -> None:
+        self.shared, self.own = shared, own
+        self.keep, self.new = math.sqrt(rho), math.sqrt(1.0 - rho)
+
+    def uniform(self) -> float:
+        u = self.shared.random()
+        if self.own is None:
+            return u
+        z = _NORMAL.inv_cdf(min(1.0 - _EDGE, max(_EDGE, u)))
+        return _NORMAL.cdf(self.keep * z + self.new * self.own.gauss(0, 1))
+
+    def gauss(self) -> float:
+        z = self.shared.gauss(0, 1)
+        if self.own is None:
+            return z
+        return self.keep * z + self.new * self.own.gauss(0, 1)
+
+
+def _mixer(key: str, cell: str, rho: float) -> _Mixer:
+    """The shared generator of ``key`` and, unless ρ = 1 (then every draw is the shared
+    one, exactly), the cell's own."""
+    own = random.Random(f"{key}|cell:{cell}") if rho < 1.0 else None
+    return _Mixer(random.Random(key), own, rho)
+
+
+def draw_luck(seed: int, question: str, budget: int, attempt: int, cell: str = "",
+              sharing: Sharing = Sharing()) -> Luck:  # fmt: skip
+    """The luck of ``question`` (its id, or the expression when no image names it) at
+    ``budget`` (0: the box question), attempt ``attempt``, in the grid's ``cell`` (a name for
+    the model and what the request's condition changes), its draws mixed with the shared ones
+    of (question, budget, attempt) at ``sharing``'s ρ.
     """
-    q = random.Random(f"{seed}|{question}|a{attempt}|question")
+    q = _mixer(f"{seed}|{question}|a{attempt}|question", cell, sharing.question)
+    u: Callable[[], float] = q.uniform
+    g: Callable[[], float] = q.gauss
     question_luck = QuestionLuck(
-        select=q.random(),
-        other=q.random(),
-        spatial=q.random(),
-        colour=q.random(),
-        shift=(q.gauss(0, 1), q.gauss(0, 1)),
-        scale=q.gauss(0, 1),
-        wobble=tuple(q.gauss(0, 1) for _ in range(2 * 2 * len(WOBBLE_HARMONICS))),
-        edges=(q.gauss(0, 1), q.gauss(0, 1), q.gauss(0, 1), q.gauss(0, 1)),
-        whole=q.random(),  # drawn last: every earlier draw stays as it was before it
+        select=u(),
+        other=u(),
+        spatial=u(),
+        colour=u(),
+        shift=(g(), g()),
+        scale=g(),
+        wobble=tuple(g() for _ in range(_WOBBLES)),
+        edges=(g(), g(), g(), g()),
+        whole=u(),
     )
-    b = random.Random(f"{seed}|{question}|{budget}|a{attempt}|budget")
+    b = _mixer(f"{seed}|{question}|{budget}|a{attempt}|budget", cell, sharing.budget)
     parse, miscount, cut, contract, tangle, defect, defect_at, start, prose = (
-        b.random() for _ in range(9)
+        b.uniform() for _ in range(_BUDGET_UNIFORMS)
     )
-    jitter = [b.gauss(0, 1) for _ in range(2 * _MAX_VERTICES)]
-    guess = b.getrandbits(32)
-    if replicate and fresh > 0:
-        r = random.Random(f"{seed}|{question}|{budget}|a{attempt}|r{replicate}")
-        keep, new = (1.0 - fresh) ** 0.5, fresh**0.5
-        jitter = [keep * z + new * r.gauss(0, 1) for z in jitter]
+    reselect = b.gauss()
+    jitter = tuple(b.gauss() for _ in range(2 * budget))
+    # the guess is the cell's own (the shared generator's when ρ = 1: every cell alike)
+    guess = (b.own or b.shared).getrandbits(32)
     budget_luck = BudgetLuck(
-        parse,
-        miscount,
-        cut,
-        contract,
-        tangle,
-        defect,
-        defect_at,
-        start,
-        prose,
-        tuple(jitter),
+        parse, miscount, cut, contract, tangle, defect, defect_at, start, prose, reselect, jitter,
         guess,
-    )
+    )  # fmt: skip
     return Luck(question_luck, budget_luck)

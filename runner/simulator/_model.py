@@ -38,6 +38,11 @@ class Seen:
     colour: Truth | None = None
     thinking: bool = True
     temperature: float | None = None
+    # Reasoning's size as the request sets it, where it does: a token budget (DashScope's
+    # thinking_budget, Gemini's thinkingBudget, Anthropic's budget_tokens) or an effort level
+    # (reasoning_effort, thinkingLevel); None where the request leaves it to the provider.
+    thinking_budget: int | None = None
+    effort: str | None = None
 
 
 @dataclass(frozen=True)

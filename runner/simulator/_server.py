@@ -278,12 +278,13 @@ class Simulator:
         if tracing is None:
             reply = answer(seen, self.questions, self.spec.behaviour, rng)
         else:
-            # Common random numbers: the luck of (question, budget, attempt), whatever the
-            # condition or model, so a paired contrast between cells carries only the effect.
+            # Partly common random numbers: the luck of (question, budget, attempt) mixed with
+            # the cell's own (this model, this request's condition and replicate).
             replicate, attempt = replicate_and_attempt(call)
             reply = profile_answer(
-                seen, self.questions, profile, tracing, self.spec.seed, attempt, replicate
-            )
+                seen, self.questions, profile, tracing, self.spec.seed, attempt, replicate,
+                model=parsed.model,
+            )  # fmt: skip
         return reply, self._image_tokens(seen.qid, seen.variant)
 
     def _box_reply(
@@ -328,8 +329,9 @@ class Simulator:
             if m := COLOUR.search(parsed.prompt):
                 colour = _truth(m.group(1) == q.colour)
         return Seen(
-            qid, expression, budget, variant, spatial, colour, parsed.thinking, parsed.temperature
-        )
+            qid, expression, budget, variant, spatial, colour, parsed.thinking, parsed.temperature,
+            parsed.thinking_budget, parsed.effort,
+        )  # fmt: skip
 
     def _identify(self, expression: str, digest: str) -> tuple[str, Variant] | None:
         """The question and variant of the image whose base64 text has ``digest``."""

@@ -1,14 +1,17 @@
 """A profile's simulated model: traces the object it settles on, by its parameters and its luck.
 
 Where :mod:`runner.simulator._model` draws as it goes, this model reads every draw from a
-:class:`~runner.simulator._luck.Luck` made before the condition is known, so the cells of a grid
-answer one question with the same luck (common random numbers), and a condition or a model
-changes an answer only through its parameters (:mod:`runner.simulator._profiles`). In the order
-they act:
+:class:`~runner.simulator._luck.Luck` made before it answers: the shared luck of (question,
+budget, attempt) mixed with its cell's own (:func:`cell_key`: the model and what the request's
+condition changes) at the profile's ρ, so the cells of a grid answer one question with partly
+common luck, and a condition or a model changes an answer through its parameters
+(:mod:`runner.simulator._profiles`) and through its own share of the luck. In the order they
+act:
 
-1. **Selection** (the question's luck): the referent, or a same-category distractor at the
-   configuration's rate for the budget, scaled by the question's difficulty; a wrong hint that
-   wins, greyscale and reasoning move it.
+1. **Selection** (the question's luck, a share of it each budget's own): the referent, or a
+   same-category distractor at the configuration's rate for the budget, scaled by the
+   question's difficulty; a wrong hint that wins, greyscale and reasoning move it, a true hint
+   lowers it a little.
 2. **Placement** (the question's luck): the outline is shifted, scaled and smoothly misread by
    the same draw at every budget and in the box answer: where the model thinks the object is.
 3. **Tracing** (the budget's luck): ``N`` points evenly spaced along the seen contour (blurred,
@@ -27,6 +30,7 @@ import math
 import random
 from dataclasses import dataclass
 from functools import lru_cache
+from statistics import NormalDist
 
 from shapely.geometry import Polygon
 from shapely.ops import unary_union
@@ -47,10 +51,15 @@ from runner.simulator._profiles import Effects, Profile, Tracing, at, graded
 from scoring import SCALE, Point, ring_from_flat, select_part
 
 Parts = tuple[tuple[float, ...], ...]
+_NORMAL = NormalDist()
 _REFUSAL = "I'm sorry, but I cannot outline that object in this image."
 _DENSE = 240  # points of the contour the model sees, before it spaces its N along it
 _SMALLEST = 8  # the budget whose rates a box answer takes
 _CLOSING = 0.05  # × √area: gaps up to a tenth of an object's size close in whole_outline
+# Reasoning the request shrinks: a token budget below this (the grid's thinking-budget
+# condition sets 4,096), or an effort level below "high".
+_FULL_THINKING_TOKENS = 16384
+_REDUCED_EFFORTS = frozenset({"minimal", "low", "medium"})
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,7 @@ class Moves:
     """What a request's condition does to the configuration's parameters."""
 
     distractor: float = 0.0  # added to the rate
+    distractor_scale: float = 1.0  # × the rate (after the addition)
     unparseable: float = 0.0  # added to the per-attempt rate
     shape: float = 1.0  # × placement and misreading
     jitter: float = 1.0  # × vertex jitter
@@ -89,12 +99,35 @@ def question_key(seen: Seen) -> str:
     return seen.qid if seen.qid is not None else f"words:{seen.expression}"
 
 
-def profile_answer(seen: Seen, cohort: Cohort, profile: Profile, tracing: Tracing, seed: int,
-                   attempt: int, replicate: int = 0) -> Answer:  # fmt: skip
-    """The answer of the model ``tracing`` describes, with the luck of (question, budget,
-    attempt): the same in every condition and for every model of the profile."""
-    luck = draw_luck(seed, question_key(seen), seen.budget, attempt, replicate,
-                     profile.effects.replicate_fresh)  # fmt: skip
+def cell_key(seen: Seen, model: str, replicate: int = 0) -> str:
+    """The grid cell a request belongs to, as its luck knows it: the model and everything in
+    the request a condition changes (image variant, the hints' truth, reasoning on or off and
+    its budget or effort, temperature) and the replicate. Not the budget, the question or the
+    attempt: those key the shared luck."""
+    return (
+        f"{model}|{seen.variant}|s:{seen.spatial}|c:{seen.colour}|t:{seen.thinking}"
+        f"|b:{seen.thinking_budget}|e:{seen.effort}|T:{seen.temperature}|r{replicate}"
+    )
+
+
+def profile_answer(
+    seen: Seen,
+    cohort: Cohort,
+    profile: Profile,
+    tracing: Tracing,
+    seed: int,
+    attempt: int,
+    replicate: int = 0,
+    *,
+    model: str | None = None,
+) -> Answer:
+    """The answer of the model ``tracing`` describes (``model``, by default the id the profile
+    keys ``tracing`` by), with the luck of (question, budget, attempt) mixed with its cell's
+    own at the profile's ρ."""
+    if model is None:
+        model = next((m for m, t in profile.tracings.items() if t is tracing), "")
+    luck = draw_luck(seed, question_key(seen), seen.budget, attempt,
+                     cell_key(seen, model, replicate), profile.effects.shared)  # fmt: skip
     return traced_answer(seen, cohort, profile, tracing, luck)
 
 
@@ -110,7 +143,7 @@ def traced_answer(seen: Seen, cohort: Cohort, profile: Profile, tracing: Tracing
         ring = words_guess(seen.expression, max(seen.budget, 4), random.Random(b.guess))
         why = "There is no image I can see, so I place the shape where the words suggest."
         return _written(seen, _delivered(ring, rates, b), b, e, why)
-    parts, why = _settle(q, cohort, rates, luck.question)
+    parts, why = _settle(q, cohort, rates, luck, e.select_kept)
     if seen.budget == 0:
         box = _box(q, parts, rates, tracing, luck.question)
         return Answer(" ".join(numbers(box)), reasoning_text(seen, why))
@@ -127,7 +160,7 @@ def rates_for(seen: Seen, q: Question | None, profile: Profile, tracing: Tracing
     hard = profile.hardness
     harder = graded(hard.error, q.difficulty) if q is not None else 1.0
     shape = (at(tracing.error, n) if seen.budget else tracing.box_error) * moves.shape * harder
-    distractor = at(tracing.distractor, n) + moves.distractor
+    distractor = (at(tracing.distractor, n) + moves.distractor) * moves.distractor_scale
     if q is not None:
         distractor *= graded(hard.distractor, q.difficulty)
     b = luck.budget
@@ -147,17 +180,33 @@ def rates_for(seen: Seen, q: Question | None, profile: Profile, tracing: Tracing
     )
 
 
+def reduced_thinking(seen: Seen) -> bool:
+    """Whether the request reasons with less than the provider's full chain: a token budget
+    under :data:`_FULL_THINKING_TOKENS`, or an effort below "high"."""
+    if not seen.thinking:
+        return False
+    budget = seen.thinking_budget
+    return (budget is not None and budget < _FULL_THINKING_TOKENS) or (
+        seen.effort in _REDUCED_EFFORTS
+    )
+
+
 def condition_moves(seen: Seen, e: Effects) -> Moves:
     """What the request's reasoning setting, temperature, image and hints do (a wrong hint's
     pull is :func:`_fooled`'s)."""
     off = not seen.thinking
+    reduced = reduced_thinking(seen)
     temperature = 1.0 + e.temperature_jitter * (seen.temperature or 0.0)
     half = seen.variant == "half"
     grey = seen.variant == "grey" and COLOUR_WORDS.search(seen.expression) is not None
+    true_cues = (seen.spatial == "true") + (seen.colour == "true")
     return Moves(
         distractor=(e.off_distractor if off else 0.0) + (e.grey_confusion if grey else 0.0),
+        distractor_scale=e.true_cue_distractor**true_cues,
         unparseable=e.off_unparseable if off else 0.0,
-        shape=(e.off_shape if off else 1.0) * (e.half_shape if half else 1.0),
+        shape=(e.off_shape if off else 1.0)
+        * (e.half_shape if half else 1.0)
+        * (e.budget_shape if reduced else 1.0),
         jitter=(e.off_jitter if off else 1.0) * (e.half_jitter if half else 1.0) * temperature,
         blur=e.half_blur if half else 0.0,
     )
@@ -175,12 +224,23 @@ def _fooled(seen: Seen, e: Effects, luck: QuestionLuck) -> bool:
     )
 
 
-def _settle(q: Question, cohort: Cohort, rates: Rates, luck: QuestionLuck) -> tuple[Parts, str]:
+def selection_draw(luck: Luck, kept: float) -> float:
+    """The uniform that decides whether the model settles on a distractor: the question's
+    draw, of which a share ``kept`` of the variance (on the Gaussian scale) is kept at every
+    budget, the rest this budget's own (each budget is a request of its own)."""
+    if kept >= 1.0:
+        return luck.question.select
+    z = _NORMAL.inv_cdf(min(1.0 - 1e-12, max(1e-12, luck.question.select)))
+    return _NORMAL.cdf(math.sqrt(kept) * z + math.sqrt(1.0 - kept) * luck.budget.reselect)
+
+
+def _settle(q: Question, cohort: Cohort, rates: Rates, luck: Luck,
+            kept: float) -> tuple[Parts, str]:  # fmt: skip
     """The parts of the object the model outlines, and why."""
     instances = cohort.instances_of(q.qid)
     others = [i for i in instances if i.role == "distractor"]
-    if others and (rates.fooled or luck.select < rates.distractor):
-        other = others[min(len(others) - 1, int(luck.other * len(others)))]
+    if others and (rates.fooled or selection_draw(luck, kept) < rates.distractor):
+        other = others[min(len(others) - 1, int(luck.question.other * len(others)))]
         return other.parts, "Several objects match; I pick the one that fits the description best."
     target = next(i for i in instances if i.role == "target")
     return target.parts, f"The object is in the {q.cell} of the image."

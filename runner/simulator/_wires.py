@@ -35,6 +35,57 @@ class Parsed:
     image_b64: bytes | None
     thinking: bool
     temperature: float | None
+    thinking_budget: int | None = None  # reasoning's token budget, where the request sets one
+    effort: str | None = None  # reasoning's effort level, where the request names one
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """Reasoning as a request sets it: on or off, and its token budget or effort level where
+    the request gives one (None: left to the provider)."""
+
+    thinking: bool = True
+    budget: int | None = None
+    effort: str | None = None
+
+
+def read_reasoning(wire: Wire, doc: Doc) -> Reasoning:
+    """Reasoning as ``doc`` sets it, read as each provider reads its own fields: on the
+    OpenAI wire DashScope's ``enable_thinking``/``thinking_budget``, Ark's and Kimi's
+    ``thinking: {type}``, OpenAI's and Ark's ``reasoning_effort``; on Gemini's the
+    ``generationConfig``'s ``thinkingConfig`` (``thinkingBudget``, 0 off, −1 dynamic;
+    ``thinkingLevel``); on Anthropic's ``thinking: {type, budget_tokens}``. ``doc`` is the
+    request body (Gemini: its ``generationConfig``), or the fields a backend adds to it.
+
+    >>> read_reasoning("openai", {"enable_thinking": True, "thinking_budget": 4096})
+    Reasoning(thinking=True, budget=4096, effort=None)
+    >>> read_reasoning("gemini", {"thinkingConfig": {"thinkingLevel": "high"}})
+    Reasoning(thinking=True, budget=None, effort='high')
+    """
+    if wire == "gemini":
+        config = doc.get("thinkingConfig") or {}
+        budget = config.get("thinkingBudget")
+        if budget == 0:
+            return Reasoning(False)
+        budget = budget if isinstance(budget, int) and budget > 0 else None
+        return Reasoning(True, budget, _text(config.get("thinkingLevel")))
+    if wire == "anthropic":
+        thinking = doc.get("thinking") or {}
+        if thinking.get("type") != "enabled":
+            return Reasoning(False)
+        return Reasoning(True, thinking.get("budget_tokens"))
+    on = doc.get("enable_thinking", True) is not False
+    if isinstance(doc.get("thinking"), dict):
+        on = doc["thinking"].get("type") != "disabled"
+    effort = _text(doc.get("reasoning_effort"))
+    if not on or effort == "none":
+        return Reasoning(False)
+    budget = doc.get("thinking_budget")
+    return Reasoning(True, budget if isinstance(budget, int) else None, effort)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 class BadRequest(Exception):
@@ -118,12 +169,9 @@ class OpenAIWire:
             elif part["type"] == "image_url":
                 image = part["image_url"]["url"].split(",", 1)[1].encode()
         # Each provider's own switch (DashScope, Ark/Kimi, OpenAI), whichever is sent.
-        thinking = doc.get("enable_thinking", True) is not False
-        if isinstance(doc.get("thinking"), dict):
-            thinking = doc["thinking"].get("type") != "disabled"
-        if doc.get("reasoning_effort") == "none":
-            thinking = False
-        return Parsed("openai", str(doc["model"]), prompt, image, thinking, doc.get("temperature"))
+        r = read_reasoning("openai", doc)
+        return Parsed("openai", str(doc["model"]), prompt, image, r.thinking,
+                      doc.get("temperature"), r.budget, r.effort)  # fmt: skip
 
     def answer(
         self, parsed: Parsed, reply: Answer, serial: int, usage: Usage, *, created: int
@@ -200,8 +248,9 @@ class GeminiWire:
             if inline is not None:
                 image = inline["data"].encode()
         config = doc.get("generationConfig", {})
-        thinking = config.get("thinkingConfig", {}).get("thinkingBudget") != 0
-        return Parsed("gemini", match.group(1), prompt, image, thinking, config.get("temperature"))
+        r = read_reasoning("gemini", config)
+        return Parsed("gemini", match.group(1), prompt, image, r.thinking,
+                      config.get("temperature"), r.budget, r.effort)  # fmt: skip
 
     def answer(
         self, parsed: Parsed, reply: Answer, serial: int, usage: Usage, *, created: int
@@ -315,13 +364,13 @@ class AnthropicWire:
                 prompt += block["text"]
             elif block["type"] == "image":
                 image = block["source"]["data"].encode()
-        thinking = doc.get("thinking") or {}
-        on = thinking.get("type") == "enabled"
-        if on and not 1024 <= thinking["budget_tokens"] < doc["max_tokens"]:
+        r = read_reasoning("anthropic", doc)
+        if r.thinking and not 1024 <= doc["thinking"]["budget_tokens"] < doc["max_tokens"]:
             raise BadRequest("thinking.budget_tokens: must be ≥ 1024 and less than max_tokens")
-        if on and doc.get("temperature", 1) != 1:
+        if r.thinking and doc.get("temperature", 1) != 1:
             raise BadRequest("temperature may only be set to 1 when thinking is enabled")
-        return Parsed("anthropic", str(doc["model"]), prompt, image, on, doc.get("temperature"))
+        return Parsed("anthropic", str(doc["model"]), prompt, image, r.thinking,
+                      doc.get("temperature"), r.budget, r.effort)  # fmt: skip
 
     def answer(
         self, parsed: Parsed, reply: Answer, serial: int, usage: Usage, *, created: int
