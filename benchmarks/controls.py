@@ -258,6 +258,9 @@ def _collapse(answer_set: AnswerSet, cohort: Cohort) -> dict[Cell, CellTexts]:
 
 
 def _rise(answer_set: AnswerSet, cohort: Cohort) -> dict[Cell, CellTexts]:
+    """Every N = 8 answer ← its request's N = 16 answer, every other vertex. In every
+    configuration: one alone would trade places with its neighbours at N = 8 (rank stability).
+    F1's thresholds, judged at the smallest budget, lose Kimi's N = 8 answers with it."""
     return _from_budget(16, 8, decimated)(answer_set, cohort)
 
 
