@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
-import pickle
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.pool import Pool
@@ -32,15 +31,9 @@ from conditions import (
     BOX_CONDITIONS,
     PAPER_CONFIGURATIONS,
     Cohort,
-    CohortSpec,
-    DataRoot,
-    SynthSpec,
-    build_cohort,
     condition_named,
-    generate_synthetic,
     load_cohort,
 )
-from runner import demo
 from runner.reports._data import Cell, ReportData, ViewScores
 from runner.simulator import PROFILES, profile_answer
 from runner.store import read_only
@@ -80,27 +73,6 @@ def parses(text: str, budget: int) -> bool:
     if budget == BOX:
         return parse_box(text) is not None
     return parse_answer(text, budget) is not None
-
-
-# -- the cohort -----------------------------------------------------------------------------------
-
-
-def cohort_at(questions: int, seed: int, work: Path) -> Path:
-    """A synthetic cohort of ``questions`` (300: the demo's, from 600 images; 1,500: the
-    paper's, from 2,400) drawn at ``seed`` (the synthetic data's and the cohort's), pickled
-    under ``work`` (made once)."""
-    path = work / f"cohort-{questions}-seed{seed}.pkl"
-    if path.exists():
-        return path
-    per_source = questions // 3
-    images = demo.IMAGES if per_source <= demo.PER_SOURCE else SynthSpec().images
-    data = work / f"data-{images}-seed{seed}"
-    if not (data / "refcoco").is_dir():
-        generate_synthetic(data, SynthSpec(seed=seed, images=images))
-    matched = per_source if per_source <= demo.PER_SOURCE else CohortSpec().matched
-    spec = CohortSpec(seed=seed, per_source=per_source, matched=matched)
-    path.write_bytes(pickle.dumps(build_cohort(DataRoot.at(data), spec)))
-    return path
 
 
 # -- answering ------------------------------------------------------------------------------------

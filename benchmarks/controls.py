@@ -40,7 +40,6 @@ from benchmarks._answers import (
     answers,
     answers_from_store,
     attempts_allowed,
-    cohort_at,
     in_order,
     score,
 )
@@ -63,7 +62,6 @@ __all__ = [
     "check",
     "checks",
     "claim_name",
-    "cohort_at",
     "control_named",
     "controlled",
     "print_check",
@@ -219,15 +217,15 @@ def _replaced(target: str, source: str) -> Transform:
     return transform
 
 
-def _swapped(a: str, b: str, where: Callable[[Cell], bool] = lambda _: True) -> Transform:
-    """Configurations ``a``'s and ``b``'s answers exchanged in each cell both have that
-    ``where`` names (each answers object moved whole)."""
+def _swapped(a: str, b: str) -> Transform:
+    """Configurations ``a``'s and ``b``'s answers exchanged in each cell both have (each
+    answers object moved whole)."""
 
     def transform(answer_set: AnswerSet, _: Cohort) -> dict[Cell, CellTexts]:
         out = dict(answer_set)
         for cell, texts in answer_set.items():
             other = cell._replace(configuration=b)
-            if cell.configuration == a and where(cell) and other in answer_set:
+            if cell.configuration == a and other in answer_set:
                 out[cell], out[other] = answer_set[other], texts
         return out
 

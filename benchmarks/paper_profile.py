@@ -87,10 +87,11 @@ VIEWS: tuple[View, ...] = ("iou0", "iou1", "iou2", "best_effort")
 # -- the cohort ---------------------------------------------------------------------------------
 
 
-def cohort_for(questions: int, work: Path, seed: int = SEED) -> Path:
+def cohort_for(questions: int, work: Path, seed: int = SEED, draw: int = 0) -> Path:
     """The demo's cohort (300 questions: 600 images, 100 per source) or the paper's (1,500)
-    on synthetic data of ``seed``, pickled under ``work`` (made once)."""
-    path = work / f"cohort-{questions}-seed{seed}.pkl"
+    on synthetic data of ``seed``, drawn with cohort seed ``draw`` (0, the default, as the demo
+    draws it), pickled under ``work`` (made once)."""
+    path = work / f"cohort-{questions}-seed{seed}-draw{draw}.pkl"
     if path.exists():
         return path
     per_source = questions // 3
@@ -99,8 +100,8 @@ def cohort_for(questions: int, work: Path, seed: int = SEED) -> Path:
     if not (data / "refcoco").is_dir():
         generate_synthetic(data, SynthSpec(seed=seed, images=images))
     matched = per_source if per_source <= demo.PER_SOURCE else CohortSpec().matched
-    cohort = build_cohort(DataRoot.at(data), CohortSpec(per_source=per_source, matched=matched))
-    path.write_bytes(pickle.dumps(cohort))
+    spec = CohortSpec(seed=draw, per_source=per_source, matched=matched)
+    path.write_bytes(pickle.dumps(build_cohort(DataRoot.at(data), spec)))
     return path
 
 

@@ -49,11 +49,10 @@ from benchmarks.controls import (
     answers,
     checks,
     claim_name,
-    cohort_at,
     control_named,
     print_check,
 )
-from benchmarks.paper_profile import Calibrated, calibrated
+from benchmarks.paper_profile import Calibrated, calibrated, cohort_for
 from conditions import Cohort
 from runner.reports import Finding, findings
 
@@ -82,7 +81,7 @@ def recover(
 ) -> Recovered:
     """The grid answered at ``seed`` on its cohort, read back, and each control's flips."""
     begun = time.perf_counter()
-    cohort: Cohort = pickle.loads(cohort_at(questions, seed, work).read_bytes())
+    cohort: Cohort = pickle.loads(cohort_for(questions, work, seed, draw=seed).read_bytes())
     built = time.perf_counter()
     answer_set = answers(cohort, PROFILE, seed, workers)
     answered = time.perf_counter()

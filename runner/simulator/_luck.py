@@ -100,6 +100,13 @@ _WOBBLES = 2 * 2 * len(WOBBLE_HARMONICS)
 _BUDGET_UNIFORMS = 9
 
 
+def mixed_uniform(u: float, own: float, keep: float, new: float) -> float:
+    """The uniform ``u`` through the Gaussian copula: its normal score weighted ``keep``
+    (√ρ) plus the N(0, 1) draw ``own`` weighted ``new`` (√(1−ρ)), back to a uniform."""
+    z = _NORMAL.inv_cdf(min(1.0 - _EDGE, max(_EDGE, u)))
+    return _NORMAL.cdf(keep * z + new * own)
+
+
 class _Mixer:
     """Draws of one level: the shared generator's, each mixed with the cell's own at ρ."""
 
@@ -111,8 +118,7 @@ class _Mixer:
         u = self.shared.random()
         if self.own is None:
             return u
-        z = _NORMAL.inv_cdf(min(1.0 - _EDGE, max(_EDGE, u)))
-        return _NORMAL.cdf(self.keep * z + self.new * self.own.gauss(0, 1))
+        return mixed_uniform(u, self.own.gauss(0, 1), self.keep, self.new)
 
     def gauss(self) -> float:
         z = self.shared.gauss(0, 1)

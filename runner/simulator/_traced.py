@@ -30,13 +30,19 @@ import math
 import random
 from dataclasses import dataclass
 from functools import lru_cache
-from statistics import NormalDist
 
 from shapely.geometry import Polygon
 from shapely.ops import unary_union
 
 from conditions import Cohort, Question
-from runner.simulator._luck import WOBBLE_HARMONICS, BudgetLuck, Luck, QuestionLuck, draw_luck
+from runner.simulator._luck import (
+    WOBBLE_HARMONICS,
+    BudgetLuck,
+    Luck,
+    QuestionLuck,
+    draw_luck,
+    mixed_uniform,
+)
 from runner.simulator._model import (
     COLOUR_WORDS,
     Answer,
@@ -51,7 +57,6 @@ from runner.simulator._profiles import Effects, Profile, Tracing, at, graded
 from scoring import SCALE, Point, ring_from_flat, select_part
 
 Parts = tuple[tuple[float, ...], ...]
-_NORMAL = NormalDist()
 _REFUSAL = "I'm sorry, but I cannot outline that object in this image."
 _DENSE = 240  # points of the contour the model sees, before it spaces its N along it
 _SMALLEST = 8  # the budget whose rates a box answer takes
@@ -230,8 +235,8 @@ def selection_draw(luck: Luck, kept: float) -> float:
     budget, the rest this budget's own (each budget is a request of its own)."""
     if kept >= 1.0:
         return luck.question.select
-    z = _NORMAL.inv_cdf(min(1.0 - 1e-12, max(1e-12, luck.question.select)))
-    return _NORMAL.cdf(math.sqrt(kept) * z + math.sqrt(1.0 - kept) * luck.budget.reselect)
+    new = math.sqrt(1.0 - kept)
+    return mixed_uniform(luck.question.select, luck.budget.reselect, math.sqrt(kept), new)
 
 
 def _settle(q: Question, cohort: Cohort, rates: Rates, luck: Luck,

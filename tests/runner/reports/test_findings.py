@@ -354,16 +354,20 @@ def test_every_claim_has_a_failing_store() -> None:
     assert claims == set(FAILING)
 
 
-def test_a_contrast_too_wide_to_tell_is_not_testable_at_this_size() -> None:
-    store = paper_store()
-    # The repeat run 0.35 above or below base, alternating by question: Δ near 0 with an
-    # interval wider than ±2 — neither equivalent nor different.
+def _repeat_too_wide(store: Store) -> None:
+    """The repeat run 0.35 above or below base, alternating by question: Δ near 0 with an
+    interval wider than ±2 — neither equivalent nor different."""
     for n in BUDGETS:
         base = store.cells[Cell(Q, "base", n)]
         store.cells[Cell(Q, "repeat", n)] = {
             q: None if x is None else max(0.0, x + (0.35 if i % 2 else -0.35))
             for i, (q, x) in enumerate(base.items())
         }
+
+
+def test_a_contrast_too_wide_to_tell_is_not_testable_at_this_size() -> None:
+    store = paper_store()
+    _repeat_too_wide(store)
     result = found(store, "F3 second-order")
     assert result.startswith("not testable at this size"), result
     assert "interval holds the boundary: qwen-max repeat" in result
@@ -507,13 +511,7 @@ def test_no_equivalence_passes_on_identical_answers() -> None:
 
 def test_an_open_claim_says_how_many_questions_would_decide_it() -> None:
     store = paper_store()
-    # The repeat run 0.35 above or below base, alternating: Δ 0.2 [−3.3, 3.7] against ±2.
-    for n in BUDGETS:
-        base = store.cells[Cell(Q, "base", n)]
-        store.cells[Cell(Q, "repeat", n)] = {
-            q: None if x is None else max(0.0, x + (0.35 if i % 2 else -0.35))
-            for i, (q, x) in enumerate(base.items())
-        }
+    _repeat_too_wide(store)
     table = findings_table(store.data())
     row = next(r for r in table.rows if r[0].startswith("F3 second-order"))
     assert row[3] == "not testable at this size"
